@@ -1,0 +1,254 @@
+// Package config reads Switchback's settings from SWITCHBACK_* environment
+// variables and the equivalent command-line flags (a flag wins over the
+// environment), and validates them at start with a message naming the bad
+// setting. It holds no global state: Load returns a value.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the binary. Unset external addresses mean
+// embedded mode for that part.
+type Config struct {
+	KafkaBrokers      []string
+	RedisURL          string
+	ClickHouseURL     string
+	DataDir           string
+	EmbeddedKafkaAddr string
+
+	HTTPAddr string
+	OpsAddr  string
+
+	Demo        bool
+	AdminKey    string
+	AdminSecret string
+
+	WebhookAllowHTTP    bool
+	WebhookAllowPrivate bool
+
+	LogLevel  string
+	LogFormat string
+
+	MaxBodyBytes    int
+	ShutdownTimeout time.Duration
+
+	ConsumerMaxAttempts int
+	ConsumerRetryDelay  time.Duration
+}
+
+// Setting describes one configuration variable: its environment name, flag
+// name, default and meaning. The README's configuration table is generated
+// from the same list (see `switchback config`), so they cannot drift.
+type Setting struct {
+	Env     string
+	Flag    string
+	Default string
+	Usage   string
+	apply   func(c *Config, v string) error
+}
+
+// Settings returns the table of every setting, in documentation order.
+func Settings() []Setting {
+	return []Setting{
+		{"SWITCHBACK_KAFKA_BROKERS", "kafka-brokers", "", "comma-separated Kafka bootstrap brokers; unset: embedded broker", func(c *Config, v string) error {
+			c.KafkaBrokers = nil
+			for _, b := range strings.Split(v, ",") {
+				b = strings.TrimSpace(b)
+				if b == "" {
+					continue
+				}
+				if _, _, err := net.SplitHostPort(b); err != nil {
+					return fmt.Errorf("broker %q is not host:port", b)
+				}
+				c.KafkaBrokers = append(c.KafkaBrokers, b)
+			}
+			return nil
+		}},
+		{"SWITCHBACK_REDIS_URL", "redis-url", "", "redis:// URL of an external Redis; unset: redis-server child if on PATH, else in-process miniredis", func(c *Config, v string) error {
+			if v != "" {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+					return errors.New("must be a redis://, rediss:// or unix:// URL")
+				}
+			}
+			c.RedisURL = v
+			return nil
+		}},
+		{"SWITCHBACK_CLICKHOUSE_URL", "clickhouse-url", "", "clickhouse:// URL (native protocol) of an external ClickHouse; unset: clickhouse-server child if on PATH, else history parked on its topic", func(c *Config, v string) error {
+			if v != "" {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "clickhouse" && u.Scheme != "tcp") || u.Host == "" {
+					return errors.New("must be a clickhouse://host:port/database URL (native protocol)")
+				}
+			}
+			c.ClickHouseURL = v
+			return nil
+		}},
+		{"SWITCHBACK_DATA_DIR", "data-dir", "./var", "directory of embedded servers' data (broker log, Redis, ClickHouse)", func(c *Config, v string) error {
+			if strings.TrimSpace(v) == "" {
+				return errors.New("must not be empty")
+			}
+			c.DataDir = v
+			return nil
+		}},
+		{"SWITCHBACK_EMBEDDED_KAFKA_ADDR", "embedded-kafka-addr", "127.0.0.1:19092", "listen address of the embedded Kafka-protocol broker", hostPort(func(c *Config) *string { return &c.EmbeddedKafkaAddr })},
+		{"SWITCHBACK_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "API listener (reseller, channel, registry, operator, admin)", hostPort(func(c *Config) *string { return &c.HTTPAddr })},
+		{"SWITCHBACK_OPS_ADDR", "ops-addr", "127.0.0.1:9090", "ops listener: /metrics, /healthz, /readyz", hostPort(func(c *Config) *string { return &c.OpsAddr })},
+		{"SWITCHBACK_DEMO", "demo", "false", "demo mode: fixed demo principals (make run sets true)", boolean(func(c *Config) *bool { return &c.Demo })},
+		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
+		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
+		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "false", "allow http:// webhook URLs (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowHTTP })},
+		{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow private, loopback and link-local webhook targets (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
+		{"SWITCHBACK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
+			switch v {
+			case "debug", "info", "warn", "error":
+				c.LogLevel = v
+				return nil
+			}
+			return errors.New("must be one of debug, info, warn, error")
+		}},
+		{"SWITCHBACK_LOG_FORMAT", "log-format", "text", "text or json", func(c *Config, v string) error {
+			if v != "text" && v != "json" {
+				return errors.New("must be text or json")
+			}
+			c.LogFormat = v
+			return nil
+		}},
+		{"SWITCHBACK_MAX_BODY_BYTES", "max-body-bytes", "1048576", "largest accepted request body; larger is 413", positiveInt(func(c *Config) *int { return &c.MaxBodyBytes })},
+		{"SWITCHBACK_SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "time allowed for a graceful stop", positiveDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+		{"SWITCHBACK_CONSUMER_MAX_ATTEMPTS", "consumer-max-attempts", "5", "attempts of a consumer handler before the message is dead-lettered", positiveInt(func(c *Config) *int { return &c.ConsumerMaxAttempts })},
+		{"SWITCHBACK_CONSUMER_RETRY_DELAY", "consumer-retry-delay", "200ms", "first delay between handler attempts (doubles each time)", positiveDuration(func(c *Config) *time.Duration { return &c.ConsumerRetryDelay })},
+	}
+}
+
+// Load builds the Config from defaults, then the environment (getenv), then
+// the flags in args. It returns an error naming the first bad setting.
+func Load(name string, args []string, getenv func(string) string) (Config, error) {
+	var c Config
+	settings := Settings()
+	values := make(map[string]string, len(settings))
+	for _, s := range settings {
+		values[s.Env] = s.Default
+		if v := getenv(s.Env); v != "" {
+			values[s.Env] = v
+		}
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	flagValues := make(map[string]*string, len(settings))
+	for _, s := range settings {
+		flagValues[s.Env] = fs.String(s.Flag, "", s.Usage+" (env "+s.Env+", default "+quoteDefault(s.Default)+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range settings {
+			if s.Flag == f.Name {
+				values[s.Env] = *flagValues[s.Env]
+			}
+		}
+	})
+	for _, s := range settings {
+		if err := s.apply(&c, values[s.Env]); err != nil {
+			return c, fmt.Errorf("invalid %s (--%s) %q: %w", s.Env, s.Flag, redact(s.Env, values[s.Env]), err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func (c Config) validate() error {
+	if (c.AdminKey == "") != (c.AdminSecret == "") {
+		return errors.New("invalid SWITCHBACK_ADMIN_KEY/SWITCHBACK_ADMIN_SECRET: set both or neither")
+	}
+	if c.AdminSecret != "" && len(c.AdminSecret) < 16 {
+		return errors.New("invalid SWITCHBACK_ADMIN_SECRET: must be at least 16 characters")
+	}
+	if c.HTTPAddr == c.OpsAddr {
+		return errors.New("invalid SWITCHBACK_OPS_ADDR: must differ from SWITCHBACK_HTTP_ADDR")
+	}
+	return nil
+}
+
+// EmbeddedKafka reports whether the embedded broker is used.
+func (c Config) EmbeddedKafka() bool { return len(c.KafkaBrokers) == 0 }
+
+// Redact hides secret values in messages: secrets never appear in logs or
+// errors, not even when they are invalid.
+func redact(env, v string) string {
+	if strings.Contains(env, "SECRET") || strings.Contains(env, "PASSWORD") {
+		return "<redacted>"
+	}
+	if strings.HasSuffix(env, "_URL") {
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			u.User = url.User(u.User.Username())
+			return u.String()
+		}
+	}
+	return v
+}
+
+// RedactURL returns u without its password, for logs and banners.
+func RedactURL(u string) string { return redact("X_URL", u) }
+
+func quoteDefault(d string) string {
+	if d == "" {
+		return "unset"
+	}
+	return d
+}
+
+func hostPort(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+			return errors.New("must be host:port")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func boolean(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("must be true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func positiveInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return errors.New("must be a positive integer")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func positiveDuration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return errors.New("must be a positive duration such as 500ms or 15s")
+		}
+		*field(c) = d
+		return nil
+	}
+}

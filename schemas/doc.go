@@ -1,0 +1,4 @@
+// Package schemas holds what every stage agrees on: topic names and their
+// settings, the event envelope, and the ClickHouse DDL. It imports nothing
+// of the stages; the stages import it.
+package schemas
