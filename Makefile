@@ -1,0 +1,56 @@
+# Switchback: `make run` starts the whole pipeline in one process on
+# embedded defaults; `make test` runs every test that this machine can run.
+GO        ?= go
+BIN       := bin/switchback
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+PKGS      := ./...
+TEST_TIMEOUT ?= 14m
+
+export SWITCHBACK_DATA_DIR ?= ./var
+
+.PHONY: all build run test test-short lint bench deps fmt vet clean e2e fuzz
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback
+
+# The demo: embedded broker, Redis (redis-server if installed, else
+# miniredis), ClickHouse (clickhouse-server if installed, else parked).
+run: build
+	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} \
+	SWITCHBACK_WEBHOOK_ALLOW_HTTP=$${SWITCHBACK_WEBHOOK_ALLOW_HTTP:-true} \
+	SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=$${SWITCHBACK_WEBHOOK_ALLOW_PRIVATE:-true} \
+	./$(BIN) run
+
+# Unit, component and integration tests. Integration tests start real
+# redis-server / clickhouse-server when installed and skip otherwise, unless
+# SWITCHBACK_REQUIRE_INTEGRATION=1 (CI), where a skip fails.
+test:
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+lint: fmt vet
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck $(PKGS); \
+	else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./bench/... ./query/...
+
+# Installs the servers that the integration tests and the demo use.
+deps:
+	@if command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server clickhouse-server kafkacat prometheus; \
+	else echo "apt-get not available: install redis-server, clickhouse-server and kafkacat by hand"; fi
+
+clean:
+	rm -rf bin

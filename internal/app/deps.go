@@ -1,0 +1,203 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/embedded"
+	"github.com/switchbackhq/switchback/internal/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/ops"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/warehouse"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// deps are the servers and clients every tier shares.
+type deps struct {
+	brokers     []string
+	kafkaMode   ops.Mode
+	redisURL    string
+	redisKind   string
+	redisMode   ops.Mode
+	redis       *redis.Client
+	clickhouse  driver.Conn // nil when history is parked on its topic
+	chMode      ops.Mode
+	chURL       string
+	producer    *stream.Producer
+	streamStats *stream.Metrics
+}
+
+// startDeps brings up (embedded) or reaches (external) Kafka, Redis and
+// ClickHouse. External servers are retried with backoff until ctx ends, with
+// /readyz saying what is still down meanwhile.
+func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickHouse bool, log *slog.Logger, reg prometheus.Registerer, ready *ops.Readiness, closers *closeStack) (*deps, error) {
+	d := &deps{streamStats: stream.NewMetrics(reg)}
+	// Declare every dependency before reaching any, so that /readyz never
+	// says ready while one is still being started.
+	ready.Set("kafka", ops.Component{Kind: "kafka", Required: true}, nil)
+	ready.Set("redis", ops.Component{Kind: "redis", Required: true}, nil)
+	if needClickHouse {
+		ready.Set("clickhouse", ops.Component{Kind: "clickhouse", Required: true}, nil)
+	}
+
+	// Kafka.
+	if cfg.EmbeddedKafka() && allowEmbedded {
+		dir, err := dataPath(cfg, "kafka")
+		if err != nil {
+			return nil, err
+		}
+		b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: log.With("part", "kafka")})
+		if err != nil {
+			return nil, fmt.Errorf("embedded Kafka broker on SWITCHBACK_EMBEDDED_KAFKA_ADDR %s: %w", cfg.EmbeddedKafkaAddr, err)
+		}
+		closers.push("embedded kafka broker", func(context.Context) error { b.Close(); return nil })
+		d.brokers, d.kafkaMode = []string{b.Addr()}, ops.ModeEmbedded
+	} else {
+		d.brokers, d.kafkaMode = cfg.KafkaBrokers, ops.ModeExternal
+	}
+	brokers := d.brokers
+	ready.Set("kafka", ops.Component{Mode: d.kafkaMode, Kind: "kafka", Address: brokers[0], Required: true},
+		func(ctx context.Context) error { return stream.Ping(ctx, brokers) })
+	log.Info("creating topics", "brokers", brokers, "topics", len(schemas.Topics()))
+	if err := retry(ctx, log, "kafka", func(ctx context.Context) error {
+		return stream.EnsureTopics(ctx, brokers, schemas.Topics())
+	}); err != nil {
+		return nil, err
+	}
+	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: log.With("part", "producer"), Metrics: d.streamStats})
+	closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
+
+	// Redis.
+	if cfg.RedisURL == "" && allowEmbedded {
+		dir, err := dataPath(cfg, "redis")
+		if err != nil {
+			return nil, err
+		}
+		r, err := embedded.StartRedis(ctx, embedded.RedisOptions{DataDir: dir, Logger: log.With("part", "redis")})
+		if err != nil {
+			return nil, fmt.Errorf("embedded Redis: %w", err)
+		}
+		closers.push("embedded redis", func(context.Context) error { return r.Close() })
+		d.redisURL, d.redisKind, d.redisMode = r.URL(), r.Kind(), ops.ModeEmbedded
+	} else {
+		d.redisURL, d.redisKind, d.redisMode = cfg.RedisURL, "redis", ops.ModeExternal
+	}
+	ropts, err := redis.ParseURL(d.redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid SWITCHBACK_REDIS_URL: %w", err)
+	}
+	d.redis = redis.NewClient(ropts)
+	closers.push("redis client", func(context.Context) error { return d.redis.Close() })
+	rc := d.redis
+	ready.Set("redis", ops.Component{Mode: d.redisMode, Kind: d.redisKind, Address: config.RedactURL(d.redisURL), Required: true},
+		func(ctx context.Context) error { return rc.Ping(ctx).Err() })
+	if err := retry(ctx, log, "redis", func(ctx context.Context) error { return rc.Ping(ctx).Err() }); err != nil {
+		return nil, err
+	}
+
+	// ClickHouse: only the tiers that write or read history (process, query)
+	// use it, so ingest and dispatch neither wait for it nor migrate.
+	if !needClickHouse {
+		return d, nil
+	}
+	// Optional: without it history waits on its topic.
+	d.chURL = cfg.ClickHouseURL
+	d.chMode = ops.ModeExternal
+	if d.chURL == "" && allowEmbedded {
+		dir, err := dataPath(cfg, "clickhouse")
+		if err != nil {
+			return nil, err
+		}
+		log.Info("starting embedded clickhouse-server (first start can take several seconds)")
+		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Logger: log.With("part", "clickhouse")})
+		switch {
+		case errors.Is(err, embedded.ErrNotInstalled):
+			d.chMode = ops.ModeParked
+		case err != nil:
+			// ClickHouse is for analysts; the pipeline runs without it and
+			// history waits on its topic, so a failed child is not fatal.
+			log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "err", err)
+			d.chMode = ops.ModeParked
+		default:
+			closers.push("embedded clickhouse", func(context.Context) error { return ch.Close() })
+			d.chURL, d.chMode = ch.URL(), ops.ModeEmbedded
+		}
+	}
+	if d.chURL == "" {
+		d.chMode = ops.ModeParked
+		ready.Set("clickhouse", ops.Component{Mode: ops.ModeParked, Kind: "clickhouse", Required: false}, nil)
+		log.Warn("no ClickHouse: history is parked on its topic until SWITCHBACK_CLICKHOUSE_URL is set or clickhouse-server is installed", "topic", schemas.TopicHistory)
+		return d, nil
+	}
+	chURL := d.chURL
+	var conn driver.Conn
+	ready.Set("clickhouse", ops.Component{Mode: d.chMode, Kind: "clickhouse", Address: config.RedactURL(chURL), Required: true},
+		func(ctx context.Context) error {
+			if conn == nil {
+				return errors.New("not connected yet")
+			}
+			return conn.Ping(ctx)
+		})
+	if err := retry(ctx, log, "clickhouse", func(ctx context.Context) error {
+		c, err := warehouse.Open(ctx, chURL)
+		if err != nil {
+			return err
+		}
+		applied, err := warehouse.Migrate(ctx, c, schemas.ClickHouseFS())
+		if err != nil {
+			_ = c.Close()
+			return err
+		}
+		if len(applied) > 0 {
+			log.Info("clickhouse migrations applied", "files", applied)
+		}
+		conn = c
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	d.clickhouse = conn
+	ready.Set("clickhouse", ops.Component{Mode: d.chMode, Kind: "clickhouse", Address: config.RedactURL(chURL), Required: true},
+		func(ctx context.Context) error { return conn.Ping(ctx) })
+	closers.push("clickhouse client", func(context.Context) error { return conn.Close() })
+	return d, nil
+}
+
+// retry calls fn until it succeeds or ctx ends, backing off from 250 ms to
+// 10 s and logging each failure, so that an external server that is down at
+// start is waited for rather than crashing the tier.
+func retry(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
+	delay := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := fn(actx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				log.Info("dependency reachable", "dependency", what, "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.Warn("dependency not reachable; retrying", "dependency", what, "attempt", attempt, "retry_in", delay, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay *= 2
+		if delay > 10*time.Second {
+			delay = 10 * time.Second
+		}
+	}
+}

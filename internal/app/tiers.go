@@ -1,0 +1,157 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/query/admin"
+	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// started is what startTiers hands back to Run.
+type started struct {
+	httpAddr string
+	// failed receives the first error of a tier that stopped on its own.
+	failed chan error
+}
+
+// startTiers builds and starts each requested tier. Every tier registers
+// its stop on closers so that Run's deferred closeAll stops them before the
+// dependencies they use.
+func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*started, error) {
+	st := &started{failed: make(chan error, len(tiers)+1)}
+	for _, tier := range tiers {
+		tlog := log.With("tier", tier)
+		switch tier {
+		case TierQuery:
+			addr, err := startQuery(ctx, cfg, d, tlog, reg, closers, st.failed)
+			if err != nil {
+				return nil, fmt.Errorf("query tier: %w", err)
+			}
+			st.httpAddr = addr
+		case TierIngest, TierProcess, TierDispatch:
+			// The workers of these tiers (ingest clients, processors, the
+			// dispatcher) register here as their stage packages land; the
+			// tier itself already runs its dependencies, readiness and
+			// metrics, so that the process topology is in place.
+			tlog.Info("tier started")
+		}
+	}
+	return st, nil
+}
+
+// startQuery starts the API tier: the principal table rebuilt from its
+// topic, the fasthttp server and its routes.
+func startQuery(ctx context.Context, cfg config.Config, d *deps, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) (string, error) {
+	store, err := loadPrincipals(ctx, d, log, closers)
+	if err != nil {
+		return "", err
+	}
+	if err := ensureFixedPrincipals(ctx, cfg, store, log); err != nil {
+		return "", err
+	}
+
+	srv := httpapi.New(httpapi.Options{
+		Addr:         cfg.HTTPAddr,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Logger:       log,
+		Registry:     reg,
+		Principals:   store,
+	})
+	admin.Register(srv, store)
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return "", fmt.Errorf("API listener on SWITCHBACK_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil {
+			failed <- fmt.Errorf("API server: %w", err)
+		}
+	}()
+	closers.push("API server (finish in-flight requests)", func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		<-done
+		return err
+	})
+	return ln.Addr().String(), nil
+}
+
+// loadPrincipals rebuilds the principal table from its compacted topic
+// before the API serves (so no valid credential is refused after a restart),
+// then follows the topic so that principals created or revoked through
+// another query instance take effect here too.
+func loadPrincipals(ctx context.Context, d *deps, log *slog.Logger, closers *closeStack) (*principals.Store, error) {
+	store := principals.NewStore(d.producer)
+	apply := func(m stream.Message) error {
+		var env schemas.Envelope
+		if err := json.Unmarshal(m.Value, &env); err != nil {
+			log.Error("skipping unreadable principal record", "partition", m.Partition, "offset", m.Offset, "err", err)
+			return nil
+		}
+		if err := store.Apply(env); err != nil {
+			log.Error("skipping unusable principal record", "partition", m.Partition, "offset", m.Offset, "err", err)
+		}
+		return nil
+	}
+	start := time.Now()
+	if err := stream.ReadAll(ctx, d.brokers, schemas.TopicPrincipals, apply); err != nil {
+		return nil, fmt.Errorf("rebuild principals from %s: %w", schemas.TopicPrincipals, err)
+	}
+	log.Info("principals loaded", "count", store.Len(), "took", time.Since(start).Round(time.Millisecond))
+
+	fctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Follow re-reads from the start; Apply is idempotent by version,
+		// so the records already applied are no-ops.
+		for fctx.Err() == nil {
+			err := stream.Follow(fctx, d.brokers, schemas.TopicPrincipals, apply)
+			if err == nil || errors.Is(err, context.Canceled) || fctx.Err() != nil {
+				return
+			}
+			log.Warn("following principals failed; retrying", "err", err)
+			select {
+			case <-fctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	closers.push("principals follower", func(context.Context) error { cancel(); <-done; return nil })
+	return store, nil
+}
+
+// ensureFixedPrincipals creates the demo principals (demo mode only) and the
+// SWITCHBACK_ADMIN_KEY bootstrap admin. EnsureFixed publishes only when the
+// principal is absent or its secret changed, so restarts add no records.
+func ensureFixedPrincipals(ctx context.Context, cfg config.Config, store *principals.Store, log *slog.Logger) error {
+	if cfg.Demo {
+		for _, p := range DemoPrincipals() {
+			if _, err := store.EnsureFixed(ctx, p.Key, p.Secret, principals.Role(p.Role), p.Name, p.ChannelID); err != nil {
+				return fmt.Errorf("demo principal %s: %w", p.Key, err)
+			}
+		}
+		log.Warn("demo mode: the fixed demo principals are enabled (publicly known credentials)")
+	}
+	if cfg.AdminKey != "" {
+		if _, err := store.EnsureFixed(ctx, cfg.AdminKey, cfg.AdminSecret, principals.RoleAdmin, "Bootstrap admin", ""); err != nil {
+			return fmt.Errorf("bootstrap admin from SWITCHBACK_ADMIN_KEY: %w", err)
+		}
+		log.Info("bootstrap admin principal ensured", "key", cfg.AdminKey)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoad_Defaults(t *testing.T) {
+	c, err := Load("test", nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.EmbeddedKafka() || c.RedisURL != "" || c.ClickHouseURL != "" {
+		t.Errorf("defaults should be embedded: %+v", c)
+	}
+	if c.HTTPAddr != "127.0.0.1:8080" || c.OpsAddr != "127.0.0.1:9090" || c.EmbeddedKafkaAddr != "127.0.0.1:19092" {
+		t.Errorf("listener defaults wrong: %+v", c)
+	}
+	if c.DataDir != "./var" || c.Demo || c.MaxBodyBytes != 1<<20 || c.ShutdownTimeout != 15*time.Second {
+		t.Errorf("defaults wrong: %+v", c)
+	}
+}
+
+func TestLoad_FlagOverridesEnvironment(t *testing.T) {
+	c, err := Load("test", []string{"--http-addr", "127.0.0.1:18080", "--demo=true"},
+		env(map[string]string{"SWITCHBACK_HTTP_ADDR": "127.0.0.1:28080", "SWITCHBACK_KAFKA_BROKERS": "k1:9092, k2:9092"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "127.0.0.1:18080" {
+		t.Errorf("HTTPAddr = %q, want the flag's value", c.HTTPAddr)
+	}
+	if !c.Demo {
+		t.Error("Demo flag ignored")
+	}
+	if len(c.KafkaBrokers) != 2 || c.KafkaBrokers[1] != "k2:9092" {
+		t.Errorf("KafkaBrokers = %v", c.KafkaBrokers)
+	}
+}
+
+func TestLoad_InvalidSettingIsNamed(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string
+	}{
+		{"bad broker", map[string]string{"SWITCHBACK_KAFKA_BROKERS": "nohost"}, nil, "SWITCHBACK_KAFKA_BROKERS"},
+		{"bad redis url", map[string]string{"SWITCHBACK_REDIS_URL": "http://x"}, nil, "SWITCHBACK_REDIS_URL"},
+		{"bad clickhouse url", map[string]string{"SWITCHBACK_CLICKHOUSE_URL": "http://x:8123"}, nil, "SWITCHBACK_CLICKHOUSE_URL"},
+		{"bad http addr", map[string]string{"SWITCHBACK_HTTP_ADDR": "8080"}, nil, "SWITCHBACK_HTTP_ADDR"},
+		{"bad bool", map[string]string{"SWITCHBACK_DEMO": "yes please"}, nil, "SWITCHBACK_DEMO"},
+		{"bad log level", map[string]string{"SWITCHBACK_LOG_LEVEL": "loud"}, nil, "SWITCHBACK_LOG_LEVEL"},
+		{"zero body limit", map[string]string{"SWITCHBACK_MAX_BODY_BYTES": "0"}, nil, "SWITCHBACK_MAX_BODY_BYTES"},
+		{"negative timeout", nil, []string{"--shutdown-timeout", "-1s"}, "SWITCHBACK_SHUTDOWN_TIMEOUT"},
+		{"admin key without secret", map[string]string{"SWITCHBACK_ADMIN_KEY": "k"}, nil, "SWITCHBACK_ADMIN_KEY"},
+		{"short admin secret", map[string]string{"SWITCHBACK_ADMIN_KEY": "k", "SWITCHBACK_ADMIN_SECRET": "short"}, nil, "SWITCHBACK_ADMIN_SECRET"},
+		{"same listeners", map[string]string{"SWITCHBACK_OPS_ADDR": "127.0.0.1:8080"}, nil, "SWITCHBACK_OPS_ADDR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("test", tt.args, env(tt.env))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestLoad_SecretsNeverInErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		env    map[string]string
+		secret string
+	}{
+		{"admin secret", map[string]string{"SWITCHBACK_ADMIN_KEY": "k", "SWITCHBACK_ADMIN_SECRET": "hunter2"}, "hunter2"},
+		{"redis password", map[string]string{"SWITCHBACK_REDIS_URL": "http://u:topsecretpw@h:1"}, "topsecretpw"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("test", nil, env(tt.env))
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if strings.Contains(err.Error(), tt.secret) {
+				t.Fatalf("error leaks the secret: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	got := RedactURL("clickhouse://user:pw@h:9000/db")
+	if strings.Contains(got, "pw") || !strings.Contains(got, "user@h:9000") {
+		t.Errorf("RedactURL = %q", got)
+	}
+}
