@@ -1,0 +1,313 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Headers of a dead-lettered message, next to the original message's own
+// headers. Key and value are the original ones, so the message can be
+// replayed as it was.
+const (
+	HeaderDeadLetterTopic     = "switchback.dlq.topic"
+	HeaderDeadLetterPartition = "switchback.dlq.partition"
+	HeaderDeadLetterOffset    = "switchback.dlq.offset"
+	HeaderDeadLetterGroup     = "switchback.dlq.group"
+	HeaderDeadLetterError     = "switchback.dlq.error"
+	HeaderDeadLetterAttempts  = "switchback.dlq.attempts"
+)
+
+// maxErrorText bounds the error text put in logs and dead-letter headers: an
+// error may wrap a whole response body.
+const maxErrorText = 1024
+
+// commitTimeout bounds handing a commit to the reader, which blocks while
+// the group rebalances.
+const commitTimeout = 10 * time.Second
+
+// ConsumerConfig configures NewConsumer. Zero values take the defaults.
+type ConsumerConfig struct {
+	Brokers []string
+	GroupID string
+	Topics  []string
+	Handler Handler
+
+	// MaxAttempts is how many times a message is handled before it is
+	// dead-lettered. Default 5.
+	MaxAttempts int
+	// RetryDelay is the wait before the second attempt; it doubles at each
+	// attempt up to MaxRetryDelay. Defaults 100ms and 30s.
+	RetryDelay    time.Duration
+	MaxRetryDelay time.Duration
+	// DeadLetter receives messages whose last attempt failed, on
+	// schemas.TopicDeadLetter. Nil means no dead-letter topic: the message
+	// is retried until it succeeds and nothing after it is committed.
+	DeadLetter Publisher
+
+	// CommitInterval batches offset commits: handled offsets are committed
+	// every interval, and when Run returns. A crash loses at most one
+	// interval of commits, which means redelivery, never a skipped message.
+	// Default 1s; negative commits synchronously after every message.
+	CommitInterval time.Duration
+
+	// Group membership timeouts. kafka-go's defaults (30s session and
+	// rebalance, 5s join backoff) make a restarted or crashed member hold
+	// its partitions for long; ours keep failover within seconds while
+	// staying above brokers' default group.min.session.timeout.ms (6s).
+	// Defaults: session 10s, heartbeat 1s, rebalance 10s, join backoff 500ms.
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	RebalanceTimeout  time.Duration
+	JoinGroupBackoff  time.Duration
+
+	Logger  *slog.Logger
+	Metrics *Metrics
+}
+
+// Consumer runs a handler over a consumer group's messages, at least once:
+// an offset is committed only after the handler returned nil for the
+// message, or the message was dead-lettered. Messages are handled one at a
+// time, so they are handled in order within each partition.
+type Consumer struct {
+	cfg ConsumerConfig
+	log *slog.Logger
+}
+
+// NewConsumer creates a consumer; Run starts it.
+func NewConsumer(cfg ConsumerConfig) *Consumer {
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = 100 * time.Millisecond
+	}
+	if cfg.MaxRetryDelay <= 0 {
+		cfg.MaxRetryDelay = 30 * time.Second
+	}
+	if cfg.CommitInterval == 0 {
+		cfg.CommitInterval = time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.RebalanceTimeout <= 0 {
+		cfg.RebalanceTimeout = 10 * time.Second
+	}
+	if cfg.JoinGroupBackoff <= 0 {
+		cfg.JoinGroupBackoff = 500 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Consumer{cfg: cfg, log: cfg.Logger.With("group", cfg.GroupID)}
+}
+
+// Run joins the group and handles messages until ctx ends. It then commits
+// the offsets of everything handled, leaves the group and returns nil. A
+// message whose handling ctx interrupted is not committed: it is handled
+// again after the restart. Run must not be called twice at once.
+func (c *Consumer) Run(ctx context.Context) error {
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("consumer %s: %w", c.cfg.GroupID, err)
+	}
+	r := kafka.NewReader(c.readerConfig())
+	c.log.Info("consumer started", "topics", c.cfg.Topics)
+
+	runErr := c.loop(ctx, r)
+
+	// Close ends the generation, which flushes the pending commits before
+	// leaving the group.
+	if err := r.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("consumer %s: close reader: %w", c.cfg.GroupID, err)
+	}
+	c.log.Info("consumer stopped")
+	return runErr
+}
+
+func (c *Consumer) validate() error {
+	switch {
+	case len(c.cfg.Brokers) == 0:
+		return errors.New("no brokers")
+	case c.cfg.GroupID == "":
+		return errors.New("no group id")
+	case len(c.cfg.Topics) == 0:
+		return errors.New("no topics")
+	case c.cfg.Handler == nil:
+		return errors.New("no handler")
+	}
+	return nil
+}
+
+func (c *Consumer) readerConfig() kafka.ReaderConfig {
+	commitInterval := c.cfg.CommitInterval
+	if commitInterval < 0 {
+		commitInterval = 0 // kafka-go: 0 commits synchronously
+	}
+	return kafka.ReaderConfig{
+		Brokers:     c.cfg.Brokers,
+		GroupID:     c.cfg.GroupID,
+		GroupTopics: c.cfg.Topics,
+		// A new group starts from the beginning: the topics are the log of
+		// record, and a new processor must see all of it.
+		StartOffset:       kafka.FirstOffset,
+		MinBytes:          1,
+		MaxBytes:          10 << 20,
+		MaxWait:           500 * time.Millisecond,
+		CommitInterval:    commitInterval,
+		SessionTimeout:    c.cfg.SessionTimeout,
+		HeartbeatInterval: c.cfg.HeartbeatInterval,
+		RebalanceTimeout:  c.cfg.RebalanceTimeout,
+		JoinGroupBackoff:  c.cfg.JoinGroupBackoff,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    time.Second,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			c.log.Warn("kafka reader: " + truncate(fmt.Sprintf(msg, args...)))
+		}),
+	}
+}
+
+func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
+	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		km, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("consumer %s: reader closed: %w", c.cfg.GroupID, err)
+			}
+			// Group join failures surface here; the reader keeps trying
+			// to heal (broker restarting, coordinator moving), so do we.
+			c.log.Warn("fetch failed, retrying", "error", truncate(err.Error()))
+			if fetchBackoff.wait(ctx) != nil {
+				return nil
+			}
+			continue
+		}
+		fetchBackoff.reset()
+
+		c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1)
+		if !c.process(ctx, fromKafka(km)) {
+			// Interrupted by shutdown before it was handled or
+			// dead-lettered: not committed, delivered again later.
+			return nil
+		}
+		// ctx may be done by now; what was handled is still committed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		err = r.CommitMessages(cctx, km)
+		cancel()
+		if err != nil {
+			// Not fatal: the message is delivered again, and handlers
+			// are idempotent.
+			c.log.Warn("commit failed", "topic", km.Topic, "partition", km.Partition, "offset", km.Offset, "error", truncate(err.Error()))
+		}
+	}
+}
+
+// process handles m with retries, then dead-letters it. It returns false
+// if ctx ended before m was handled or dead-lettered.
+func (c *Consumer) process(ctx context.Context, m Message) bool {
+	delay := c.cfg.RetryDelay
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := c.call(ctx, m)
+		c.cfg.Metrics.observeHandler(m.Topic, c.cfg.GroupID, time.Since(start).Seconds(), err != nil)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		// Never the value (it may hold secrets): the coordinates find it.
+		attrs := []any{"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "attempt", attempt, "error", truncate(err.Error())}
+		if attempt >= c.cfg.MaxAttempts {
+			if c.cfg.DeadLetter != nil {
+				c.log.Error("handler failed, dead-lettering", attrs...)
+				return c.deadLetter(ctx, m, err, attempt)
+			}
+			if attempt == c.cfg.MaxAttempts {
+				c.log.Error("handler keeps failing and there is no dead-letter topic: partition blocked", attrs...)
+			}
+		} else {
+			c.log.Warn("handler failed, retrying", attrs...)
+		}
+		if sleep(ctx, delay) != nil {
+			return false
+		}
+		delay = min(delay*2, c.cfg.MaxRetryDelay)
+	}
+}
+
+// call runs the handler, turning a panic into an error so that one bad
+// message takes the retry and dead-letter path instead of the process.
+func (c *Consumer) call(ctx context.Context, m Message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return c.cfg.Handler(ctx, m)
+}
+
+// deadLetter publishes m to the dead-letter topic, retrying until it is
+// acknowledged: committing past a message that is in neither place would
+// lose it.
+func (c *Consumer) deadLetter(ctx context.Context, m Message, cause error, attempts int) bool {
+	dl := Message{
+		Topic:   schemas.TopicDeadLetter,
+		Key:     m.Key,
+		Value:   m.Value,
+		Headers: make(map[string]string, len(m.Headers)+6),
+	}
+	for k, v := range m.Headers {
+		dl.Headers[k] = v
+	}
+	dl.Headers[HeaderDeadLetterTopic] = m.Topic
+	dl.Headers[HeaderDeadLetterPartition] = strconv.Itoa(m.Partition)
+	dl.Headers[HeaderDeadLetterOffset] = strconv.FormatInt(m.Offset, 10)
+	dl.Headers[HeaderDeadLetterGroup] = c.cfg.GroupID
+	dl.Headers[HeaderDeadLetterError] = truncate(cause.Error())
+	dl.Headers[HeaderDeadLetterAttempts] = strconv.Itoa(attempts)
+
+	b := newBackoff(c.cfg.RetryDelay, c.cfg.MaxRetryDelay)
+	for {
+		err := c.cfg.DeadLetter.Publish(ctx, dl)
+		if err == nil {
+			c.cfg.Metrics.observeDeadLettered(m.Topic, c.cfg.GroupID)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		c.log.Error("dead-letter publish failed, retrying", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", truncate(err.Error()))
+		if b.wait(ctx) != nil {
+			return false
+		}
+	}
+}
+
+// truncate cuts s to maxErrorText bytes on a rune boundary.
+func truncate(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

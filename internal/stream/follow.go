@@ -1,0 +1,169 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Follow reads every partition of topic from its first offset, then keeps
+// following new records until ctx ends, and returns nil then. It uses no
+// consumer group and commits nothing: it is how an instance rebuilds an
+// in-memory view (the principal table, say) from a compacted topic. fn is
+// never called concurrently, so the view needs no lock of its own against
+// Follow; records of one partition reach fn in offset order. An error from
+// fn stops Follow and is returned. Partitions added after the start are not
+// followed.
+func Follow(ctx context.Context, brokers []string, topic string, fn func(Message) error) error {
+	parts, err := topicPartitions(ctx, brokers, topic)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", topic, err)
+	}
+	ranges := make([]partitionRange, len(parts))
+	for i, p := range parts {
+		ranges[i] = partitionRange{partition: p, end: -1}
+	}
+	err = readPartitions(ctx, brokers, topic, ranges, fn)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", topic, err)
+	}
+	return nil
+}
+
+// ReadAll reads every partition of topic from its first offset up to the
+// high watermark as of the call, then returns: a rebuild reads what was
+// there when it started, and Follow (or a consumer) takes it from there.
+// fn is called as in Follow. If ctx ends first, ReadAll returns ctx's error.
+func ReadAll(ctx context.Context, brokers []string, topic string, fn func(Message) error) error {
+	ranges, err := readRanges(ctx, brokers, topic)
+	if err != nil {
+		return fmt.Errorf("read all of %s: %w", topic, err)
+	}
+	if err := readPartitions(ctx, brokers, topic, ranges, fn); err != nil {
+		return fmt.Errorf("read all of %s: %w", topic, err)
+	}
+	return nil
+}
+
+// partitionRange is a partition to read and where to stop: end is the
+// high watermark to reach, or -1 to follow forever.
+type partitionRange struct {
+	partition int
+	end       int64
+}
+
+func topicPartitions(ctx context.Context, brokers []string, topic string) ([]int, error) {
+	client, release := newClient(brokers)
+	defer release()
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("read metadata: %w", err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic metadata: %w", t.Error)
+		}
+		parts := make([]int, len(t.Partitions))
+		for i, p := range t.Partitions {
+			parts[i] = p.ID
+		}
+		return parts, nil
+	}
+	return nil, fmt.Errorf("topic metadata: %w", kafka.UnknownTopicOrPartition)
+}
+
+// readRanges returns the non-empty partitions of topic with their current
+// high watermarks.
+func readRanges(ctx context.Context, brokers []string, topic string) ([]partitionRange, error) {
+	parts, err := topicPartitions(ctx, brokers, topic)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]kafka.OffsetRequest, 0, 2*len(parts))
+	for _, p := range parts {
+		reqs = append(reqs, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	}
+	client, release := newClient(brokers)
+	defer release()
+	resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	var ranges []partitionRange
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("list offsets of partition %d: %w", po.Partition, po.Error)
+		}
+		// Empty, or emptied by retention: nothing to read. The last record
+		// below the watermark always exists: compaction keeps the active
+		// segment, and kafka-go writes no transaction markers.
+		if po.LastOffset > po.FirstOffset {
+			ranges = append(ranges, partitionRange{partition: po.Partition, end: po.LastOffset})
+		}
+	}
+	return ranges, nil
+}
+
+// readPartitions reads the ranges concurrently, one reader per partition,
+// and serialises the calls to fn. It returns the first error.
+func readPartitions(ctx context.Context, brokers []string, topic string, ranges []partitionRange, fn func(Message) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var (
+		mu sync.Mutex // serialises fn
+		wg sync.WaitGroup
+	)
+	for _, pr := range ranges {
+		wg.Go(func() {
+			if err := readPartition(ctx, brokers, topic, pr, &mu, fn); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+func readPartition(ctx context.Context, brokers []string, topic string, pr partitionRange, mu *sync.Mutex, fn func(Message) error) error {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:   brokers,
+		Topic:     topic,
+		Partition: pr.partition,
+		MinBytes:  1,
+		MaxBytes:  10 << 20,
+		// Bounds how long an idle fetch waits for new records.
+		MaxWait:        500 * time.Millisecond,
+		ReadBackoffMin: 50 * time.Millisecond,
+		ReadBackoffMax: time.Second,
+	})
+	defer r.Close()
+	if err := r.SetOffset(kafka.FirstOffset); err != nil {
+		return fmt.Errorf("partition %d: seek to first offset: %w", pr.partition, err)
+	}
+	for {
+		km, err := r.FetchMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("partition %d: fetch: %w", pr.partition, err)
+		}
+		mu.Lock()
+		err = fn(fromKafka(km))
+		mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("partition %d offset %d: %w", pr.partition, km.Offset, err)
+		}
+		if pr.end >= 0 && km.Offset >= pr.end-1 {
+			return nil
+		}
+	}
+}
