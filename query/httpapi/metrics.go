@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// unmatchedRoute labels requests that matched no route (404, 405, and those
+// fasthttp rejected before routing): the raw path must never be a label
+// value, or a scanner would create a series per probed path.
+const unmatchedRoute = "unmatched"
+
+// metrics are the query tier's request metrics, labelled by route PATTERN
+// and method (never the raw path, never an id).
+type metrics struct {
+	requests *prometheus.CounterVec   // route, method, status
+	seconds  *prometheus.HistogramVec // route, method
+
+	mu       sync.RWMutex
+	byMethod map[string]*routeMetrics // unmatched requests, by method label
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_query_requests_total",
+			Help: "API requests answered, by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "switchback_query_request_seconds",
+			Help: "Time from routing to response of API requests, by route pattern and method.",
+			// From cache hits (sub-millisecond) to partner fetches (seconds).
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method"}),
+		byMethod: map[string]*routeMetrics{},
+	}
+	if reg != nil {
+		m.requests = register(reg, m.requests)
+		m.seconds = register(reg, m.seconds)
+	}
+	return m
+}
+
+// register registers c, or reuses the collector already registered under
+// the same name (a second Server on the same registry, as in tests).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic("httpapi: register metrics: " + err.Error())
+	}
+	return c
+}
+
+// routeMetrics caches the series of one route and method, so that the hot
+// path does no label hashing: the histogram observer is resolved at
+// registration, counters once per status seen.
+type routeMetrics struct {
+	parent  *metrics
+	pattern string
+	method  string
+	seconds prometheus.Observer
+
+	mu       sync.RWMutex
+	byStatus map[int]prometheus.Counter
+}
+
+func (m *metrics) route(pattern, method string) *routeMetrics {
+	return &routeMetrics{
+		parent: m, pattern: pattern, method: method,
+		seconds:  m.seconds.WithLabelValues(pattern, method),
+		byStatus: map[int]prometheus.Counter{},
+	}
+}
+
+// unmatched returns the series of unrouted requests of a method; unknown
+// methods share one "OTHER" series.
+func (m *metrics) unmatched(method []byte) *routeMetrics {
+	label := methodLabel(method)
+	m.mu.RLock()
+	rm := m.byMethod[label]
+	m.mu.RUnlock()
+	if rm != nil {
+		return rm
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rm = m.byMethod[label]; rm == nil {
+		rm = m.route(unmatchedRoute, label)
+		m.byMethod[label] = rm
+	}
+	return rm
+}
+
+func (rm *routeMetrics) observe(status int, d time.Duration) {
+	rm.seconds.Observe(d.Seconds())
+	rm.mu.RLock()
+	c := rm.byStatus[status]
+	rm.mu.RUnlock()
+	if c == nil {
+		rm.mu.Lock()
+		if c = rm.byStatus[status]; c == nil {
+			c = rm.parent.requests.WithLabelValues(rm.pattern, rm.method, strconv.Itoa(status))
+			rm.byStatus[status] = c
+		}
+		rm.mu.Unlock()
+	}
+	c.Inc()
+}
+
+// methodLabel maps a request method to a label value from a fixed set, so
+// that a client sending made-up methods cannot create series.
+func methodLabel(m []byte) string {
+	switch string(m) { // no allocation: switch on a converted []byte
+	case "GET":
+		return "GET"
+	case "HEAD":
+		return "HEAD"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "PATCH":
+		return "PATCH"
+	case "DELETE":
+		return "DELETE"
+	case "OPTIONS":
+		return "OPTIONS"
+	case "CONNECT":
+		return "CONNECT"
+	case "TRACE":
+		return "TRACE"
+	}
+	return "OTHER"
+}

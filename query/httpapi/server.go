@@ -1,0 +1,382 @@
+// Package httpapi is the query tier's HTTP server: one fasthttp listener
+// for every API (reseller v1.2/v1.3, channel v1.2, registry v1.1, operator
+// v2, admin v1), the route table, and the middleware every request goes
+// through:
+//
+//	request id -> panic recovery -> routing (404/405) -> authentication (401)
+//	-> role check (403) -> handler -> error object, access log, metrics
+//
+// plus the body size limit (413), enforced by fasthttp while reading.
+//
+// Every response body is JSON; errors are the error object of
+// query/apierror, and every JSON object body carries meta.reqId, equal to
+// the X-Request-ID response header.
+//
+// It must not hold business rules: API packages (query/admin,
+// query/registry, ...) register handlers that decode a request, call a
+// domain package and encode the answer. Handlers return errors and
+// apierror.From alone turns them into statuses.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/query/apierror"
+)
+
+// Base paths of the APIs (ARCHITECTURE.md, "Interfaces and conventions";
+// the admin API is ours). Register routes with s.Group(BaseXxx).
+const (
+	BaseResellerV12 = "/v1.2"
+	BaseResellerV13 = "/v1.3"
+	BaseChannelV12  = "/channel/v1.2"
+	BaseRegistryV11 = "/registry/v1.1"
+	BaseOperatorV2  = "/operator/v2"
+	BaseAdminV1     = "/admin/v1"
+)
+
+// Header names of the API conventions.
+const (
+	HeaderRequestID = "X-Request-ID"
+	HeaderAPIKey    = "X-API-Key"
+	HeaderAPISecret = "X-API-Secret"
+)
+
+// Authenticator checks credentials; *principals.Store is the one
+// implementation. Implementations must be safe for concurrent use and
+// should not allocate: it is called on every request.
+type Authenticator interface {
+	Authenticate(key, secret []byte) (principals.Principal, bool)
+}
+
+// Options configures a Server. Zero values take the documented defaults.
+type Options struct {
+	// Addr is what ListenAndServe listens on (SWITCHBACK_HTTP_ADDR).
+	// Default 127.0.0.1:8080.
+	Addr string
+	// MaxBodyBytes bounds request bodies; larger is 413 PAYLOAD_TOO_LARGE
+	// (SWITCHBACK_MAX_BODY_BYTES). Default 1 MiB.
+	MaxBodyBytes int
+	// Timeouts of the connection. Defaults 30 s, 30 s and 120 s.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Logger receives the access log (Info), panics and 5xx causes
+	// (Error). Default: discard.
+	Logger *slog.Logger
+	// Registry gets the switchback_query_* metrics. Nil: not registered.
+	Registry prometheus.Registerer
+	// Principals authenticates X-API-Key / X-API-Secret. Required.
+	Principals Authenticator
+}
+
+// Server is the API server. Register every route, then Serve or
+// ListenAndServe; Shutdown stops it gracefully.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	auth    Authenticator
+	router  *router.Router
+	srv     *fasthttp.Server
+	metrics *metrics
+	pool    sync.Pool
+	started atomic.Bool
+
+	// base is the parent of every request's Context. It is a stdlib
+	// context rather than the fasthttp RequestCtx: deriving from a
+	// RequestCtx (context.WithTimeout(ctx, ...)) starts a goroutine that
+	// reads the server's done channel without synchronisation while
+	// ShutdownWithContext resets it, a data race in fasthttp v1.74.0. It is
+	// cancelled only when Shutdown gives up waiting, so that a graceful
+	// shutdown lets requests in flight finish.
+	base       context.Context
+	cancelBase context.CancelFunc
+}
+
+// New builds a server with no routes but the 404/405 handlers.
+func New(opts Options) *Server {
+	if opts.Principals == nil {
+		panic("httpapi.New: Options.Principals is required")
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:8080"
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 30 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 120 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry)}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	s.pool.New = func() any { return new(Request) }
+
+	r := router.New()
+	// An API answers a wrong path with 404, not with a redirect the client
+	// did not ask for (and a 308 for a POST is surprising).
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.HandleOPTIONS = false
+	r.NotFound = s.notFound
+	r.MethodNotAllowed = s.methodNotAllowed
+	s.router = r
+
+	s.srv = &fasthttp.Server{
+		Handler:      s.serve,
+		ErrorHandler: s.transportError,
+		// fasthttp stops reading at this size and calls ErrorHandler with
+		// ErrBodyTooLarge, so a huge body never reaches memory; the
+		// ErrorHandler makes the answer the JSON error object rather than
+		// fasthttp's plain text.
+		MaxRequestBodySize:    opts.MaxBodyBytes,
+		ReadTimeout:           opts.ReadTimeout,
+		WriteTimeout:          opts.WriteTimeout,
+		IdleTimeout:           opts.IdleTimeout,
+		NoDefaultServerHeader: true,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{log},
+	}
+	return s
+}
+
+// HandlerFunc handles one routed, authenticated, authorised request. It
+// either writes a response (r.JSON, r.NoContent) and returns nil, or
+// returns an error, which is written as the error object (apierror.From).
+// It must not keep r after it returned: requests are pooled.
+type HandlerFunc func(r *Request) error
+
+// route is what a registered handler knows about itself.
+type route struct {
+	method  string
+	pattern string // full path pattern, e.g. /admin/v1/principals/{id}
+	roles   []principals.Role
+	h       HandlerFunc
+	m       *routeMetrics
+}
+
+func (rt *route) allows(role principals.Role) bool {
+	if len(rt.roles) == 0 {
+		return true
+	}
+	for _, r := range rt.roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Handle registers h for method and the full path pattern (fasthttp/router
+// syntax: /suppliers/{supplier_id}). roles lists the roles admitted; nil
+// admits every authenticated principal. Every route requires credentials.
+// Register all routes before Serve; a duplicate route panics.
+func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
+	if s.started.Load() {
+		panic("httpapi: Handle after Serve: register every route first")
+	}
+	rt := &route{method: method, pattern: pattern, roles: roles, h: h, m: s.metrics.route(pattern, method)}
+	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
+}
+
+// Group is the routes under one base path.
+type Group struct {
+	s    *Server
+	base string
+}
+
+// Group returns the routes under base, one of the Base* constants (or any
+// path without a trailing slash).
+func (s *Server) Group(base string) *Group {
+	s.router.Group(base) // validates base like the router does (panics on a bad one)
+	return &Group{s: s, base: base}
+}
+
+// Handle registers h for method and base+path; see Server.Handle.
+func (g *Group) Handle(method, path string, roles []principals.Role, h HandlerFunc) {
+	g.s.Handle(method, g.base+path, roles, h)
+}
+
+// ListenAndServe listens on Options.Addr and serves until Shutdown.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on SWITCHBACK_HTTP_ADDR %s: %w", s.opts.Addr, err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve serves on ln until Shutdown; it returns nil after a Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.started.Store(true)
+	return s.srv.Serve(ln)
+}
+
+// Shutdown stops accepting, closes idle connections and waits for requests
+// in flight, until ctx ends; then it cancels the requests' contexts so that
+// handlers still waiting on a dependency give up.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	s.cancelBase()
+	return err
+}
+
+// requestKey is the user-value key of the *Request on the fasthttp ctx.
+type requestKey struct{}
+
+// serve is the outermost handler: request id, recovery, routing, and the
+// access log and metrics once the response is known.
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	r := s.pool.Get().(*Request)
+	r.Ctx, r.s, r.start = ctx, s, time.Now()
+	r.ID = requestID(ctx)
+	ctx.Response.Header.Set(HeaderRequestID, r.ID)
+	ctx.SetUserValue(requestKey{}, r)
+	defer s.finish(r)
+	s.router.Handler(ctx)
+}
+
+// finish recovers a panic into a 500 error object, then logs and counts
+// the request and returns r to the pool. It is deferred, so it also runs
+// when a handler panics.
+func (s *Server) finish(r *Request) {
+	if v := recover(); v != nil {
+		s.log.LogAttrs(context.Background(), slog.LevelError, "panic in handler",
+			slog.Any("panic", v), slog.String("stack", string(debug.Stack())),
+			slog.String("reqId", r.ID), slog.String("route", r.Route()), slog.String("method", methodLabel(r.Ctx.Method())))
+		ctx := r.Ctx
+		ctx.Response.Reset()
+		ctx.Response.Header.Set(HeaderRequestID, r.ID)
+		writeError(ctx, r.ID, apierror.New(apierror.Internal, "internal error"))
+	}
+	ctx := r.Ctx
+	status := ctx.Response.StatusCode()
+	d := time.Since(r.start)
+	var m *routeMetrics
+	if r.route != nil {
+		m = r.route.m
+	} else {
+		m = s.metrics.unmatched(ctx.Method())
+	}
+	m.observe(status, d)
+	s.accessLog(r.Ctx.Method(), m.pattern, status, d, r.ID, r.Principal.ID)
+
+	ctx.RemoveUserValue(requestKey{})
+	*r = Request{}
+	s.pool.Put(r)
+}
+
+// accessLog writes one line per request: never the raw path or query (they
+// may carry ids or, from careless clients, secrets), never a header value
+// but the request id.
+func (s *Server) accessLog(method []byte, route string, status int, d time.Duration, reqID, principal string) {
+	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+		slog.String("method", methodLabel(method)), slog.String("route", route), slog.Int("status", status),
+		slog.Duration("dur", d), slog.String("reqId", reqID), slog.String("principal", principal))
+}
+
+// run is the per-route middleware: authentication, role check, handler.
+func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
+	r, _ := ctx.UserValue(requestKey{}).(*Request)
+	r.route = rt
+	p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(HeaderAPIKey), ctx.Request.Header.Peek(HeaderAPISecret))
+	if !ok {
+		// One answer for missing, unknown, wrong and revoked credentials,
+		// so that the response does not tell a prober which keys exist.
+		r.Error(apierror.ErrUnauthorized)
+		return
+	}
+	r.Principal = p
+	if !rt.allows(p.Role) {
+		r.Error(apierror.New(apierror.Forbidden, "role "+string(p.Role)+" may not use this route"))
+		return
+	}
+	if err := rt.h(r); err != nil {
+		r.Error(err)
+	}
+}
+
+func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
+	r, _ := ctx.UserValue(requestKey{}).(*Request)
+	r.Error(apierror.New(apierror.NotFound, "no route matches this path"))
+}
+
+func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx) {
+	r, _ := ctx.UserValue(requestKey{}).(*Request)
+	// The router always lists OPTIONS, which this API does not serve
+	// (HandleOPTIONS is off: no browser clients, so no CORS preflight).
+	var methods []string
+	for _, m := range strings.Split(string(ctx.Response.Header.Peek("Allow")), ", ") {
+		if m != "" && m != fasthttp.MethodOptions {
+			methods = append(methods, m)
+		}
+	}
+	allow := strings.Join(methods, ", ")
+	ctx.Response.Header.Set("Allow", allow)
+	e := apierror.New(apierror.MethodNotAllowed, "method "+methodLabel(ctx.Method())+" is not allowed on this path; allowed: "+allow)
+	e.Data = map[string]string{"allow": allow}
+	r.Error(e)
+}
+
+// transportError answers what fasthttp could not turn into a request: a
+// body over the limit, headers over the buffer, a read timeout, a
+// malformed request. No handler ran, so request id, log and metrics are
+// done here.
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	var e *apierror.Error
+	var small *fasthttp.ErrSmallBuffer
+	var nerr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		e = apierror.New(apierror.PayloadTooLarge, "request body exceeds "+strconv.Itoa(s.opts.MaxBodyBytes)+" bytes")
+		e.Data = map[string]string{"limit": strconv.Itoa(s.opts.MaxBodyBytes)}
+	case errors.As(err, &small):
+		e = apierror.New(apierror.HeadersTooLarge, "request headers too large")
+	case errors.As(err, &nerr) && nerr.Timeout():
+		e = apierror.New(apierror.RequestTimeout, "request not received in time")
+	default:
+		e = apierror.New(apierror.BadRequest, "malformed HTTP request")
+	}
+	start := time.Now()
+	id := requestID(ctx)
+	ctx.Response.Header.Set(HeaderRequestID, id)
+	writeError(ctx, id, e)
+	m := s.metrics.unmatched(ctx.Method())
+	m.observe(e.Status(), time.Since(start))
+	s.accessLog(ctx.Method(), m.pattern, e.Status(), time.Since(start), id, "")
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "request rejected before routing", slog.String("reqId", id), slog.String("err", err.Error()))
+}
+
+// fasthttpLogger sends fasthttp's own messages (accept errors and the
+// like) to slog instead of the standard logger.
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Warn("fasthttp: " + fmt.Sprintf(format, args...))
+}
