@@ -112,7 +112,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	d.chURL = cfg.ClickHouseURL
 	d.chMode = ops.ModeExternal
 	if d.chURL == "" && allowEmbedded {
-		dir, err := dataPath(cfg, "clickhouse")
+		dir, err := dataPath(cfg, "")
 		if err != nil {
 			return nil, err
 		}

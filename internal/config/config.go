@@ -176,7 +176,7 @@ func (c Config) validate() error {
 	if c.AdminSecret != "" && len(c.AdminSecret) < 16 {
 		return errors.New("invalid SWITCHBACK_ADMIN_SECRET: must be at least 16 characters")
 	}
-	if c.HTTPAddr == c.OpsAddr {
+	if c.HTTPAddr == c.OpsAddr && !strings.HasSuffix(c.HTTPAddr, ":0") {
 		return errors.New("invalid SWITCHBACK_OPS_ADDR: must differ from SWITCHBACK_HTTP_ADDR")
 	}
 	return nil

@@ -113,7 +113,9 @@ func (r *Readiness) Report(ctx context.Context) (bool, map[string]Component) {
 	for _, n := range names {
 		c := snap[n]
 		if c.check == nil {
+			mu.Lock()
 			out[n] = c.Component
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)

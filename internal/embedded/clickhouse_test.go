@@ -1,0 +1,89 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchbackhq/switchback/internal/embedded"
+	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/warehouse"
+)
+
+// These tests start their own servers rather than testharness.ClickHouse's
+// shared one: the server's life cycle is what they test.
+func startClickHouse(t *testing.T, dir string) *embedded.ClickHouse {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Logger: testharness.Logger(t)})
+	testharness.SkipIfNotInstalled(t, "clickhouse-server", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("clickhouse-server ready in %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { _ = ch.Close() })
+	return ch
+}
+
+func TestStartClickHouse_AnswersNativePingAndCloseLeavesNoProcess(t *testing.T) {
+	dir := t.TempDir()
+	ch := startClickHouse(t, dir)
+	if !strings.HasPrefix(ch.URL(), "clickhouse://127.0.0.1:") || !strings.HasSuffix(ch.URL(), "/default") {
+		t.Fatalf("URL() = %q", ch.URL())
+	}
+	ctx := context.Background()
+	if err := warehouse.Ping(ctx, ch.URL()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	for _, f := range []string{"config.xml", "users.xml", "log/stdout.log", "log/clickhouse-server.log"} {
+		if _, err := os.Stat(filepath.Join(dir, "clickhouse", f)); err != nil {
+			t.Errorf("want %s under DataDir/clickhouse: %v", f, err)
+		}
+	}
+	pid := ch.PID()
+	start := time.Now()
+	if err := ch.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	t.Logf("clickhouse-server stopped in %s", time.Since(start).Round(time.Millisecond))
+	if alive(pid) {
+		t.Fatalf("clickhouse-server pid %d still running after Close", pid)
+	}
+	for _, addr := range []string{ch.Addr(), ch.HTTPAddr()} {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after Close", addr)
+		}
+	}
+}
+
+func TestStartClickHouse_CrashedChildIsRestartedOnSameURL(t *testing.T) {
+	ch := startClickHouse(t, t.TempDir())
+	old := ch.PID()
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 60*time.Second, "clickhouse-server restarted and answering", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return ch.PID() != old && warehouse.Ping(ctx, ch.URL()) == nil
+	})
+}
+
+func TestStartClickHouse_MissingBinaryIsErrNotInstalled(t *testing.T) {
+	_, err := embedded.StartClickHouse(context.Background(), embedded.ClickHouseOptions{DataDir: t.TempDir(), Binary: "no-such-clickhouse-server"})
+	if !errors.Is(err, embedded.ErrNotInstalled) {
+		t.Fatalf("err = %v, want ErrNotInstalled", err)
+	}
+}

@@ -1,0 +1,4 @@
+package warehouse
+
+// SplitStatements exposes the statement splitter to the external tests.
+var SplitStatements = splitStatements
