@@ -14,7 +14,7 @@ export SWITCHBACK_DATA_DIR ?= ./var
 all: build
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback
 
 # The demo: embedded broker, Redis (redis-server if installed, else
 # miniredis), ClickHouse (clickhouse-server if installed, else parked).
@@ -33,8 +33,10 @@ test:
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
+
 lint: fmt vet
-	@if command -v staticcheck >/dev/null 2>&1; then staticcheck $(PKGS); \
+	@if [ -x "$(STATICCHECK)" ]; then $(STATICCHECK) $(PKGS); \
 	else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
 
 fmt:

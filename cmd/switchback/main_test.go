@@ -213,3 +213,19 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// The README's configuration table is the output of `switchback config`;
+// this keeps the two from drifting apart.
+func TestREADME_ConfigurationTableMatchesTheCode(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := run([]string{"config"}, &out, &bytes.Buffer{}); code != 0 {
+		t.Fatal("switchback config failed")
+	}
+	if !bytes.Contains(readme, bytes.TrimSpace(out.Bytes())) {
+		t.Errorf("README.md's configuration table differs from `switchback config`; regenerate it:\n%s", out.String())
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,13 +215,4 @@ func dataPath(cfg config.Config, name string) (string, error) {
 		return "", fmt.Errorf("SWITCHBACK_DATA_DIR %s: %w", cfg.DataDir, err)
 	}
 	return p, nil
-}
-
-// hostOf strips the port for banners.
-func hostOf(addr string) string {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	return h
 }
