@@ -51,7 +51,7 @@ func Topics() []Topic {
 		{Name: TopicProducts, Partitions: DefaultPartitions, Compacted: true, Purpose: "product records, keyed by supplier id"},
 		{Name: TopicRates, Partitions: DefaultPartitions, Compacted: true, Purpose: "rate records, keyed by supplier id"},
 		{Name: TopicBindings, Partitions: DefaultPartitions, Compacted: true, Purpose: "channel bindings, keyed by supplier id"},
-		{Name: TopicRules, Partitions: DefaultPartitions, Compacted: true, Purpose: "notification rules, keyed by subscriber"},
+		{Name: TopicRules, Partitions: DefaultPartitions, Compacted: true, Purpose: "notification rules, keyed by subscriber/type (compacted: one record per rule)"},
 		{Name: TopicMetadata, Partitions: DefaultPartitions, Compacted: true, Purpose: "subscriber delivery metadata, keyed by subscriber"},
 		{Name: TopicAvailability, Partitions: DefaultPartitions, Compacted: true, Purpose: "availability snapshots, keyed by product and rate"},
 		{Name: TopicPrices, Partitions: DefaultPartitions, Compacted: true, Purpose: "price schedules, keyed by rate"},

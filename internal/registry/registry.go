@@ -1,0 +1,364 @@
+// Package registry owns the notification registry of spec doc 1: each
+// subscriber's notification rules (at most one per type) and its global
+// delivery settings (metadata), their validation, and their storage.
+//
+// Storage follows ARCHITECTURE.md: Kafka is the log of record, Redis a
+// rebuildable view. Every write is published (acks=all) to
+// schemas.TopicRules or schemas.TopicMetadata before Redis changes, and
+// Redis changes only through a versioned upsert (Lua) that a follower
+// replaying the topics through Apply performs identically. A create first
+// reserves its (subscriber, type) slot in Redis with an expiring marker, so
+// that a second rule of a type is 409 without a window (spec doc 1,
+// Behaviour rule 2), and a crash between the steps leaves only the marker.
+//
+// It must not know about HTTP: query/registry maps requests to these calls
+// and this package's sentinel errors to statuses through their ErrorCode.
+// It must not send webhooks either: the dispatcher reads rules and metadata
+// through Rule, Rules, Metadata and RuleWithMetadata.
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Rule is one notification rule (spec doc 1, "Notification rule"). Its JSON
+// form is the wire form of the registry API: id, url, disabled,
+// securityKey, createdOn, updatedOn and config with exactly the fields of
+// its type. Type is not on the wire (the path says it).
+type Rule struct {
+	ID       string
+	Type     string
+	URL      string
+	Disabled bool
+	// SecurityKey is the HMAC-SHA256 key of the rule's signatures: 64
+	// lowercase hex characters (32 random bytes); the key is the bytes of
+	// this string as shown, not their hex decoding.
+	SecurityKey string
+	CreatedOn   time.Time
+	UpdatedOn   time.Time
+	Config      Config
+}
+
+// Config is the type-specific part of a rule (spec doc 1, "Config by rule
+// type"). Fields that the type does not have are zero. Empty id filters
+// mean everything visible to the subscriber.
+type Config struct {
+	// Operations the rule subscribes to; always filled (defaulting to every
+	// operation of the type), nil for types without operations.
+	Operations  []string
+	SupplierIDs []string
+	ProductIDs  []string
+	RateIDs     []string
+	// MaxLookAheadDays is the monitored window (availability,
+	// priceschedule); 0 for other types.
+	MaxLookAheadDays int
+	// VacanciesUnder is the availability threshold; 0 means every change.
+	VacanciesUnder int
+}
+
+// HasOperation reports whether the rule subscribes to op.
+func (c Config) HasOperation(op string) bool { return slices.Contains(c.Operations, op) }
+
+// Metadata is a subscriber's global delivery settings (spec doc 1,
+// "Metadata"). A subscriber that never set it has DefaultMetadata, with
+// zero timestamps (omitted on the wire).
+type Metadata struct {
+	ThrottleDelay string    `json:"throttleDelay"`
+	DisableAll    bool      `json:"disableAll"`
+	CreatedOn     time.Time `json:"createdOn,omitzero"`
+	UpdatedOn     time.Time `json:"updatedOn,omitzero"`
+}
+
+// Throttle is ThrottleDelay parsed; a stored value always parses, so an
+// error here means a corrupt record and the delay is 0.
+func (m Metadata) Throttle() time.Duration {
+	d, err := ParseThrottleDelay(m.ThrottleDelay)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// DefaultMetadata is the metadata of a subscriber that never set it: no
+// throttle, nothing disabled.
+func DefaultMetadata() Metadata { return Metadata{ThrottleDelay: "0s"} }
+
+// Options configures New.
+type Options struct {
+	// Redis holds the view. Required.
+	Redis *redis.Client
+	// Publisher writes to schemas.TopicRules and schemas.TopicMetadata;
+	// nil makes every write fail with ErrUnavailable (a read-only registry,
+	// e.g. in the dispatcher).
+	Publisher stream.Publisher
+	// AllowHTTP admits http:// webhook urls (SWITCHBACK_WEBHOOK_ALLOW_HTTP).
+	AllowHTTP bool
+	// AllowPrivate admits loopback, private and link-local literal IP hosts
+	// and localhost (SWITCHBACK_WEBHOOK_ALLOW_PRIVATE).
+	AllowPrivate bool
+	// Clock gives createdOn/updatedOn and version stamps. Default time.Now.
+	Clock func() time.Time
+	// Logger receives warnings (a commit to Redis that failed after the
+	// publish succeeded). Default: discard.
+	Logger *slog.Logger
+	// Source is Envelope.Source of the published events. Default "registry".
+	Source string
+	// KeyPrefix prefixes every Redis key. Default "switchback:registry:".
+	KeyPrefix string
+}
+
+// Registry is the registry of every subscriber. It is safe for concurrent
+// use, across processes too (the atomicity lives in Redis).
+type Registry struct {
+	rdb    *redis.Client
+	pub    stream.Publisher
+	policy URLPolicy
+	now    func() time.Time
+	log    *slog.Logger
+	source string
+	keys   keys
+	// lockWait is how long a write waits for another write of its slot
+	// (lockWait by default; shorter in tests).
+	lockWait time.Duration
+}
+
+// New returns a registry over opts.Redis.
+func New(opts Options) *Registry {
+	if opts.Redis == nil {
+		panic("registry.New: Options.Redis is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Source == "" {
+		opts.Source = "registry"
+	}
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = "switchback:registry:"
+	}
+	return &Registry{
+		rdb:    opts.Redis,
+		pub:    opts.Publisher,
+		policy: URLPolicy{AllowHTTP: opts.AllowHTTP, AllowPrivate: opts.AllowPrivate},
+		now:    opts.Clock,
+		log:    opts.Logger,
+		source: opts.Source,
+		keys:   keys{prefix: opts.KeyPrefix},
+
+		lockWait: lockWait,
+	}
+}
+
+// ValidType reports whether typ is one of the seven notification types.
+func ValidType(typ string) bool { _, ok := typeSpecs[typ]; return ok }
+
+// Rule returns the subscriber's rule of the type (one Redis round trip),
+// or ErrNotFound.
+func (r *Registry) Rule(ctx context.Context, subscriber, typ string) (Rule, error) {
+	if !ValidType(typ) {
+		return Rule{}, fmt.Errorf("rule type %q: %w", typ, ErrNotFound)
+	}
+	s, err := r.rdb.HGet(ctx, r.keys.rules(subscriber), typ).Result()
+	if errors.Is(err, redis.Nil) {
+		return Rule{}, fmt.Errorf("%s rule: %w", typ, ErrNotFound)
+	}
+	if err != nil {
+		return Rule{}, fmt.Errorf("read %s rule: %w: %w", typ, ErrUnavailable, err)
+	}
+	return decodeStored(typ, s)
+}
+
+// Rules returns every rule of the subscriber, in the spec's type order
+// (one Redis round trip). None is an empty slice, not an error.
+func (r *Registry) Rules(ctx context.Context, subscriber string) ([]Rule, error) {
+	m, err := r.rdb.HGetAll(ctx, r.keys.rules(subscriber)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read rules: %w: %w", ErrUnavailable, err)
+	}
+	out := make([]Rule, 0, len(m))
+	for _, typ := range schemas.NotificationTypes() {
+		s, ok := m[typ]
+		if !ok {
+			continue
+		}
+		rule, err := decodeStored(typ, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rule)
+	}
+	return out, nil
+}
+
+// Metadata returns the subscriber's metadata, DefaultMetadata when it was
+// never set (one Redis round trip).
+func (r *Registry) Metadata(ctx context.Context, subscriber string) (Metadata, error) {
+	s, err := r.rdb.Get(ctx, r.keys.metadata(subscriber)).Result()
+	if errors.Is(err, redis.Nil) {
+		return DefaultMetadata(), nil
+	}
+	if err != nil {
+		return Metadata{}, fmt.Errorf("read metadata: %w: %w", ErrUnavailable, err)
+	}
+	return decodeMetadata(s)
+}
+
+// RuleWithMetadata returns the subscriber's rule of the type and its
+// metadata in one pipelined round trip: what the dispatcher checks at send
+// time (rule deleted: ErrNotFound; rule disabled; disableAll; throttle).
+func (r *Registry) RuleWithMetadata(ctx context.Context, subscriber, typ string) (Rule, Metadata, error) {
+	if !ValidType(typ) {
+		return Rule{}, Metadata{}, fmt.Errorf("rule type %q: %w", typ, ErrNotFound)
+	}
+	pipe := r.rdb.Pipeline()
+	ruleCmd := pipe.HGet(ctx, r.keys.rules(subscriber), typ)
+	metaCmd := pipe.Get(ctx, r.keys.metadata(subscriber))
+	_, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Rule{}, Metadata{}, fmt.Errorf("read %s rule and metadata: %w: %w", typ, ErrUnavailable, err)
+	}
+	md := DefaultMetadata()
+	if s, err := metaCmd.Result(); err == nil {
+		if md, err = decodeMetadata(s); err != nil {
+			return Rule{}, Metadata{}, err
+		}
+	}
+	s, err := ruleCmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return Rule{}, md, fmt.Errorf("%s rule: %w", typ, ErrNotFound)
+	}
+	if err != nil {
+		return Rule{}, md, fmt.Errorf("read %s rule: %w: %w", typ, ErrUnavailable, err)
+	}
+	rule, err := decodeStored(typ, s)
+	return rule, md, err
+}
+
+// Subscribers lists the subscribers that have at least one rule or have
+// set their metadata, sorted.
+func (r *Registry) Subscribers(ctx context.Context) ([]string, error) {
+	subs, err := r.rdb.SMembers(ctx, r.keys.subscribers()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read subscribers: %w: %w", ErrUnavailable, err)
+	}
+	slices.Sort(subs)
+	return subs, nil
+}
+
+// storedRule is the form of a rule in Redis and in events: every field
+// explicit, independent of the API's per-type rendering.
+type storedRule struct {
+	ID          string       `json:"id"`
+	Type        string       `json:"type"`
+	URL         string       `json:"url"`
+	Disabled    bool         `json:"disabled"`
+	SecurityKey string       `json:"securityKey"`
+	CreatedOn   time.Time    `json:"createdOn"`
+	UpdatedOn   time.Time    `json:"updatedOn"`
+	Config      storedConfig `json:"config"`
+}
+
+type storedConfig struct {
+	Operations       []string `json:"operations,omitempty"`
+	SupplierIDs      []string `json:"supplierIDs,omitempty"`
+	ProductIDs       []string `json:"productIDs,omitempty"`
+	RateIDs          []string `json:"rateIDs,omitempty"`
+	MaxLookAheadDays int      `json:"maxLookAheadDays,omitempty"`
+	VacanciesUnder   int      `json:"vacanciesUnder,omitempty"`
+}
+
+func (rule Rule) stored() storedRule {
+	return storedRule{
+		ID: rule.ID, Type: rule.Type, URL: rule.URL, Disabled: rule.Disabled, SecurityKey: rule.SecurityKey,
+		CreatedOn: rule.CreatedOn, UpdatedOn: rule.UpdatedOn, Config: storedConfig(rule.Config),
+	}
+}
+
+func (s storedRule) rule() Rule {
+	return Rule{
+		ID: s.ID, Type: s.Type, URL: s.URL, Disabled: s.Disabled, SecurityKey: s.SecurityKey,
+		CreatedOn: s.CreatedOn, UpdatedOn: s.UpdatedOn, Config: Config(s.Config),
+	}
+}
+
+func decodeStored(typ, s string) (Rule, error) {
+	var sr storedRule
+	if err := json.Unmarshal([]byte(s), &sr); err != nil {
+		return Rule{}, fmt.Errorf("decode stored %s rule: %w", typ, err)
+	}
+	if sr.Type != typ {
+		return Rule{}, fmt.Errorf("stored %s rule has type %q", typ, sr.Type)
+	}
+	return sr.rule(), nil
+}
+
+func decodeMetadata(s string) (Metadata, error) {
+	var md Metadata
+	if err := json.Unmarshal([]byte(s), &md); err != nil {
+		return Metadata{}, fmt.Errorf("decode stored metadata: %w", err)
+	}
+	return md, nil
+}
+
+// MarshalJSON renders the rule as the registry API does: config carries
+// exactly the fields of the rule's type, id filters as arrays (empty when
+// there is no filter).
+func (rule Rule) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		ID          string         `json:"id"`
+		URL         string         `json:"url"`
+		Disabled    bool           `json:"disabled"`
+		SecurityKey string         `json:"securityKey"`
+		CreatedOn   time.Time      `json:"createdOn"`
+		UpdatedOn   time.Time      `json:"updatedOn"`
+		Config      map[string]any `json:"config"`
+	}
+	return json.Marshal(wire{ID: rule.ID, URL: rule.URL, Disabled: rule.Disabled, SecurityKey: rule.SecurityKey,
+		CreatedOn: rule.CreatedOn, UpdatedOn: rule.UpdatedOn, Config: rule.Config.wire(rule.Type)})
+}
+
+// wire is the config object of the type (encoding/json sorts map keys, so
+// the rendering is stable).
+func (c Config) wire(typ string) map[string]any {
+	spec := typeSpecs[typ]
+	m := make(map[string]any, 6)
+	orEmpty := func(s []string) []string {
+		if s == nil {
+			return []string{}
+		}
+		return s
+	}
+	if spec.operations != nil {
+		m[fieldOperations] = orEmpty(c.Operations)
+	}
+	if spec.supplierIDs {
+		m[fieldSupplierIDs] = orEmpty(c.SupplierIDs)
+	}
+	if spec.productIDs {
+		m[fieldProductIDs] = orEmpty(c.ProductIDs)
+	}
+	if spec.rateIDs {
+		m[fieldRateIDs] = orEmpty(c.RateIDs)
+	}
+	if spec.lookAhead {
+		m[fieldMaxLookAheadDays] = c.MaxLookAheadDays
+	}
+	if spec.vacancies {
+		m[fieldVacanciesUnder] = c.VacanciesUnder
+	}
+	return m
+}

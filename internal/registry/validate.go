@@ -1,0 +1,432 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Config field names, spelled as in spec doc 1 ("Config by rule type").
+const (
+	fieldOperations       = "operations"
+	fieldSupplierIDs      = "supplierIDs"
+	fieldProductIDs       = "productIDs"
+	fieldRateIDs          = "rateIDs"
+	fieldMaxLookAheadDays = "maxLookAheadDays"
+	fieldVacanciesUnder   = "vacanciesUnder"
+)
+
+// Operations (spec doc 1, "Config by rule type" and "Webhook payloads").
+const (
+	OpCreated      = "created"
+	OpRemoved      = "removed"
+	OpUpdated      = "updated"
+	OpCanceled     = "canceled"
+	OpTicketsAdded = "tickets-added"
+)
+
+// Limits of rule fields. The spec gives only the default of
+// maxLookAheadDays; the bounds are ours (docs/decisions-registry.md).
+const (
+	DefaultMaxLookAheadDays = 7
+	MaxMaxLookAheadDays     = 365
+	MaxIDLen                = 128  // rule ids and filter ids
+	MaxFilterIDs            = 1000 // per filter array
+	MaxURLLen               = 2048
+)
+
+// typeSpec is what the config of one rule type holds.
+type typeSpec struct {
+	// operations allowed, in canonical order; nil: the type has none.
+	operations                       []string
+	supplierIDs, productIDs, rateIDs bool
+	lookAhead                        bool // maxLookAheadDays
+	vacancies                        bool // vacanciesUnder
+}
+
+// typeSpecs is spec doc 1's "Config by rule type", with the gaps filled:
+// the rate rule is the product rule plus rateIDs, and the availability
+// rule filters on supplierIDs, productIDs and rateIDs like the
+// priceschedule rule (docs/decisions-registry.md).
+var typeSpecs = map[string]typeSpec{
+	schemas.TypeChannelBinding: {operations: []string{OpCreated, OpRemoved, OpUpdated}, supplierIDs: true, productIDs: true},
+	schemas.TypeSupplier:       {operations: []string{OpUpdated}, supplierIDs: true},
+	schemas.TypeProduct:        {operations: []string{OpUpdated}, supplierIDs: true, productIDs: true},
+	schemas.TypeRate:           {operations: []string{OpUpdated}, supplierIDs: true, productIDs: true, rateIDs: true},
+	schemas.TypeAvailability:   {supplierIDs: true, productIDs: true, rateIDs: true, lookAhead: true, vacancies: true},
+	schemas.TypePriceSchedule:  {supplierIDs: true, productIDs: true, rateIDs: true, lookAhead: true},
+	schemas.TypeBooking:        {operations: []string{OpCanceled, OpTicketsAdded}, supplierIDs: true, productIDs: true, rateIDs: true},
+}
+
+// fields lists the config fields of the type, in a fixed order.
+func (s typeSpec) fields() []string {
+	var f []string
+	if s.operations != nil {
+		f = append(f, fieldOperations)
+	}
+	if s.supplierIDs {
+		f = append(f, fieldSupplierIDs)
+	}
+	if s.productIDs {
+		f = append(f, fieldProductIDs)
+	}
+	if s.rateIDs {
+		f = append(f, fieldRateIDs)
+	}
+	if s.lookAhead {
+		f = append(f, fieldMaxLookAheadDays)
+	}
+	if s.vacancies {
+		f = append(f, fieldVacanciesUnder)
+	}
+	return f
+}
+
+// Operations returns the operations a rule of the type may subscribe to,
+// nil for types without operations.
+func Operations(typ string) []string { return slices.Clone(typeSpecs[typ].operations) }
+
+// RuleInput is a rule body as a client sends it (spec doc 1: "Rule body
+// means the fields id, url, disabled, config"). securityKey, createdOn and
+// updatedOn are the service's and never come in.
+type RuleInput struct {
+	ID       string
+	URL      string
+	Disabled bool
+	// Config is the config object as sent; nil or JSON null means every
+	// field takes its default.
+	Config json.RawMessage
+}
+
+// URLPolicy says which webhook urls registration admits.
+type URLPolicy struct {
+	AllowHTTP    bool
+	AllowPrivate bool
+}
+
+// ValidateRule checks in against the rules of the type and returns the
+// rule it describes, normalised (defaults filled, operations in canonical
+// order, duplicate ids dropped). ID may be empty; securityKey and the
+// timestamps are not set. It does no I/O, so it is safe to fuzz.
+func ValidateRule(typ string, in RuleInput, p URLPolicy) (Rule, error) {
+	if !ValidType(typ) {
+		return Rule{}, invalid("type", fmt.Sprintf("must be one of %s", strings.Join(typesList(), ", ")))
+	}
+	if in.ID != "" {
+		if err := checkID("id", in.ID); err != nil {
+			return Rule{}, err
+		}
+	}
+	if err := p.Check(in.URL); err != nil {
+		return Rule{}, err
+	}
+	cfg, err := parseConfig(typ, in.Config)
+	if err != nil {
+		return Rule{}, err
+	}
+	return Rule{ID: in.ID, Type: typ, URL: in.URL, Disabled: in.Disabled, Config: cfg}, nil
+}
+
+// ValidateRule is the package function with the registry's URL policy.
+func (r *Registry) ValidateRule(typ string, in RuleInput) (Rule, error) {
+	return ValidateRule(typ, in, r.policy)
+}
+
+func typesList() []string { return schemas.NotificationTypes() }
+
+// checkID admits what can travel unescaped in a path segment: the rule id
+// is the {id} of DELETE and test paths.
+func checkID(field, id string) error {
+	if len(id) > MaxIDLen {
+		return invalid(field, fmt.Sprintf("must be at most %d characters", MaxIDLen))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.', c == '~', c == ':':
+		default:
+			return invalid(field, "may contain only letters, digits and - _ . ~ :")
+		}
+	}
+	return nil
+}
+
+// parseConfig decodes the config object of the type strictly: a field the
+// type does not have is refused, so a misspelled filter fails loudly rather
+// than silently matching everything.
+func parseConfig(typ string, raw json.RawMessage) (Config, error) {
+	spec := typeSpecs[typ]
+	var fields map[string]json.RawMessage
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if trimmed[0] != '{' {
+			return Config{}, invalid("config", "must be an object")
+		}
+		if err := json.Unmarshal(trimmed, &fields); err != nil {
+			return Config{}, invalid("config", "must be an object")
+		}
+	}
+	allowed := spec.fields()
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(allowed, name) {
+			return Config{}, invalid("config."+name, fmt.Sprintf("is not a field of the %s config (allowed: %s)", typ, strings.Join(allowed, ", ")))
+		}
+	}
+	present := func(name string) (json.RawMessage, bool) {
+		v, ok := fields[name]
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return nil, false
+		}
+		return v, true
+	}
+
+	var c Config
+	var err error
+	if spec.operations != nil {
+		c.Operations = slices.Clone(spec.operations) // default: every operation of the type
+		if v, ok := present(fieldOperations); ok {
+			if c.Operations, err = parseOperations(typ, spec.operations, v); err != nil {
+				return Config{}, err
+			}
+		}
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+		dst  *[]string
+	}{
+		{spec.supplierIDs, fieldSupplierIDs, &c.SupplierIDs},
+		{spec.productIDs, fieldProductIDs, &c.ProductIDs},
+		{spec.rateIDs, fieldRateIDs, &c.RateIDs},
+	} {
+		v, ok := present(f.name)
+		if !f.on || !ok {
+			continue
+		}
+		if *f.dst, err = parseIDs("config."+f.name, v); err != nil {
+			return Config{}, err
+		}
+	}
+	if spec.lookAhead {
+		c.MaxLookAheadDays = DefaultMaxLookAheadDays
+		if v, ok := present(fieldMaxLookAheadDays); ok {
+			n, err := parseInt("config."+fieldMaxLookAheadDays, v)
+			if err != nil {
+				return Config{}, err
+			}
+			if n < 1 || n > MaxMaxLookAheadDays {
+				return Config{}, invalid("config."+fieldMaxLookAheadDays, fmt.Sprintf("must be between 1 and %d days", MaxMaxLookAheadDays))
+			}
+			c.MaxLookAheadDays = n
+		}
+	}
+	if spec.vacancies {
+		if v, ok := present(fieldVacanciesUnder); ok {
+			n, err := parseInt("config."+fieldVacanciesUnder, v)
+			if err != nil {
+				return Config{}, err
+			}
+			if n < 0 {
+				return Config{}, invalid("config."+fieldVacanciesUnder, "must be 0 or more (0 means every change)")
+			}
+			c.VacanciesUnder = n
+		}
+	}
+	return c, nil
+}
+
+func parseOperations(typ string, allowed []string, v json.RawMessage) ([]string, error) {
+	const field = "config." + fieldOperations
+	var ops []string
+	if err := json.Unmarshal(v, &ops); err != nil {
+		return nil, invalid(field, "must be an array of strings")
+	}
+	if len(ops) == 0 {
+		return nil, invalid(field, fmt.Sprintf("must not be empty; omit it to subscribe to every operation (%s)", strings.Join(allowed, ", ")))
+	}
+	for _, op := range ops {
+		if !slices.Contains(allowed, op) {
+			if len(allowed) == 1 {
+				// Spec doc 1, Behaviour rule 1: only updated exists.
+				return nil, invalid(field, fmt.Sprintf("of a %s rule cannot be changed: only %q exists", typ, allowed[0]))
+			}
+			return nil, invalid(field, fmt.Sprintf("may contain only %s, not %q", strings.Join(allowed, ", "), op))
+		}
+	}
+	// Canonical order, duplicates dropped.
+	out := make([]string, 0, len(allowed))
+	for _, op := range allowed {
+		if slices.Contains(ops, op) {
+			out = append(out, op)
+		}
+	}
+	return out, nil
+}
+
+func parseIDs(field string, v json.RawMessage) ([]string, error) {
+	var ids []string
+	if err := json.Unmarshal(v, &ids); err != nil {
+		return nil, invalid(field, "must be an array of strings")
+	}
+	if len(ids) > MaxFilterIDs {
+		return nil, invalid(field, fmt.Sprintf("must have at most %d ids", MaxFilterIDs))
+	}
+	out := make([]string, 0, len(ids))
+	for i, id := range ids {
+		if id == "" || len(id) > MaxIDLen || !printableASCII(id) {
+			return nil, invalid(field, fmt.Sprintf("element %d must be 1 to %d printable characters", i, MaxIDLen))
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func parseInt(field string, v json.RawMessage) (int, error) {
+	var n int
+	if err := json.Unmarshal(v, &n); err != nil {
+		return 0, invalid(field, "must be an integer")
+	}
+	return n, nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Check validates a webhook url (spec doc 1: "Public HTTPS webhook
+// endpoint"): absolute, https (http only with AllowHTTP), a host, no
+// credentials or fragment, and, without AllowPrivate, not a loopback,
+// private, link-local or otherwise non-public literal address nor
+// localhost. Names are not resolved here: the dispatcher checks the
+// address it connects to.
+func (p URLPolicy) Check(raw string) error {
+	const field = "url"
+	if raw == "" {
+		return invalid(field, "is required")
+	}
+	if len(raw) > MaxURLLen {
+		return invalid(field, fmt.Sprintf("must be at most %d characters", MaxURLLen))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Opaque != "" {
+		return invalid(field, "must be an absolute https URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !p.AllowHTTP {
+			return invalid(field, "must use https")
+		}
+	default:
+		return invalid(field, "must use https")
+	}
+	if u.User != nil {
+		return invalid(field, "must not contain credentials")
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return invalid(field, "must not contain a fragment")
+	}
+	host := u.Hostname()
+	if host == "" {
+		return invalid(field, "must have a host")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return invalid(field, "has an invalid port")
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return invalid(field, "has an invalid port")
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if !p.AllowPrivate && !PublicAddr(addr) {
+			return invalid(field, "must point to a public address, not a loopback, private or link-local one")
+		}
+		return nil
+	}
+	name := strings.TrimSuffix(strings.ToLower(host), ".")
+	if name == "" || !validHostname(name) {
+		return invalid(field, "has an invalid host")
+	}
+	if !p.AllowPrivate && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
+		return invalid(field, "must point to a public address, not localhost")
+	}
+	return nil
+}
+
+// validHostname admits ASCII DNS names (IDNs in their xn-- form). A name
+// whose last label is numeric is refused: no top-level domain is, and
+// resolvers read such names ("127.1", "0x7f000001") as IP addresses,
+// which would slip past the address check above.
+func validHostname(name string) bool {
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	last := labels[len(labels)-1]
+	if strings.HasPrefix(last, "0x") {
+		return false
+	}
+	_, err := strconv.ParseUint(last, 10, 64)
+	return err != nil
+}
+
+// nonPublic lists special-purpose ranges that netip's predicates do not
+// cover but that must not be webhook targets either.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and broadcast
+	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: may embed a private IPv4
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+	netip.MustParsePrefix("2002::/16"),      // 6to4: may embed a private IPv4
+}
+
+// PublicAddr reports whether a is a public unicast address: not loopback,
+// private (RFC 1918, fc00::/7), link-local, multicast, unspecified or one
+// of the other special-purpose ranges above. IPv4-mapped IPv6 addresses
+// are judged as the IPv4 address they carry.
+func PublicAddr(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
