@@ -33,6 +33,7 @@ Commands:
   dispatch    start the webhook dispatcher against external servers
   migrate     apply the ClickHouse DDL of schemas/ (needs SWITCHBACK_CLICKHOUSE_URL)
   principals  create, list or revoke API credentials (needs a reachable broker)
+  verify      check a received webhook's signature (key in SWITCHBACK_VERIFY_KEY)
   config      print the configuration settings as a Markdown table
   version     print the version
 
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	case "principals":
 		err = app.Principals(ctx, rest, os.Getenv, stdout)
+	case "verify":
+		err = app.Verify(rest, os.Getenv, os.Stdin, stdout)
 	default:
 		fmt.Fprintf(stderr, "switchback: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -59,68 +60,134 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// binary is built once per test binary run and shared by the tests that
+// drive the real process.
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "switchback-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "switchback")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// proc is a running `switchback run` started by a test.
+type proc struct {
+	cmd            *exec.Cmd
+	env            []string
+	data           string
+	kafka          string
+	api, ops       string
+	stdout, stderr *lockedBuffer
+	exited         chan error
+}
+
+// startBinary starts `switchback run` on free loopback ports, its data in a
+// temp dir, with env added, and waits until the API answers. It is killed
+// at cleanup if the test did not stop it.
+func startBinary(t *testing.T, extra ...string) *proc {
+	t.Helper()
+	bin := buildBinary(t)
+	p := &proc{data: filepath.Join(t.TempDir(), "var"), kafka: freeAddr(t), api: freeAddr(t), ops: freeAddr(t),
+		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	p.env = append(os.Environ(),
+		"SWITCHBACK_DATA_DIR="+p.data,
+		"SWITCHBACK_EMBEDDED_KAFKA_ADDR="+p.kafka,
+		"SWITCHBACK_HTTP_ADDR="+p.api,
+		"SWITCHBACK_OPS_ADDR="+p.ops,
+		"SWITCHBACK_DEMO=true",
+	)
+	p.env = append(p.env, extra...)
+	p.cmd = exec.Command(bin, "run")
+	p.cmd.Env = p.env
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("switchback stderr (tail):\n%s", tail(p.stderr.String(), 4000))
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.api + "/v1.2/nothing")
+		if err == nil {
+			resp.Body.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("API not up within 90s\n%s", p.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop sends SIGINT and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v\n%s", err, p.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("did not stop within 60s of SIGINT\n%s", p.stderr.String())
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
 // TestBinary_RunStartsServesAndStopsCleanly is `make run` as a user sees it:
 // the built binary on embedded defaults answers /healthz, its broker lists
 // the topics, the principals command works against it, and SIGINT stops it
 // with every child server gone.
 func TestBinary_RunStartsServesAndStopsCleanly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "switchback")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	data := filepath.Join(dir, "var")
-	kafka, httpAddr, opsAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	env := append(os.Environ(),
-		"SWITCHBACK_DATA_DIR="+data,
-		"SWITCHBACK_EMBEDDED_KAFKA_ADDR="+kafka,
-		"SWITCHBACK_HTTP_ADDR="+httpAddr,
-		"SWITCHBACK_OPS_ADDR="+opsAddr,
-		"SWITCHBACK_DEMO=true",
-	)
-	var stdout, stderr lockedBuffer
-	cmd := exec.Command(bin, "run")
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + httpAddr + "/v1.2/nothing")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("API not up within 60s\n%s", stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	resp, err := http.Get("http://" + opsAddr + "/healthz")
+	p := startBinary(t)
+	resp, err := http.Get("http://" + p.ops + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/healthz: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if !strings.Contains(stdout.String(), "demo-reseller-secret") || !strings.Contains(stdout.String(), httpAddr) {
-		t.Errorf("banner lacks listeners or demo credentials:\n%s", stdout.String())
+	if !strings.Contains(p.stdout.String(), "demo-reseller-secret") || !strings.Contains(p.stdout.String(), p.api) {
+		t.Errorf("banner lacks listeners or demo credentials:\n%s", p.stdout.String())
 	}
 
 	if kcat, err := exec.LookPath("kcat"); err == nil || lookKafkacat(&kcat) {
-		out, err := exec.Command(kcat, "-L", "-b", kafka, "-m", "5").CombinedOutput()
+		out, err := exec.Command(kcat, "-L", "-b", p.kafka, "-m", "5").CombinedOutput()
 		if err != nil {
 			t.Fatalf("kcat -L: %v\n%s", err, out)
 		}
@@ -133,31 +200,21 @@ func TestBinary_RunStartsServesAndStopsCleanly(t *testing.T) {
 		t.Log("kcat not installed; topic listing checked by the stream tests only")
 	}
 
-	pc := exec.Command(bin, "principals", "create", "--role", "operator", "--name", "CLI operator")
-	pc.Env = env
+	pc := exec.Command(buildBinary(t), "principals", "create", "--role", "operator", "--name", "CLI operator")
+	pc.Env = p.env
 	out, err := pc.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "secret:") {
 		t.Fatalf("principals create: %v\n%s", err, out)
 	}
-	pl := exec.Command(bin, "principals", "list")
-	pl.Env = env
+	pl := exec.Command(buildBinary(t), "principals", "list")
+	pl.Env = p.env
 	out, err = pl.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "CLI operator") || strings.Contains(string(out), "demo-admin-secret") {
 		t.Fatalf("principals list: %v\n%s", err, out)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("exit after SIGINT: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("did not stop within 60s of SIGINT\n%s", stderr.String())
-	}
-	if left := processesUnder(t, data); len(left) > 0 {
+	p.stop(t)
+	if left := processesUnder(t, p.data); len(left) > 0 {
 		t.Errorf("processes left running after stop: %v", left)
 	}
 }

@@ -11,10 +11,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/query/admin"
+	queryregistry "github.com/switchbackhq/switchback/query/registry"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -31,16 +35,24 @@ type started struct {
 // dependencies they use.
 func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*started, error) {
 	st := &started{failed: make(chan error, len(tiers)+1)}
+	sh, err := startShared(ctx, cfg, d, log, closers)
+	if err != nil {
+		return nil, err
+	}
 	for _, tier := range tiers {
 		tlog := log.With("tier", tier)
 		switch tier {
 		case TierQuery:
-			addr, err := startQuery(ctx, cfg, d, tlog, reg, closers, st.failed)
+			addr, err := startQuery(ctx, cfg, d, sh, tlog, reg, closers, st.failed)
 			if err != nil {
 				return nil, fmt.Errorf("query tier: %w", err)
 			}
 			st.httpAddr = addr
-		case TierIngest, TierProcess, TierDispatch:
+		case TierDispatch:
+			if err := startDispatch(cfg, d, sh, tlog, reg, closers, st.failed); err != nil {
+				return nil, fmt.Errorf("dispatch tier: %w", err)
+			}
+		case TierIngest, TierProcess:
 			// The workers of these tiers (ingest clients, processors, the
 			// dispatcher) register here as their stage packages land; the
 			// tier itself already runs its dependencies, readiness and
@@ -53,7 +65,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 
 // startQuery starts the API tier: the principal table rebuilt from its
 // topic, the fasthttp server and its routes.
-func startQuery(ctx context.Context, cfg config.Config, d *deps, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) (string, error) {
+func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) (string, error) {
 	store, err := loadPrincipals(ctx, d, log, closers)
 	if err != nil {
 		return "", err
@@ -70,6 +82,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, log *slog.Logge
 		Principals:   store,
 	})
 	admin.Register(srv, store)
+	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -153,5 +166,75 @@ func ensureFixedPrincipals(ctx context.Context, cfg config.Config, store *princi
 		}
 		log.Info("bootstrap admin principal ensured", "key", cfg.AdminKey)
 	}
+	return nil
+}
+
+// shared holds what several tiers use: the registry view of rules and
+// metadata, and the webhook sender (the dispatcher's deliveries and the
+// registry's test notifications go through the same SSRF-safe client).
+type shared struct {
+	registry *registry.Registry
+	sender   *webhook.Sender
+}
+
+// startShared builds the registry and rebuilds its Redis view from the
+// rules and metadata topics before any tier reads it, then follows the
+// topics so that Redis catches up with writes of other instances and with
+// a write whose publish succeeded but whose Redis commit did not.
+func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logger, closers *closeStack) (*shared, error) {
+	reg := registry.New(registry.Options{
+		Redis:        d.redis,
+		Publisher:    d.producer,
+		AllowHTTP:    cfg.WebhookAllowHTTP,
+		AllowPrivate: cfg.WebhookAllowPrivate,
+		Logger:       log.With("part", "registry"),
+	})
+	start := time.Now()
+	if err := reg.Rebuild(ctx, d.brokers); err != nil {
+		return nil, fmt.Errorf("rebuild the registry view from Kafka: %w", err)
+	}
+	log.Info("registry view rebuilt from Kafka", "took", time.Since(start).Round(time.Millisecond))
+	fctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := reg.Follow(fctx, d.brokers); err != nil {
+			log.Error("registry follower stopped", "err", err)
+		}
+	}()
+	closers.push("registry follower", func(context.Context) error { cancel(); <-done; return nil })
+
+	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
+	return &shared{registry: reg, sender: webhook.NewSender(client, time.Now)}, nil
+}
+
+// startDispatch runs the webhook dispatcher until shutdown. Its Run commits
+// what it has durably scheduled and waits for sends in flight (bounded)
+// once its context ends.
+func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) error {
+	disp, err := dispatcher.New(dispatcher.Options{
+		Brokers:         d.brokers,
+		Redis:           d.redis,
+		Publisher:       d.producer,
+		Subscriptions:   subscriptions{sh.registry},
+		Sender:          sh.sender,
+		Schedule:        cfg.DispatchRetrySchedule,
+		BacklogLimit:    cfg.DispatchBacklogLimit,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          log,
+		Registerer:      reg,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := disp.Run(ctx); err != nil && ctx.Err() == nil {
+			failed <- fmt.Errorf("dispatcher: %w", err)
+		}
+	}()
+	closers.push("dispatcher (commit, finish sends)", func(context.Context) error { cancel(); <-done; return nil })
 	return nil
 }

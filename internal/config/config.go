@@ -43,6 +43,10 @@ type Config struct {
 
 	ConsumerMaxAttempts int
 	ConsumerRetryDelay  time.Duration
+
+	DispatchRetrySchedule []time.Duration
+	DispatchBacklogLimit  int
+	WebhookTimeout        time.Duration
 }
 
 // Setting describes one configuration variable: its environment name, flag
@@ -127,6 +131,19 @@ func Settings() []Setting {
 		{"SWITCHBACK_SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "time allowed for a graceful stop", positiveDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 		{"SWITCHBACK_CONSUMER_MAX_ATTEMPTS", "consumer-max-attempts", "5", "attempts of a consumer handler before the message is dead-lettered", positiveInt(func(c *Config) *int { return &c.ConsumerMaxAttempts })},
 		{"SWITCHBACK_CONSUMER_RETRY_DELAY", "consumer-retry-delay", "200ms", "first delay between handler attempts (doubles each time)", positiveDuration(func(c *Config) *time.Duration { return &c.ConsumerRetryDelay })},
+		{"SWITCHBACK_DISPATCH_RETRY_SCHEDULE", "dispatch-retry-schedule", "10s,30s,1m,5m,15m,30m,1h,2h,4h,8h", "waits before each webhook retry (jittered); attempts = entries + 1, then the delivery is failed", func(c *Config, v string) error {
+			c.DispatchRetrySchedule = nil
+			for _, part := range strings.Split(v, ",") {
+				d, err := time.ParseDuration(strings.TrimSpace(part))
+				if err != nil || d <= 0 {
+					return fmt.Errorf("entry %q must be a positive duration", part)
+				}
+				c.DispatchRetrySchedule = append(c.DispatchRetrySchedule, d)
+			}
+			return nil
+		}},
+		{"SWITCHBACK_DISPATCH_BACKLOG_LIMIT", "dispatch-backlog-limit", "10000", "pending deliveries per subscriber before its disableAll is set automatically", positiveInt(func(c *Config) *int { return &c.DispatchBacklogLimit })},
+		{"SWITCHBACK_WEBHOOK_TIMEOUT", "webhook-timeout", "10s", "time allowed for one webhook POST, connect to last byte", positiveDuration(func(c *Config) *time.Duration { return &c.WebhookTimeout })},
 	}
 }
 

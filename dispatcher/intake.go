@@ -1,0 +1,352 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// The intake reads TopicNotifications in batches with a reader of its own
+// rather than stream.Consumer: that runner hands one message at a time to a
+// handler and commits after it, so a handler that durably schedules (one
+// acknowledged publish per message) would cap intake at a few hundred
+// notifications a second. A batch here is scheduled with one publish and
+// one Redis pipeline, then committed; the semantics are the same (commit
+// only after the work is durable, redelivery on crash, never a skip).
+
+// batchWindow is how long a batch waits for more records once it has one.
+const batchWindow = 2 * time.Millisecond
+
+// disableAllTimeout bounds the attempts to set a subscriber's disableAll
+// from the intake.
+const disableAllTimeout = 5 * time.Second
+
+func (d *Dispatcher) newReader() *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:     d.o.Brokers,
+		GroupID:     d.o.GroupID,
+		GroupTopics: []string{schemas.TopicNotifications},
+		// A new group starts at the beginning: notifications produced
+		// before the first dispatcher started are delivered too.
+		StartOffset: kafka.FirstOffset,
+		MinBytes:    1,
+		MaxBytes:    10 << 20,
+		MaxWait:     250 * time.Millisecond,
+		// Commits are batched; a crash loses at most this much of them,
+		// which means redelivery, and redelivered ids are filtered.
+		CommitInterval:    500 * time.Millisecond,
+		SessionTimeout:    10 * time.Second,
+		HeartbeatInterval: time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		JoinGroupBackoff:  500 * time.Millisecond,
+		ReadBackoffMin:    50 * time.Millisecond,
+		ReadBackoffMax:    time.Second,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			d.log.Warn("kafka reader: " + fmt.Sprintf(msg, args...))
+		}),
+	})
+}
+
+// intake runs until ctx ends. A batch taken in is finished under hard even
+// if ctx ends meanwhile; one that could not be made durable is not
+// committed.
+func (d *Dispatcher) intake(ctx, hard context.Context) error {
+	r := d.newReader()
+	defer func() {
+		// Close flushes the pending commits and leaves the group.
+		if err := r.Close(); err != nil {
+			d.log.Warn("close notifications reader", "error", err)
+		}
+	}()
+	backoff := 100 * time.Millisecond
+	for {
+		batch, err := fetchBatch(ctx, r, d.o.BatchSize)
+		if len(batch) == 0 {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("dispatcher: notifications reader closed: %w", err)
+			}
+			d.log.Warn("fetch notifications failed, retrying", "error", err)
+			if sleep(ctx, backoff) != nil {
+				return nil
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if err := d.accept(ctx, hard, batch); err != nil {
+			// Only when ctx ended before the batch was durable: not
+			// committed, read again after the restart.
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(hard, 10*time.Second)
+		if err := r.CommitMessages(cctx, batch...); err != nil {
+			d.log.Warn("commit notifications failed (they will be read again and filtered)", "error", err)
+		}
+		cancel()
+		d.signal()
+	}
+}
+
+// fetchBatch blocks for one record, then takes what arrives within
+// batchWindow, up to max.
+func fetchBatch(ctx context.Context, r *kafka.Reader, max int) ([]kafka.Message, error) {
+	m, err := r.FetchMessage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	batch := []kafka.Message{m}
+	for len(batch) < max {
+		fctx, cancel := context.WithTimeout(ctx, batchWindow)
+		m, err := r.FetchMessage(fctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+// intakePlan is what a batch turns into: events to publish, deliveries to
+// schedule, subscribers to disable. It is built once and then executed
+// step by step, each step retried on its own, so a retry never builds
+// different events (with different ids) for the same notifications.
+type intakePlan struct {
+	msgs       []stream.Message
+	recs       []scheduledDelivery
+	disables   []autoDisable
+	counts     map[string]int // intake results, for metrics
+	suppressed []schemas.Notification
+}
+
+type autoDisable struct {
+	subscriber string
+	backlog    int64
+	reason     string
+}
+
+// accept makes a batch durable: planned, subscribers disabled, events
+// published, schedule written. It returns an error only if ctx ended first.
+func (d *Dispatcher) accept(ctx, hard context.Context, batch []kafka.Message) error {
+	d.viewMu.RLock()
+	defer d.viewMu.RUnlock()
+
+	var plan *intakePlan
+	err := d.retryDo(ctx, "plan notifications batch", func() error {
+		var err error
+		plan, err = d.plan(hard, batch)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, a := range plan.disables {
+		// Bounded: one subscriber the registry cannot update must not stop
+		// the intake of all. Its notifications are suppressed by the bound
+		// anyway, and the next one tries again.
+		dctx, cancel := context.WithTimeout(ctx, disableAllTimeout)
+		err := d.retryDo(dctx, "set disableAll", func() error {
+			return d.o.Subscriptions.DisableAll(hard, a.subscriber, a.reason)
+		})
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			d.log.Error("subscriber backlog bound reached but disableAll could not be set; its notifications are suppressed meanwhile",
+				"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit, "error", err)
+			continue
+		}
+		d.mu.Lock()
+		d.autoDisabled[a.subscriber] = true
+		d.m.autoDisabledG.Set(float64(len(d.autoDisabled)))
+		d.mu.Unlock()
+		d.m.autoDisabled.Inc()
+		// The operators' alert (spec doc 1): an error log, the counter
+		// and gauge above, and the history event in plan.msgs.
+		d.log.Error("subscriber backlog bound reached: disableAll set, further notifications are suppressed and recorded in history",
+			"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit)
+	}
+	if err := d.retryDo(ctx, "publish scheduled deliveries", func() error {
+		return d.o.Publisher.Publish(hard, plan.msgs...)
+	}); err != nil {
+		return err
+	}
+	if err := d.retryDo(ctx, "write delivery schedule", func() error {
+		return d.v.enqueue(hard, plan.recs)
+	}); err != nil {
+		return err
+	}
+	for result, n := range plan.counts {
+		d.m.intake.WithLabelValues(result).Add(float64(n))
+	}
+	for _, n := range plan.suppressed {
+		d.m.deliveries.WithLabelValues(n.Type, OutcomeSuppressed).Inc()
+	}
+	return nil
+}
+
+func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePlan, error) {
+	p := &intakePlan{counts: map[string]int{}}
+	now := d.now()
+	ns := make([]schemas.Notification, 0, len(batch))
+	for _, m := range batch {
+		n, err := DecodeNotification(m.Value)
+		if err != nil {
+			d.log.Error("dead-lettering an unusable notification", "partition", m.Partition, "offset", m.Offset, "error", err)
+			p.msgs = append(p.msgs, d.deadLetter(m, err))
+			p.counts["invalid"]++
+			continue
+		}
+		ns = append(ns, n)
+	}
+	known, err := d.v.known(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+
+	type settings struct{ disableAll bool }
+	subs := map[string]settings{}
+	var subList []string
+	for _, n := range ns {
+		if _, ok := subs[n.Subscriber]; ok {
+			continue
+		}
+		_, disableAll, err := d.o.Subscriptions.Settings(ctx, n.Subscriber)
+		if err != nil {
+			// Queue it: disableAll is checked again at send time, and one
+			// subscriber the registry cannot read must not stop the intake.
+			d.log.Warn("read subscriber settings failed at intake; queuing", "subscriber", n.Subscriber, "error", err)
+			disableAll = false
+		}
+		subs[n.Subscriber] = settings{disableAll: disableAll}
+		subList = append(subList, n.Subscriber)
+	}
+	backlogs, err := d.v.backlogs(ctx, subList)
+	if err != nil {
+		return nil, err
+	}
+
+	limit := int64(d.o.BacklogLimit)
+	seen := make(map[string]bool, len(ns))
+	disabling := map[string]bool{}
+	for i, n := range ns {
+		if known[i] || seen[n.ID] {
+			p.counts["duplicate"]++
+			continue
+		}
+		seen[n.ID] = true
+		sub := n.Subscriber
+		switch {
+		case subs[sub].disableAll:
+			if err := p.suppress(n, now, "disableAll is set"); err != nil {
+				return nil, err
+			}
+		case backlogs[sub] >= limit:
+			reason := fmt.Sprintf("backlog bound reached: %d pending deliveries, limit %d", backlogs[sub], limit)
+			if !d.isAutoDisabled(sub) && !disabling[sub] {
+				disabling[sub] = true
+				p.disables = append(p.disables, autoDisable{subscriber: sub, backlog: backlogs[sub], reason: reason})
+				m, err := envelopeMessage(schemas.TopicHistory, EventSubscriberAutoDisabled, sub, "", now,
+					AutoDisabledRecord{Subscriber: sub, Backlog: backlogs[sub], Limit: d.o.BacklogLimit, Reason: reason, At: now})
+				if err != nil {
+					return nil, err
+				}
+				p.msgs = append(p.msgs, m)
+			}
+			if err := p.suppress(n, now, reason); err != nil {
+				return nil, err
+			}
+		default:
+			// A microsecond apart: equal due times would be sent in id
+			// order, not arrival order.
+			rec := scheduledDelivery{Notification: n, Attempt: 1, At: now.Add(time.Duration(i) * time.Microsecond)}
+			m, err := envelopeMessage(schemas.TopicDeliveries, EventDeliveryScheduled, sub, "", now, rec)
+			if err != nil {
+				return nil, err
+			}
+			p.msgs = append(p.msgs, m)
+			p.recs = append(p.recs, rec)
+			p.counts["scheduled"]++
+			backlogs[sub]++
+		}
+	}
+	// A subscriber disabled earlier whose backlog went down may be
+	// disabled again later, when the bound is reached again.
+	for sub := range subs {
+		if backlogs[sub] < limit {
+			d.clearAutoDisabled(sub)
+		}
+	}
+	return p, nil
+}
+
+// suppress records a notification that is not queued, with the whole
+// notification so that it can be replayed.
+func (p *intakePlan) suppress(n schemas.Notification, now time.Time, reason string) error {
+	m, err := suppressedMessage(n, now, reason)
+	if err != nil {
+		return err
+	}
+	p.msgs = append(p.msgs, m)
+	p.counts["suppressed"]++
+	p.suppressed = append(p.suppressed, n)
+	return nil
+}
+
+func suppressedMessage(n schemas.Notification, now time.Time, reason string) (stream.Message, error) {
+	return envelopeMessage(schemas.TopicHistory, EventNotificationSuppressed, n.Subscriber, "", now, SuppressedRecord{
+		DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, EntityKey: n.EntityKey,
+		Reason: truncate(reason, maxHistoryErrorText), At: now, Notification: n,
+	})
+}
+
+func (d *Dispatcher) isAutoDisabled(sub string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.autoDisabled[sub]
+}
+
+func (d *Dispatcher) clearAutoDisabled(sub string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.autoDisabled[sub] {
+		delete(d.autoDisabled, sub)
+		d.m.autoDisabledG.Set(float64(len(d.autoDisabled)))
+	}
+}
+
+// deadLetter is m for TopicDeadLetter, with the headers stream's consumer
+// uses, so one tool replays both.
+func (d *Dispatcher) deadLetter(m kafka.Message, cause error) stream.Message {
+	h := map[string]string{
+		stream.HeaderDeadLetterTopic:     m.Topic,
+		stream.HeaderDeadLetterPartition: strconv.Itoa(m.Partition),
+		stream.HeaderDeadLetterOffset:    strconv.FormatInt(m.Offset, 10),
+		stream.HeaderDeadLetterGroup:     d.o.GroupID,
+		stream.HeaderDeadLetterError:     truncate(cause.Error(), maxHistoryErrorText),
+		stream.HeaderDeadLetterAttempts:  "1",
+	}
+	return stream.Message{Topic: schemas.TopicDeadLetter, Key: m.Key, Value: m.Value, Headers: h}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

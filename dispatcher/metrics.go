@@ -1,0 +1,141 @@
+package dispatcher
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// backlogBuckets are the upper bounds of switchback_dispatcher_subscribers_by_backlog.
+var backlogBuckets = []int64{0, 10, 100, 1000, 10000, 100000}
+
+// metrics of the dispatcher. Labels are types and outcomes: never
+// subscriber or delivery ids, whose cardinality is unbounded. Per-subscriber
+// backlog is exposed as a distribution (how many subscribers have a backlog
+// up to N) and a maximum, which is what an alert on the bound needs.
+type metrics struct {
+	deliveries     *prometheus.CounterVec
+	attemptSeconds *prometheus.HistogramVec
+	retries        *prometheus.CounterVec
+	intake         *prometheus.CounterVec
+	autoDisabled   prometheus.Counter
+	autoDisabledG  prometheus.Gauge
+	backlog        prometheus.Gauge
+	backlogMax     prometheus.Gauge
+	backlogLimit   prometheus.Gauge
+	byBacklog      *prometheus.GaugeVec
+	inflight       prometheus.Gauge
+	lanes          prometheus.Gauge
+	rebuilds       prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_dispatcher_deliveries_total",
+			Help: "Attempts and non-attempts by outcome: delivered, retry, failed, suppressed (disableAll or backlog bound), dropped (rule disabled or deleted).",
+		}, []string{"type", "outcome"}),
+		attemptSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_dispatcher_attempt_seconds",
+			Help:    "Duration of one webhook POST, connect included.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12), // 5ms .. ~10s
+		}, []string{"type"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_dispatcher_retries_total",
+			Help: "Retries scheduled after a failed attempt.",
+		}, []string{"type"}),
+		intake: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_dispatcher_intake_total",
+			Help: "Notifications read from the notifications topic, by what happened: scheduled, duplicate, suppressed, invalid.",
+		}, []string{"result"}),
+		autoDisabled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchback_dispatcher_auto_disabled_total",
+			Help: "Times a subscriber's backlog bound was reached and disableAll was set by the service.",
+		}),
+		autoDisabledG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_auto_disabled_subscribers",
+			Help: "Subscribers this instance disabled whose backlog is still at the bound.",
+		}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_backlog",
+			Help: "Pending deliveries of all subscribers (queued, being retried or in flight).",
+		}),
+		backlogMax: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_backlog_max",
+			Help: "Largest backlog of a single subscriber.",
+		}),
+		backlogLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_backlog_limit",
+			Help: "Configured per-subscriber backlog bound (alert on backlog_max / backlog_limit).",
+		}),
+		byBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_subscribers_by_backlog",
+			Help: "Subscribers with a pending backlog of at most le deliveries (cumulative, like histogram buckets).",
+		}, []string{"le"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_inflight",
+			Help: "Webhook POSTs in flight.",
+		}),
+		lanes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_lanes",
+			Help: "Subscribers being sent to by this instance.",
+		}),
+		rebuilds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchback_dispatcher_schedule_rebuilds_total",
+			Help: "Times the Redis schedule was rebuilt from the deliveries topic.",
+		}),
+	}
+	if reg == nil {
+		return m
+	}
+	m.deliveries = register(reg, m.deliveries)
+	m.attemptSeconds = register(reg, m.attemptSeconds)
+	m.retries = register(reg, m.retries)
+	m.intake = register(reg, m.intake)
+	m.autoDisabled = register(reg, m.autoDisabled)
+	m.autoDisabledG = register(reg, m.autoDisabledG)
+	m.backlog = register(reg, m.backlog)
+	m.backlogMax = register(reg, m.backlogMax)
+	m.backlogLimit = register(reg, m.backlogLimit)
+	m.byBacklog = register(reg, m.byBacklog)
+	m.inflight = register(reg, m.inflight)
+	m.lanes = register(reg, m.lanes)
+	m.rebuilds = register(reg, m.rebuilds)
+	return m
+}
+
+// register registers c, or returns the identical collector registered
+// before (a restarted dispatcher in one process, tests).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err) // conflicting metric definitions: a programming error
+	}
+	return c
+}
+
+func (m *metrics) observeBacklogs(backlogs map[string]int64) {
+	var total, largest int64
+	counts := make([]int, len(backlogBuckets))
+	for _, n := range backlogs {
+		total += n
+		largest = max(largest, n)
+		for i, le := range backlogBuckets {
+			if n <= le {
+				counts[i]++
+			}
+		}
+	}
+	m.backlog.Set(float64(total))
+	m.backlogMax.Set(float64(largest))
+	for i, le := range backlogBuckets {
+		m.byBacklog.WithLabelValues(strconv.FormatInt(le, 10)).Set(float64(counts[i]))
+	}
+	m.byBacklog.WithLabelValues("+Inf").Set(float64(len(backlogs)))
+}

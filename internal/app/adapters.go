@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/webhook"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// The adapters below join stages through the small interfaces each stage
+// declares, so that no stage imports another (STYLE.md, "Layout follows the
+// data"). They translate; they decide nothing.
+
+// subscriptions lets the dispatcher read rules and metadata from the
+// registry, and auto-disable a subscriber through it.
+type subscriptions struct{ reg *registry.Registry }
+
+var _ dispatcher.Subscriptions = subscriptions{}
+
+func (s subscriptions) Target(ctx context.Context, subscriber, typ string) (webhook.Target, bool, error) {
+	r, err := s.reg.Rule(ctx, subscriber, typ)
+	if errors.Is(err, registry.ErrNotFound) {
+		return webhook.Target{}, false, dispatcher.ErrNoRule
+	}
+	if err != nil {
+		return webhook.Target{}, false, err
+	}
+	return webhook.Target{URL: r.URL, SecurityKey: r.SecurityKey}, !r.Disabled, nil
+}
+
+func (s subscriptions) Settings(ctx context.Context, subscriber string) (time.Duration, bool, error) {
+	m, err := s.reg.Metadata(ctx, subscriber)
+	if err != nil {
+		return 0, false, err
+	}
+	return m.Throttle(), m.DisableAll, nil
+}
+
+func (s subscriptions) DisableAll(ctx context.Context, subscriber, reason string) error {
+	return s.reg.SetDisableAll(ctx, subscriber, true, reason)
+}
+
+// testSender lets the registry's test endpoints send one signed
+// notification at once through the same webhook sender the dispatcher uses.
+type testSender struct{ s *webhook.Sender }
+
+func (t testSender) SendTest(ctx context.Context, rule registry.Rule, n schemas.Notification) (int, error) {
+	res := t.s.Send(ctx, webhook.Target{URL: rule.URL, SecurityKey: rule.SecurityKey}, n)
+	return res.Status, res.Err
+}
