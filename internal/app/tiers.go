@@ -15,11 +15,11 @@ import (
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
-	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/query/admin"
-	queryregistry "github.com/switchbackhq/switchback/query/registry"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	queryregistry "github.com/switchbackhq/switchback/query/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
