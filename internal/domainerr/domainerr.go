@@ -1,0 +1,40 @@
+// Package domainerr gives domain packages (principals, registry, catalog…)
+// errors that carry one of the API's error codes without importing query/:
+// the dependency points from query/ to the domain, and query/apierror alone
+// decides the HTTP status of each code. It holds no codes' meanings itself.
+package domainerr
+
+// CodeInvalidField is the code of a request that breaks a validation rule.
+const CodeInvalidField = "INVALID_FIELD"
+
+// Coded is a sentinel error with an API error code; compare with errors.Is.
+type Coded struct{ code, msg string }
+
+// New returns a sentinel with code (one of query/apierror's codes) and a
+// message safe to show to API callers.
+func New(code, msg string) error { return &Coded{code: code, msg: msg} }
+
+func (e *Coded) Error() string     { return e.msg }
+func (e *Coded) ErrorCode() string { return e.code }
+
+// FieldError is an invalid request that names the offending field, spelled
+// as in the API body, with dots for nesting (config.maxLookAheadDays).
+// errors.Is matches it against any INVALID_FIELD sentinel, so each package
+// can keep its own ErrInvalid.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+// Field returns a *FieldError.
+func Field(field, reason string) error { return &FieldError{Field: field, Reason: reason} }
+
+func (e *FieldError) Error() string      { return e.Field + " " + e.Reason }
+func (e *FieldError) ErrorCode() string  { return CodeInvalidField }
+func (e *FieldError) ErrorField() string { return e.Field }
+
+// Is reports whether target is an INVALID_FIELD sentinel.
+func (e *FieldError) Is(target error) bool {
+	c, ok := target.(*Coded)
+	return ok && c.code == CodeInvalidField
+}
