@@ -12,14 +12,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
+	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
+	"github.com/switchbackhq/switchback/processors/history"
 	"github.com/switchbackhq/switchback/query/admin"
+	"github.com/switchbackhq/switchback/query/channel"
+	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/operator"
 	queryregistry "github.com/switchbackhq/switchback/query/registry"
+	"github.com/switchbackhq/switchback/query/reseller"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -52,7 +59,9 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 			if err := startDispatch(cfg, d, sh, tlog, reg, closers, st.failed); err != nil {
 				return nil, fmt.Errorf("dispatch tier: %w", err)
 			}
-		case TierIngest, TierProcess:
+		case TierProcess:
+			startProcess(cfg, d, sh, tlog, reg, closers, st.failed)
+		case TierIngest:
 			// The workers of these tiers (ingest clients, processors, the
 			// dispatcher) register here as their stage packages land; the
 			// tier itself already runs its dependencies, readiness and
@@ -66,12 +75,14 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 // startQuery starts the API tier: the principal table rebuilt from its
 // topic, the fasthttp server and its routes.
 func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) (string, error) {
-	store, err := loadPrincipals(ctx, d, log, closers)
-	if err != nil {
-		return "", err
-	}
+	store := sh.principals
 	if err := ensureFixedPrincipals(ctx, cfg, store, log); err != nil {
 		return "", err
+	}
+	if cfg.Demo {
+		if _, err := sh.catalog.EnsureChannel(ctx, catalog.Channel{ID: DemoChannelID, Name: "Demo channel", CompanyName: "Switchback demo reseller"}); err != nil {
+			return "", fmt.Errorf("demo channel: %w", err)
+		}
 	}
 
 	srv := httpapi.New(httpapi.Options{
@@ -83,6 +94,11 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	})
 	admin.Register(srv, store)
 	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
+	channel.Register(srv, sh.catalog)
+	channel.RegisterAdmin(srv, sh.catalog)
+	operator.Register(srv, sh.catalog)
+	reseller.Register(srv, sh.catalog)
+	queryhistory.Register(srv, d.clickhouse, sh.catalog)
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -173,8 +189,10 @@ func ensureFixedPrincipals(ctx context.Context, cfg config.Config, store *princi
 // metadata, and the webhook sender (the dispatcher's deliveries and the
 // registry's test notifications go through the same SSRF-safe client).
 type shared struct {
-	registry *registry.Registry
-	sender   *webhook.Sender
+	principals *principals.Store
+	registry   *registry.Registry
+	catalog    *catalog.Store
+	sender     *webhook.Sender
 }
 
 // startShared builds the registry and rebuilds its Redis view from the
@@ -182,6 +200,10 @@ type shared struct {
 // topics so that Redis catches up with writes of other instances and with
 // a write whose publish succeeded but whose Redis commit did not.
 func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logger, closers *closeStack) (*shared, error) {
+	pstore, err := loadPrincipals(ctx, d, log, closers)
+	if err != nil {
+		return nil, err
+	}
 	reg := registry.New(registry.Options{
 		Redis:        d.redis,
 		Publisher:    d.producer,
@@ -204,8 +226,18 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	}()
 	closers.push("registry follower", func(context.Context) error { cancel(); <-done; return nil })
 
+	// The catalog view is rebuilt from its compacted topics before serving
+	// (idempotent, sends no notifications); the catalog processor of the
+	// process tier keeps it current afterwards.
+	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog")})
+	start = time.Now()
+	if err := cat.Rebuild(ctx, d.brokers); err != nil {
+		return nil, fmt.Errorf("rebuild the catalog view from Kafka: %w", err)
+	}
+	log.Info("catalog view rebuilt from Kafka", "took", time.Since(start).Round(time.Millisecond))
+
 	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
-	return &shared{registry: reg, sender: webhook.NewSender(client, time.Now)}, nil
+	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now)}, nil
 }
 
 // startDispatch runs the webhook dispatcher until shutdown. Its Run commits
@@ -227,14 +259,50 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 	if err != nil {
 		return err
 	}
+	runWorker(closers, "dispatcher (commit, finish sends)", failed, disp.Run)
+	return nil
+}
+
+// startProcess runs the processors. The history sink runs only when a
+// ClickHouse is reachable; otherwise history stays on its topic (parked)
+// and is loaded once a ClickHouse is configured and the process restarted.
+func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
+	cp := processorscatalog.New(processorscatalog.Options{
+		Brokers:     d.brokers,
+		Store:       sh.catalog,
+		Subscribers: processorscatalog.Resellers{Principals: sh.principals},
+		Rules:       sh.registry,
+		Publisher:   d.producer,
+		Logger:      log.With("part", "catalog-processor"),
+		Registerer:  reg,
+	})
+	runWorker(closers, "catalog processor (commit)", failed, cp.Run)
+
+	if d.clickhouse == nil {
+		log.Warn("history sink not started: no ClickHouse; history is parked on its topic")
+		return
+	}
+	sink := history.NewSink(history.Options{
+		Brokers:         d.brokers,
+		Conn:            d.clickhouse,
+		RetentionMonths: cfg.HistoryRetentionMonths,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          log.With("part", "history-sink"),
+		Registerer:      reg,
+	})
+	runWorker(closers, "history sink (flush, commit)", failed, sink.Run)
+}
+
+// runWorker runs fn until shutdown; an error before shutdown fails the
+// process (the orchestrator restarts it).
+func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ctx context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := disp.Run(ctx); err != nil && ctx.Err() == nil {
-			failed <- fmt.Errorf("dispatcher: %w", err)
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			failed <- fmt.Errorf("%s: %w", name, err)
 		}
 	}()
-	closers.push("dispatcher (commit, finish sends)", func(context.Context) error { cancel(); <-done; return nil })
-	return nil
+	closers.push(name, func(context.Context) error { cancel(); <-done; return nil })
 }

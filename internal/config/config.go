@@ -47,6 +47,8 @@ type Config struct {
 	DispatchRetrySchedule []time.Duration
 	DispatchBacklogLimit  int
 	WebhookTimeout        time.Duration
+
+	HistoryRetentionMonths int
 }
 
 // Setting describes one configuration variable: its environment name, flag
@@ -143,6 +145,14 @@ func Settings() []Setting {
 			return nil
 		}},
 		{"SWITCHBACK_DISPATCH_BACKLOG_LIMIT", "dispatch-backlog-limit", "10000", "pending deliveries per subscriber before its disableAll is set automatically", positiveInt(func(c *Config) *int { return &c.DispatchBacklogLimit })},
+		{"SWITCHBACK_HISTORY_RETENTION_MONTHS", "history-retention-months", "13", "months of history kept in ClickHouse (older month partitions are dropped); 0 keeps everything", func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return errors.New("must be a whole number of months, 0 or more")
+			}
+			c.HistoryRetentionMonths = n
+			return nil
+		}},
 		{"SWITCHBACK_WEBHOOK_TIMEOUT", "webhook-timeout", "10s", "time allowed for one webhook POST, connect to last byte", positiveDuration(func(c *Config) *time.Duration { return &c.WebhookTimeout })},
 	}
 }

@@ -1,0 +1,299 @@
+// Package catalogtest starts the catalog APIs for tests and benchmarks: a
+// real redis-server (internal/testharness), the catalog store publishing to
+// an in-memory recorder or to the embedded Kafka broker, a principals
+// table with fixed test principals, and the fasthttp API server with the
+// channel, operator, admin-channel and reseller routes on 127.0.0.1:0.
+// It is imported by _test.go files and bench/ only.
+package catalogtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/query/channel"
+	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/operator"
+	"github.com/switchbackhq/switchback/query/reseller"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Cred is a test principal's credential and id.
+type Cred struct{ Key, Secret, ID string }
+
+// Test channels: resellers R1 and R1b sell on ChannelA, R2 on ChannelB.
+const (
+	ChannelA = "chan-a"
+	ChannelB = "chan-b"
+)
+
+// Recorder is an in-memory stream.Publisher; Fail makes Publish fail as an
+// unreachable broker does.
+type Recorder struct {
+	mu   sync.Mutex
+	msgs []stream.Message
+	fail bool
+}
+
+// Publish records msgs.
+func (r *Recorder) Publish(_ context.Context, msgs ...stream.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail {
+		return errors.New("broker unreachable")
+	}
+	r.msgs = append(r.msgs, msgs...)
+	return nil
+}
+
+// SetFail makes Publish fail (true) or succeed.
+func (r *Recorder) SetFail(v bool) { r.mu.Lock(); r.fail = v; r.mu.Unlock() }
+
+// Messages returns a copy of what was published.
+func (r *Recorder) Messages() []stream.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]stream.Message(nil), r.msgs...)
+}
+
+// Reset forgets what was published.
+func (r *Recorder) Reset() { r.mu.Lock(); r.msgs = nil; r.mu.Unlock() }
+
+// Envelopes decodes the recorded messages.
+func (r *Recorder) Envelopes(t testing.TB) []schemas.Envelope {
+	t.Helper()
+	var out []schemas.Envelope
+	for _, m := range r.Messages() {
+		var env schemas.Envelope
+		if err := json.Unmarshal(m.Value, &env); err != nil {
+			t.Fatalf("record on %s is not an envelope: %v", m.Topic, err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writes (captured logs).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written.
+func (s *SyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// Options of Start.
+type Options struct {
+	// Kafka starts the embedded broker and publishes to it; else the
+	// store publishes to a Recorder.
+	Kafka bool
+	// RedisURL reuses a running redis-server (benchmarks); empty starts one.
+	RedisURL string
+	// Quiet drops the logs instead of capturing them (benchmarks).
+	Quiet bool
+	// Routes registers more routes on the server (benchmarks).
+	Routes func(*httpapi.Server)
+}
+
+// Env is a running catalog API.
+type Env struct {
+	URL        string
+	Store      *catalog.Store
+	Redis      *redis.Client
+	Rec        *Recorder // nil with Kafka
+	Brokers    []string  // nil without Kafka
+	Producer   *stream.Producer
+	Principals *principals.Store
+	Logs       *SyncBuffer
+	Logger     *slog.Logger
+
+	Admin, Operator, Operator2, Reseller1, Reseller1b, Reseller2 Cred
+
+	client *http.Client
+}
+
+// Start starts everything and registers its stop with t.Cleanup.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e := &Env{Logs: &SyncBuffer{}, client: &http.Client{Timeout: 20 * time.Second}}
+	if opts.Quiet {
+		e.Logger = slog.New(slog.DiscardHandler)
+	} else {
+		e.Logger = slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	url := opts.RedisURL
+	if url == "" {
+		url = testharness.Redis(t)
+	}
+	ropts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropts.PoolSize = 64
+	e.Redis = redis.NewClient(ropts)
+	t.Cleanup(func() { _ = e.Redis.Close() })
+
+	var pub stream.Publisher
+	if opts.Kafka {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := kafkabroker.Start(ctx, kafkabroker.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		e.Brokers = []string{b.Addr()}
+		if err := stream.EnsureTopics(ctx, e.Brokers, schemas.Topics()); err != nil {
+			t.Fatal(err)
+		}
+		e.Producer = stream.NewProducer(stream.ProducerConfig{Brokers: e.Brokers, BatchTimeout: time.Millisecond})
+		t.Cleanup(func() { _ = e.Producer.Close() })
+		pub = e.Producer
+	} else {
+		e.Rec = &Recorder{}
+		pub = e.Rec
+	}
+	e.Store = catalog.NewStore(catalog.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger})
+
+	e.Principals = principals.NewStore(&Recorder{})
+	mk := func(key string, role principals.Role, ch string) Cred {
+		secret := key + "-secret-0123456789"
+		p, err := e.Principals.EnsureFixed(context.Background(), key, secret, role, key, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Cred{Key: key, Secret: secret, ID: p.ID}
+	}
+	e.Admin = mk("t-admin", principals.RoleAdmin, "")
+	e.Operator = mk("t-operator", principals.RoleOperator, "")
+	e.Operator2 = mk("t-operator2", principals.RoleOperator, "")
+	e.Reseller1 = mk("t-reseller1", principals.RoleReseller, ChannelA)
+	e.Reseller1b = mk("t-reseller1b", principals.RoleReseller, ChannelA)
+	e.Reseller2 = mk("t-reseller2", principals.RoleReseller, ChannelB)
+
+	s := httpapi.New(httpapi.Options{Principals: e.Principals, Logger: e.Logger})
+	channel.Register(s, e.Store)
+	channel.RegisterAdmin(s, e.Store)
+	operator.Register(s, e.Store)
+	reseller.Register(s, e.Store)
+	if opts.Routes != nil {
+		opts.Routes(s)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	e.URL = "http://" + ln.Addr().String()
+	t.Cleanup(func() {
+		e.client.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		<-done
+	})
+	for _, c := range []catalog.Channel{
+		{ID: ChannelA, Name: "Channel A", CompanyName: "A Travel"},
+		{ID: ChannelB, Name: "Channel B", CompanyName: "B Tours"},
+	} {
+		if _, err := e.Store.EnsureChannel(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// Do sends a request and returns status and body.
+func (e *Env) Do(t testing.TB, method, path string, c Cred, body string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", c.Key)
+	req.Header.Set("X-API-Secret", c.Secret)
+	req.Header.Set("X-Request-ID", "test-req")
+	res, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, b
+}
+
+// Must sends a request and fails the test unless the status is want.
+func (e *Env) Must(t testing.TB, want int, method, path string, c Cred, body string) []byte {
+	t.Helper()
+	status, b := e.Do(t, method, path, c, body)
+	if status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, b)
+	}
+	return b
+}
+
+// Paths of the channel interface.
+const (
+	Ch  = "/channel/v1.2"
+	Op  = "/operator/v2"
+	V12 = "/v1.2"
+	V13 = "/v1.3"
+)
+
+// SupplierBody is a valid supplier body with the given id, name and code
+// and a partner connection with credentials apiKey/apiSecret.
+func SupplierBody(id, name, code, apiKey, apiSecret string) string {
+	return `{"id":"` + id + `","name":"` + name + `","code":"` + code + `","partnerId":"p-` + code + `",
+"title":"` + name + ` title","description":"About ` + name + `",
+"contacts":[{"email":"ops@example.com","name":"Ops","phone":"+100","primary":true,"title":"manager"}],
+"mainLocation":{"name":"HQ","title":"Head office","address":{"countryCode":"FRA","locality":"Paris"},"longLat":{"latitude":48.85,"longitude":2.35},"type":"MEETING_POINT","city":"Paris"},
+"hours":[{"daysOfWeek":[1,2,3],"times":[{"open":"09:00","close":"17:00"}],"timezone":"Europe/Paris"}],
+"travelerTypes":[{"ageBand":"ADULT","minAge":18,"maxAge":99,"name":"Adult","title":"Grown-up"}],
+"content":{"name":"c","title":[{"text":"Hello","locale":"en"}],"media":[{"url":"https://img.example.com/a.jpg","relationship":"cover"}]},
+"connection":{"kind":"partner","baseUrl":"https://partner.example.com/api/","credentials":{"apiKey":"` + apiKey + `","apiSecret":"` + apiSecret + `"}}}`
+}
+
+// ProductBody is a valid product body.
+func ProductBody(id, name, description string) string {
+	return `{"id":"` + id + `","name":"` + name + `","description":"` + description + `","timeZone":"Europe/Paris",
+"availabilityType":"START_TIME","deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL",
+"instantConfirmation":true,"locations":[{"name":"Start","type":"START","order":1}]}`
+}
+
+// RateBody is a valid rate body with two prices: "p-std" labelled
+// "public", and "p-net" labelled "public" and "b2b".
+func RateBody(id, name string) string {
+	return `{"id":"` + id + `","name":"` + name + `","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,
+"prices":[{"id":"p-std","labels":["public"],"name":"Standard","retail":{"amount":10.5,"currency":"EUR"}},
+{"id":"p-net","labels":["public","b2b"],"name":"Net","net":{"amount":8,"currency":"EUR"},"retail":{"amount":10,"currency":"EUR"}}]}`
+}

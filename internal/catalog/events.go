@@ -1,0 +1,323 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Kind is the entity an event is about.
+type Kind string
+
+// The catalog's entities, each on its compacted topic.
+const (
+	KindChannel      Kind = "channel"
+	KindSupplier     Kind = "supplier"
+	KindProduct      Kind = "product"
+	KindRate         Kind = "rate"
+	KindBinding      Kind = "binding"
+	KindAvailability Kind = "availability"
+)
+
+// Topic is the compacted topic of the kind.
+func (k Kind) Topic() string {
+	switch k {
+	case KindChannel:
+		return schemas.TopicChannels
+	case KindSupplier:
+		return schemas.TopicSuppliers
+	case KindProduct:
+		return schemas.TopicProducts
+	case KindRate:
+		return schemas.TopicRates
+	case KindBinding:
+		return schemas.TopicBindings
+	case KindAvailability:
+		return schemas.TopicAvailability
+	}
+	return ""
+}
+
+// Event types: "catalog.<kind>.upserted" with the full new state, or
+// "catalog.<kind>.deleted" (Envelope.Deleted) without it.
+const (
+	opUpserted = "upserted"
+	opDeleted  = "deleted"
+)
+
+// EventType is the Envelope.Type of an event of the kind.
+func EventType(k Kind, deleted bool) string {
+	if deleted {
+		return "catalog." + string(k) + "." + opDeleted
+	}
+	return "catalog." + string(k) + "." + opUpserted
+}
+
+// Topics are the topics the catalog view is materialized from.
+func Topics() []string {
+	return []string{schemas.TopicChannels, schemas.TopicSuppliers, schemas.TopicProducts, schemas.TopicRates,
+		schemas.TopicBindings, schemas.TopicAvailability}
+}
+
+// Prior is what an event replaced: its version and Fingerprint. Nil when
+// the entity did not exist.
+type Prior struct {
+	Version     int64  `json:"version"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Event is Envelope.Data of every catalog event: the ids of the entity,
+// its full new state (nil when deleted) and what it replaced. Kafka keys
+// (and Envelope.Key) are per entity, see EntityKey.
+type Event struct {
+	Kind       Kind   `json:"kind"`
+	SupplierID string `json:"supplierId,omitempty"`
+	ProductID  string `json:"productId,omitempty"`
+	RateID     string `json:"rateId,omitempty"`
+	ChannelID  string `json:"channelId,omitempty"`
+
+	Channel      *Channel         `json:"channel,omitempty"`
+	Supplier     *Supplier        `json:"supplier,omitempty"`
+	Product      *Product         `json:"product,omitempty"`
+	Rate         *Rate            `json:"rate,omitempty"`
+	Binding      *Binding         `json:"binding,omitempty"`
+	Availability *AvailabilitySet `json:"availability,omitempty"`
+
+	// Prior is the replaced supplier, product or rate (nil: created).
+	Prior *Prior `json:"prior,omitempty"`
+	// PriorBinding is the replaced binding (nil: created).
+	PriorBinding *Binding `json:"priorBinding,omitempty"`
+	// Owner of a deleted supplier (its record is gone from the event).
+	Owner string `json:"owner,omitempty"`
+}
+
+// EntityKey is the Kafka key of the event's entity: one key per entity,
+// because the topics are compacted (a key per supplier would compact away
+// all but one product of a supplier). Supplier S; product S/P; rate and
+// availability S/P/R; binding S/P/C; channel C.
+func (e *Event) EntityKey() string {
+	switch e.Kind {
+	case KindChannel:
+		return e.ChannelID
+	case KindSupplier:
+		return e.SupplierID
+	case KindProduct:
+		return e.SupplierID + "/" + e.ProductID
+	case KindRate, KindAvailability:
+		return e.SupplierID + "/" + e.ProductID + "/" + e.RateID
+	case KindBinding:
+		return e.SupplierID + "/" + e.ProductID + "/" + e.ChannelID
+	}
+	return ""
+}
+
+// DecodeEvent reads a catalog envelope and checks that it is usable: a
+// known type, a positive version, ids that match the key, and the state
+// of an upsert present and consistent with the ids.
+func DecodeEvent(env schemas.Envelope) (Event, error) {
+	var ev Event
+	rest, ok := strings.CutPrefix(env.Type, "catalog.")
+	if !ok {
+		return ev, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
+	}
+	kind, op, _ := strings.Cut(rest, ".")
+	if op != opUpserted && op != opDeleted {
+		return ev, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
+	}
+	if env.Version <= 0 {
+		return ev, fmt.Errorf("event %s: version %d: %w", env.ID, env.Version, ErrInvalidEvent)
+	}
+	if err := json.Unmarshal(env.Data, &ev); err != nil {
+		return ev, fmt.Errorf("event %s: %w: %w", env.ID, ErrInvalidEvent, err)
+	}
+	deleted := op == opDeleted
+	if ev.Kind != Kind(kind) || deleted != env.Deleted || ev.EntityKey() != env.Key || env.Key == "" {
+		return ev, fmt.Errorf("event %s: kind %q, key %q: %w", env.ID, ev.Kind, env.Key, ErrInvalidEvent)
+	}
+	ids := func(ids ...string) bool {
+		for _, id := range ids {
+			if !ValidID(id) {
+				return false
+			}
+		}
+		return true
+	}
+	bad := false
+	switch ev.Kind {
+	case KindChannel:
+		bad = !ids(ev.ChannelID) || deleted || ev.Channel == nil || ev.Channel.ID != ev.ChannelID || ev.Channel.Version != env.Version
+	case KindSupplier:
+		bad = !ids(ev.SupplierID) || (!deleted && (ev.Supplier == nil || ev.Supplier.ID != ev.SupplierID || ev.Supplier.Version != env.Version))
+	case KindProduct:
+		bad = !ids(ev.SupplierID, ev.ProductID) || (!deleted && (ev.Product == nil || ev.Product.ID != ev.ProductID ||
+			ev.Product.SupplierID != ev.SupplierID || ev.Product.Version != env.Version))
+	case KindRate:
+		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (ev.Rate == nil || ev.Rate.ID != ev.RateID ||
+			ev.Rate.ProductID != ev.ProductID || ev.Rate.SupplierID != ev.SupplierID || ev.Rate.Version != env.Version))
+	case KindBinding:
+		b := ev.Binding
+		bad = !ids(ev.SupplierID, ev.ProductID, ev.ChannelID) || (!deleted && (b == nil || b.SupplierID != ev.SupplierID ||
+			b.ProductID != ev.ProductID || b.ChannelID != ev.ChannelID || b.Version != env.Version))
+	case KindAvailability:
+		a := ev.Availability
+		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (a == nil || a.SupplierID != ev.SupplierID ||
+			a.ProductID != ev.ProductID || a.RateID != ev.RateID || a.Version != env.Version))
+	default:
+		bad = true
+	}
+	if bad {
+		return ev, fmt.Errorf("event %s: %s state does not match key %q: %w", env.ID, ev.Kind, env.Key, ErrInvalidEvent)
+	}
+	return ev, nil
+}
+
+// Apply materializes one catalog event into Redis: idempotent and
+// order-insensitive (the versioned upsert ignores an event that is not
+// newer than the entity's last one). It reports whether the event changed
+// the view. An unusable event is ErrInvalidEvent; a Redis failure
+// ErrUnavailable (retry).
+func (s *Store) Apply(ctx context.Context, env schemas.Envelope) (bool, error) {
+	ev, err := DecodeEvent(env)
+	if err != nil {
+		return false, err
+	}
+	return s.applyEvent(ctx, env, &ev)
+}
+
+func (s *Store) applyEvent(ctx context.Context, env schemas.Envelope, ev *Event) (bool, error) {
+	v, t := versionArgs(env.Version, env.Time)
+	del := "0"
+	if env.Deleted {
+		del = "1"
+	}
+	var (
+		n   int
+		err error
+	)
+	switch ev.Kind {
+	case KindChannel:
+		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.channelVersions(), s.k.channels()},
+			ev.ChannelID, v, t, del, ev.ChannelID, string(mustJSON(ev.Channel))).Int()
+	case KindSupplier:
+		sid := ev.SupplierID
+		args := []any{v, t, del, sid, "", "", "", "", "", "", ""}
+		owner := ev.Owner
+		if sup := ev.Supplier; sup != nil {
+			owner = sup.Owner
+			args = []any{v, t, del, sid, string(mustJSON(sup)), string(renderV12(sup)), string(renderV13(sup, false)),
+				string(renderV13(sup, true)), sup.Code, sup.PartnerID, sup.Owner}
+		}
+		n, err = applySupplierScript.Run(ctx, s.rdb, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner)}, args...).Int()
+	case KindProduct:
+		val := ""
+		if ev.Product != nil {
+			val = string(mustJSON(ev.Product))
+		}
+		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.products(ev.SupplierID)},
+			verProduct(ev.ProductID), v, t, del, ev.ProductID, val).Int()
+	case KindRate:
+		val := ""
+		if ev.Rate != nil {
+			val = string(renderRate(ev.Rate))
+		}
+		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.rates(ev.SupplierID, ev.ProductID)},
+			verRate(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
+	case KindAvailability:
+		val := ""
+		if ev.Availability != nil {
+			val = string(mustJSON(ev.Availability))
+		}
+		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.avail(ev.SupplierID, ev.ProductID)},
+			verAvail(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
+	case KindBinding:
+		sid, pid, cid := ev.SupplierID, ev.ProductID, ev.ChannelID
+		val, idxv := "", ""
+		if ev.Binding != nil {
+			val, idxv = string(mustJSON(ev.Binding)), indexValue(ev.Binding)
+		}
+		n, err = applyBindingScript.Run(ctx, s.rdb,
+			[]string{s.k.versions(sid), s.k.bindings(sid, pid), s.k.supplierChannels(sid), s.k.chanSupplier(cid, sid), s.k.chanSuppliers(cid)},
+			verBinding(pid, cid), v, t, del, cid, pid, sid, val, idxv).Int()
+	default:
+		return false, fmt.Errorf("event %s: kind %q: %w", env.ID, ev.Kind, ErrInvalidEvent)
+	}
+	if err != nil {
+		return false, unavailable("apply "+string(ev.Kind)+" "+env.Key, err)
+	}
+	return n == 1, nil
+}
+
+// HandleMessage applies one record of Topics(); it is a stream.Handler
+// for a consumer that only materializes the view. Records of other types
+// on the shared availability topic are not the catalog's and are skipped.
+// A Kafka tombstone (no value) is skipped: Switchback deletes with
+// versioned "deleted" events, never tombstones, so that an older record
+// cannot resurrect what was deleted.
+func (s *Store) HandleMessage(ctx context.Context, m stream.Message) error {
+	env, ok, err := DecodeMessage(m)
+	if err != nil || !ok {
+		return err
+	}
+	_, err = s.Apply(ctx, env)
+	return err
+}
+
+// DecodeMessage reads the envelope of a record of Topics(). ok is false
+// for a record that is not a catalog event (a tombstone, another stage's
+// availability snapshot): skip it.
+func DecodeMessage(m stream.Message) (schemas.Envelope, bool, error) {
+	var env schemas.Envelope
+	if len(m.Value) == 0 {
+		return env, false, nil
+	}
+	if err := json.Unmarshal(m.Value, &env); err != nil {
+		return env, false, fmt.Errorf("%s offset %d: %w: %w", m.Topic, m.Offset, ErrInvalidEvent, err)
+	}
+	if !strings.HasPrefix(env.Type, "catalog.") {
+		if m.Topic == schemas.TopicAvailability {
+			return env, false, nil
+		}
+		return env, false, fmt.Errorf("%s offset %d: type %q: %w", m.Topic, m.Offset, env.Type, ErrInvalidEvent)
+	}
+	return env, true, nil
+}
+
+// Rebuild applies every record of Topics() up to their current end: what
+// a process runs at start against a fresh or flushed Redis (the consumer
+// group of processors/catalog then carries on from its own offsets).
+// Unusable records are logged and skipped; Redis failures are retried
+// until ctx ends.
+func (s *Store) Rebuild(ctx context.Context, brokers []string) error {
+	for _, topic := range Topics() {
+		err := stream.ReadAll(ctx, brokers, topic, func(m stream.Message) error {
+			backoff := 50 * time.Millisecond
+			for {
+				err := s.HandleMessage(ctx, m)
+				switch {
+				case err == nil:
+					return nil
+				case errors.Is(err, ErrInvalidEvent):
+					s.log.Error("catalog: skipping an unusable record", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
+					return nil
+				}
+				s.log.Warn("catalog: applying a record failed; retrying", "topic", m.Topic, "offset", m.Offset, "err", err)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 5*time.Second)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("rebuild catalog: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,383 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+)
+
+// ---- channels ----
+
+// Channels lists every sales channel, by id.
+func (s *Store) Channels(ctx context.Context) ([]Channel, error) {
+	vals, err := s.rdb.HVals(ctx, s.k.channels()).Result()
+	if err != nil {
+		return nil, unavailable("read channels", err)
+	}
+	out := make([]Channel, 0, len(vals))
+	for _, v := range vals {
+		var c Channel
+		if err := json.Unmarshal([]byte(v), &c); err != nil {
+			return nil, fmt.Errorf("decode stored channel: %w", err)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Channel) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// Channel returns one channel or ErrNotFound.
+func (s *Store) Channel(ctx context.Context, cid string) (Channel, error) {
+	if !ValidID(cid) {
+		return Channel{}, notFound("channel", cid)
+	}
+	raw, err := s.rdb.HGet(ctx, s.k.channels(), cid).Result()
+	if errors.Is(err, redis.Nil) {
+		return Channel{}, notFound("channel", cid)
+	}
+	if err != nil {
+		return Channel{}, unavailable("read channel", err)
+	}
+	var c Channel
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		return Channel{}, fmt.Errorf("decode stored channel: %w", err)
+	}
+	return c, nil
+}
+
+// ---- operator reads (scoped) ----
+
+// Suppliers lists the suppliers p manages (an admin: all), by id.
+func (s *Store) Suppliers(ctx context.Context, p principals.Principal) ([]Supplier, error) {
+	owner, err := ownerOf(p)
+	if err != nil {
+		return nil, err
+	}
+	set := s.k.owned(owner)
+	if p.Role == principals.RoleAdmin {
+		set = s.k.all()
+	}
+	ids, err := s.rdb.SMembers(ctx, set).Result()
+	if err != nil {
+		return nil, unavailable("read suppliers", err)
+	}
+	slices.Sort(ids)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGet(ctx, s.k.supplier(id), fieldRec)
+	}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, unavailable("read suppliers", err)
+		}
+	}
+	out := make([]Supplier, 0, len(ids))
+	for _, c := range cmds {
+		raw, err := c.Result()
+		if err != nil {
+			continue // deleted between the two reads
+		}
+		var sup Supplier
+		if err := json.Unmarshal([]byte(raw), &sup); err != nil {
+			return nil, fmt.Errorf("decode stored supplier: %w", err)
+		}
+		if canManage(p, &sup) {
+			out = append(out, sup)
+		}
+	}
+	return out, nil
+}
+
+// scopedSupplier reads a supplier p manages, alongside extra commands of
+// the same round trip (queued by more; they are executed even when the
+// supplier is out of scope, but their results are then not used).
+func (s *Store) scopedSupplier(ctx context.Context, p principals.Principal, sid string, more func(redis.Pipeliner)) (*Supplier, error) {
+	if !ValidID(sid) {
+		return nil, notFound("supplier", sid)
+	}
+	pipe := s.rdb.Pipeline()
+	recCmd := pipe.HGet(ctx, s.k.supplier(sid), fieldRec)
+	if more != nil {
+		more(pipe)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, unavailable("read supplier", err)
+	}
+	raw, err := recCmd.Result()
+	if err != nil {
+		return nil, notFound("supplier", sid)
+	}
+	var sup Supplier
+	if err := json.Unmarshal([]byte(raw), &sup); err != nil {
+		return nil, fmt.Errorf("decode stored supplier: %w", err)
+	}
+	if !canManage(p, &sup) {
+		return nil, notFound("supplier", sid)
+	}
+	return &sup, nil
+}
+
+// Supplier returns a supplier p manages.
+func (s *Store) Supplier(ctx context.Context, p principals.Principal, sid string) (Supplier, error) {
+	sup, err := s.scopedSupplier(ctx, p, sid, nil)
+	if err != nil {
+		return Supplier{}, err
+	}
+	return *sup, nil
+}
+
+// Products lists the products of a supplier p manages, by id.
+func (s *Store) Products(ctx context.Context, p principals.Principal, sid string) ([]Product, error) {
+	var cmd *redis.MapStringStringCmd
+	if _, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) { cmd = pp.HGetAll(ctx, s.k.products(sid)) }); err != nil {
+		return nil, err
+	}
+	out := make([]Product, 0, len(cmd.Val()))
+	for _, raw := range cmd.Val() {
+		pr, err := decodeProduct(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *pr)
+	}
+	slices.SortFunc(out, func(a, b Product) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// Product returns one product of a supplier p manages.
+func (s *Store) Product(ctx context.Context, p principals.Principal, sid, pid string) (Product, error) {
+	var cmd *redis.StringCmd
+	if _, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.products(sid), pid) }); err != nil {
+		return Product{}, err
+	}
+	raw, err := cmd.Result()
+	if err != nil {
+		return Product{}, notFound("product", pid)
+	}
+	pr, err := decodeProduct(raw)
+	if err != nil {
+		return Product{}, err
+	}
+	return *pr, nil
+}
+
+// Rates lists the rates of a product p manages, by id.
+func (s *Store) Rates(ctx context.Context, p principals.Principal, sid, pid string) ([]Rate, error) {
+	var prod *redis.BoolCmd
+	var cmd *redis.MapStringStringCmd
+	_, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+		prod = pp.HExists(ctx, s.k.products(sid), pid)
+		cmd = pp.HGetAll(ctx, s.k.rates(sid, pid))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !prod.Val() {
+		return nil, notFound("product", pid)
+	}
+	out := make([]Rate, 0, len(cmd.Val()))
+	for _, raw := range cmd.Val() {
+		r, err := decodeRate(sid, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b Rate) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// Rate returns one rate of a product p manages.
+func (s *Store) Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (Rate, error) {
+	var cmd *redis.StringCmd
+	if _, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.rates(sid, pid), rid) }); err != nil {
+		return Rate{}, err
+	}
+	raw, err := cmd.Result()
+	if err != nil {
+		return Rate{}, notFound("rate", rid)
+	}
+	r, err := decodeRate(sid, raw)
+	if err != nil {
+		return Rate{}, err
+	}
+	return *r, nil
+}
+
+// Availabilities returns what the operator last pushed for a rate (an
+// empty set, version 0, when it never pushed any).
+func (s *Store) Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (AvailabilitySet, error) {
+	var rate *redis.BoolCmd
+	var cmd *redis.StringCmd
+	_, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+		rate = pp.HExists(ctx, s.k.rates(sid, pid), rid)
+		cmd = pp.HGet(ctx, s.k.avail(sid, pid), rid)
+	})
+	if err != nil {
+		return AvailabilitySet{}, err
+	}
+	if !rate.Val() {
+		return AvailabilitySet{}, notFound("rate", rid)
+	}
+	out := AvailabilitySet{SupplierID: sid, ProductID: pid, RateID: rid, Availabilities: []Availability{}}
+	if raw, err := cmd.Result(); err == nil {
+		if err := json.Unmarshal([]byte(raw), &out); err != nil {
+			return out, fmt.Errorf("decode stored availabilities: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ProductBindings lists the bindings of a product p manages, by channel id.
+func (s *Store) ProductBindings(ctx context.Context, p principals.Principal, sid, pid string) ([]BoundProduct, error) {
+	var prod *redis.StringCmd
+	var binds *redis.MapStringStringCmd
+	var rates *redis.StringSliceCmd
+	sup, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+		prod = pp.HGet(ctx, s.k.products(sid), pid)
+		binds = pp.HGetAll(ctx, s.k.bindings(sid, pid))
+		rates = pp.HKeys(ctx, s.k.rates(sid, pid))
+	})
+	if err != nil {
+		return nil, err
+	}
+	praw, err := prod.Result()
+	if err != nil {
+		return nil, notFound("product", pid)
+	}
+	product, err := decodeProduct(praw)
+	if err != nil {
+		return nil, err
+	}
+	rids := rates.Val()
+	slices.Sort(rids)
+	cids := make([]string, 0, len(binds.Val()))
+	for cid := range binds.Val() {
+		cids = append(cids, cid)
+	}
+	slices.Sort(cids)
+	out := make([]BoundProduct, 0, len(cids))
+	if len(cids) == 0 {
+		return out, nil
+	}
+	chans, err := s.rdb.HMGet(ctx, s.k.channels(), cids...).Result()
+	if err != nil {
+		return nil, unavailable("read channels", err)
+	}
+	for i, cid := range cids {
+		var b Binding
+		if err := json.Unmarshal([]byte(binds.Val()[cid]), &b); err != nil {
+			return nil, fmt.Errorf("decode stored binding: %w", err)
+		}
+		bp := BoundProduct{Binding: b, Channel: Channel{ID: cid}, SupplierName: sup.Name, ProductName: product.Name, Rates: rids}
+		if raw, ok := chans[i].(string); ok {
+			if err := json.Unmarshal([]byte(raw), &bp.Channel); err != nil {
+				return nil, fmt.Errorf("decode stored channel: %w", err)
+			}
+		}
+		out = append(out, bp)
+	}
+	return out, nil
+}
+
+// ProductBinding returns the binding of a product p manages to one
+// channel, or ErrNotFound.
+func (s *Store) ProductBinding(ctx context.Context, p principals.Principal, sid, pid, cid string) (BoundProduct, error) {
+	all, err := s.ProductBindings(ctx, p, sid, pid)
+	if err != nil {
+		return BoundProduct{}, err
+	}
+	for _, b := range all {
+		if b.Channel.ID == cid {
+			return b, nil
+		}
+	}
+	if _, err := s.Channel(ctx, cid); err != nil {
+		return BoundProduct{}, err
+	}
+	return BoundProduct{}, notFound("binding of channel", cid)
+}
+
+// OwnsSupplier reports whether the operator principal operatorID owns the
+// supplier (false for an unknown supplier): the scope check of other
+// operator APIs (query/history's Ownership). One Redis round trip.
+func (s *Store) OwnsSupplier(ctx context.Context, operatorID, supplierID string) (bool, error) {
+	if operatorID == "" || !ValidID(supplierID) {
+		return false, nil
+	}
+	owner, err := s.rdb.HGet(ctx, s.k.supplier(supplierID), fieldOwner).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, unavailable("read supplier owner", err)
+	}
+	return owner == operatorID, nil
+}
+
+// ---- processor reads (unscoped) ----
+
+// Bindings returns every binding of a product, by channel id.
+func (s *Store) Bindings(ctx context.Context, sid, pid string) ([]Binding, error) {
+	vals, err := s.rdb.HVals(ctx, s.k.bindings(sid, pid)).Result()
+	if err != nil {
+		return nil, unavailable("read bindings", err)
+	}
+	out := make([]Binding, 0, len(vals))
+	for _, v := range vals {
+		var b Binding
+		if err := json.Unmarshal([]byte(v), &b); err != nil {
+			return nil, fmt.Errorf("decode stored binding: %w", err)
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
+	return out, nil
+}
+
+// SupplierChannels returns the channels that see the supplier at now:
+// those with at least one of its products bound, inside the binding's
+// window. Sorted.
+func (s *Store) SupplierChannels(ctx context.Context, sid string, now time.Time) ([]string, error) {
+	cids, err := s.rdb.HKeys(ctx, s.k.supplierChannels(sid)).Result()
+	if err != nil {
+		return nil, unavailable("read supplier channels", err)
+	}
+	slices.Sort(cids)
+	if len(cids) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(cids))
+	for i, cid := range cids {
+		cmds[i] = pipe.HVals(ctx, s.k.chanSupplier(cid, sid))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, unavailable("read channel index", err)
+	}
+	out := cids[:0]
+	for i, cid := range cids {
+		if anyOpen(cmds[i].Val(), millis(now)) {
+			out = append(out, cid)
+		}
+	}
+	return out, nil
+}
+
+func anyOpen(vals []string, nowMs int64) bool {
+	for _, v := range vals {
+		if open, _ := indexOpen(v, nowMs); open {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,235 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/switchbackhq/switchback/query/httpapi"
+)
+
+func TestValidateSupplier_NamesTheField(t *testing.T) {
+	conn := `"connection":{"kind":"partner","baseUrl":"https://x.example"}`
+	tests := []struct {
+		name  string
+		body  string
+		field string // "" valid
+	}{
+		{"minimal", `{"name":"n","code":"c",` + conn + `}`, ""},
+		{"bad id", `{"id":"a/b","name":"n","code":"c",` + conn + `}`, "id"},
+		{"no code", `{"name":"n",` + conn + `}`, "code"},
+		{"extensions not an object", `{"name":"n","code":"c","extensions":[1],` + conn + `}`, "extensions"},
+		{"country alpha-2", `{"name":"n","code":"c","mainLocation":{"address":{"countryCode":"FR"}},` + conn + `}`, "mainLocation.address.countryCode"},
+		{"latitude out of range", `{"name":"n","code":"c","otherLocations":[{},{"longLat":{"latitude":91,"longitude":0}}],` + conn + `}`, "otherLocations[1].longLat.latitude"},
+		{"day 8", `{"name":"n","code":"c","hours":[{"daysOfWeek":[8]}],` + conn + `}`, "hours[0].daysOfWeek[0]"},
+		{"time 25:00", `{"name":"n","code":"c","hours":[{"times":[{"open":"25:00","close":"26:00"}]}],` + conn + `}`, "hours[0].times[0].open"},
+		{"close 24:00 is fine", `{"name":"n","code":"c","hours":[{"times":[{"open":"20:00","close":"24:00"}]}],` + conn + `}`, ""},
+		{"bad date", `{"name":"n","code":"c","hours":[{"dates":["2024-02-30"]}],` + conn + `}`, "hours[0].dates[0]"},
+		{"ages upside down", `{"name":"n","code":"c","travelerTypes":[{"minAge":30,"maxAge":10}],` + conn + `}`, "travelerTypes[0].maxAge"},
+		{"bad constraint pattern", `{"name":"n","code":"c","travelerTypes":[{"constraints":[{"type":"x","pattern":"("}]}],` + conn + `}`, "travelerTypes[0].constraints[0].pattern"},
+		{"add-on without id", `{"name":"n","code":"c","travelerTypes":[{"addOns":[{"title":"t"}]}],` + conn + `}`, "travelerTypes[0].addOns[0].id"},
+		{"media url relative", `{"name":"n","code":"c","content":{"media":[{"url":"/a.jpg"}]},` + conn + `}`, "content.media[0].url"},
+		{"bad locale", `{"name":"n","code":"c","content":{"title":[{"text":"x","locale":"en_US!"}]},` + conn + `}`, "content.title[0].locale"},
+		{"base url with a query", `{"name":"n","code":"c","connection":{"kind":"partner","baseUrl":"https://x.example/?k=v"}}`, "connection.baseUrl"},
+		{"bearer and api key", `{"name":"n","code":"c","connection":{"kind":"partner","baseUrl":"https://x.example","credentials":{"apiKey":"a","apiSecret":"b","bearerToken":"c"}}}`, "connection.credentials"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in SupplierInput
+			if err := httpapi.DecodeJSON([]byte(tt.body), &in); err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			err := validateSupplier("", &in.SupplierData)
+			if err == nil {
+				_, err = resolveConnection(in.Connection, nil)
+			}
+			checkField(t, err, tt.field)
+		})
+	}
+}
+
+func checkField(t *testing.T, err error, field string) {
+	t.Helper()
+	if field == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %v, want a FieldError for %s", err, field)
+	}
+	if fe.Field != field {
+		t.Fatalf("field %q (%v), want %q", fe.Field, err, field)
+	}
+}
+
+func TestValidateProductAndRate_NamesTheField(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		rate  bool
+		field string
+	}{
+		{"product minimal", `{"name":"n"}`, false, ""},
+		{"product delivery format", `{"name":"n","deliveryFormats":["QR_CODE","PDF"]}`, false, "deliveryFormats[1]"},
+		{"product redemption", `{"name":"n","redemptionMethod":"SHOUT"}`, false, "redemptionMethod"},
+		{"product time zone", `{"name":"n","timeZone":"Local"}`, false, "timeZone"},
+		{"product locale", `{"name":"n","locale":"-"}`, false, "locale"},
+		{"rate minimal", `{"name":"n"}`, true, ""},
+		{"rate option id must be its id", `{"id":"a","optionId":"b","name":"n"}`, true, "optionId"},
+		{"rate travelers", `{"name":"n","minTravelers":5,"maxTravelers":2}`, true, "maxTravelers"},
+		{"rate negative cutoff", `{"name":"n","cutoff":-1}`, true, "cutoff"},
+		{"rate valid window", `{"name":"n","valid":{"from":"2030-01-02T00:00:00Z","until":"2030-01-01T00:00:00Z"}}`, true, "valid.until"},
+		{"price without id", `{"name":"n","prices":[{"name":"p"}]}`, true, "prices[0].id"},
+		{"tax currency", `{"name":"n","prices":[{"id":"p","includedTaxes":[{"currency":"x"}]}]}`, true, "prices[0].includedTaxes[0].currency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			if tt.rate {
+				var in RateInput
+				if err := httpapi.DecodeJSON([]byte(tt.body), &in); err != nil {
+					t.Fatal(err)
+				}
+				err = validateRate("", &in.RateData)
+			} else {
+				var in ProductInput
+				if err := httpapi.DecodeJSON([]byte(tt.body), &in); err != nil {
+					t.Fatal(err)
+				}
+				err = validateProduct("", &in.ProductData)
+			}
+			checkField(t, err, tt.field)
+		})
+	}
+}
+
+// roundTrip checks what a rebuild relies on: a validated record encodes,
+// decodes and encodes again to the same bytes.
+func roundTrip[T any](t *testing.T, v *T) {
+	t.Helper()
+	a := mustJSON(v)
+	var back T
+	if err := json.Unmarshal(a, &back); err != nil {
+		t.Fatalf("stored form does not decode: %v: %s", err, a)
+	}
+	if b := mustJSON(&back); !bytes.Equal(a, b) {
+		t.Fatalf("stored form is not stable:\n%s\n%s", a, b)
+	}
+}
+
+func FuzzSupplierBody(f *testing.F) {
+	f.Add([]byte(`{"name":"n","code":"c","connection":{"kind":"partner","baseUrl":"https://x.example/","credentials":{"apiKey":"k","apiSecret":"s"}}}`))
+	f.Add([]byte(`{"id":"s1","name":"n","code":"c","extensions":{"a":[1,{"b":null}]},"mainLocation":{"longLat":{"latitude":1e1,"longitude":-0.5},"references":[{"url":"https://m.example"}]},"hours":[{"dates":["2024-01-01"],"daysOfWeek":[7],"times":[{"open":"00:00","close":"24:00"}],"timezone":"UTC","valid":{"from":"2024-01-01T00:00:00+02:00"}}],"travelerTypes":[{"minAge":0,"maxAge":3,"addOns":[{"id":"a","content":{"ratings":[{"source":"x","average":{"value":4.5}}]}}]}],"content":{"duration":{"length":"1.5"},"categories":[[{"text":"x","locale":"fr-CA"}]]},"connection":{"kind":"octo","baseUrl":"http://h","credentials":{"set":true}}}`))
+	f.Add([]byte(`{"name":"\u00e9","code":"<&>","ext":{"k":"v"},"connection":{"kind":"bookingsystem","baseUrl":"https://h/v2","credentials":{"bearerToken":"t"}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in SupplierInput
+		if httpapi.DecodeJSON(body, &in) != nil {
+			return
+		}
+		if validateSupplier("", &in.SupplierData) != nil {
+			return
+		}
+		conn, err := resolveConnection(in.Connection, nil)
+		if err != nil {
+			return
+		}
+		sup := Supplier{SupplierData: in.SupplierData, Version: 1, Connection: conn}
+		roundTrip(t, &sup)
+		for _, b := range [][]byte{renderV12(&sup), renderV13(&sup, false), renderV13(&sup, true), mustJSON(sup.View())} {
+			if !json.Valid(b) {
+				t.Fatalf("invalid rendering %s", b)
+			}
+		}
+		if conn.Credentials.Set() && bytes.Contains(mustJSON(sup.View()), []byte(`"apiSecret"`)) {
+			t.Fatal("view carries credentials")
+		}
+	})
+}
+
+func FuzzProductBody(f *testing.F) {
+	f.Add([]byte(`{"name":"n","availabilityType":"OPENING_HOURS","deliveryFormats":["TEXT"],"timeZone":"Europe/Paris","locations":[{"order":2}]}`))
+	f.Add([]byte(`{"products":[{"name":"n"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in ProductInput
+		if httpapi.DecodeJSON(body, &in) != nil || validateProductInput("", "s1", &in) != nil {
+			return
+		}
+		p := Product{SupplierID: "s1", ProductData: in.ProductData, Version: 1}
+		roundTrip(t, &p)
+	})
+}
+
+func FuzzRateBody(f *testing.F) {
+	f.Add([]byte(`{"name":"n","prices":[{"id":"a","labels":["x","y"],"net":{"amount":1.25,"currency":"EUR"},"includedTaxes":[{"currency":"EUR","net":0.2}],"travelerType":{"minAge":1}}]}`), "x")
+	f.Add([]byte(`{"id":"r","optionId":"r","name":"n","valid":{"until":"2030-01-01T00:00:00Z"},"hours":[{"timezone":"Asia/Tokyo"}]}`), "")
+	f.Fuzz(func(t *testing.T, body []byte, tag string) {
+		var in RateInput
+		if httpapi.DecodeJSON(body, &in) != nil || validateRateInput("", "s1", "p1", &in) != nil {
+			return
+		}
+		if in.ID == "" {
+			in.ID = "r"
+		}
+		in.OptionID = in.ID
+		r := Rate{SupplierID: "s1", ProductID: "p1", RateData: in.RateData, Version: 1}
+		roundTrip(t, &r)
+		raw := renderRate(&r)
+		out, err := filterPrices(raw, []string{tag})
+		if err != nil || !json.Valid(out) {
+			t.Fatalf("filter prices: %v %s", err, out)
+		}
+	})
+}
+
+func FuzzBindingBody(f *testing.F) {
+	f.Add([]byte(`{"meta":{},"priceAt":"PRICE_AT_SALE","priceTags":["b","a","a"],"rateIds":["r2","r1"],"valid":{"from":"2020-01-01T00:00:00Z","until":"2030-01-01T00:00:00-05:00"}}`))
+	f.Add([]byte(`{"optionIds":["a"]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in BindingInput
+		if httpapi.DecodeJSON(body, &in) != nil {
+			return
+		}
+		b, err := normalizeBinding(in)
+		if err != nil {
+			return
+		}
+		b.SupplierID, b.ProductID, b.ChannelID, b.Version = "s", "p", "c", 1
+		roundTrip(t, &b)
+		if _, rest := indexOpen(indexValue(&b), 0); rest != string(mustJSON(&b)) {
+			t.Fatalf("index value does not carry the binding: %q", rest)
+		}
+	})
+}
+
+func FuzzAvailabilitiesBody(f *testing.F) {
+	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00+01:00","capacity":0,"maxCapacity":0}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in struct {
+			Availabilities []Availability `json:"availabilities"`
+		}
+		if httpapi.DecodeJSON(body, &in) != nil || validateAvailabilities(in.Availabilities) != nil {
+			return
+		}
+		for i := range in.Availabilities {
+			in.Availabilities[i].Start, in.Availabilities[i].End = in.Availabilities[i].Start.UTC(), in.Availabilities[i].End.UTC()
+		}
+		set := AvailabilitySet{SupplierID: "s", ProductID: "p", RateID: "r", Availabilities: in.Availabilities, Version: 1}
+		roundTrip(t, &set)
+	})
+}
+
+func FuzzChannelBody(f *testing.F) {
+	f.Add([]byte(`{"id":"c1","name":"n","companyName":"c","config":{"a":"b"},"logoUrl":"https://l.example/x.png"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in ChannelInput
+		if httpapi.DecodeJSON(body, &in) != nil || validateChannel(&in) != nil {
+			return
+		}
+		c := Channel{ID: "c", Name: in.Name, CompanyName: in.CompanyName, Config: in.Config, Ext: in.Ext, LogoURL: in.LogoURL, URL: in.URL, Version: 1}
+		roundTrip(t, &c)
+	})
+}

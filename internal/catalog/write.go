@@ -1,0 +1,999 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Scope (ARCHITECTURE.md): an operator manages the suppliers it created
+// (Supplier.Owner == its OperatorID), an admin every supplier. A supplier
+// out of scope is ErrNotFound, never ErrForbidden, so that an operator
+// cannot learn which ids other operators use.
+
+func canManage(p principals.Principal, sup *Supplier) bool {
+	switch p.Role {
+	case principals.RoleAdmin:
+		return true
+	case principals.RoleOperator:
+		return p.OperatorID() != "" && sup.Owner == p.OperatorID()
+	}
+	return false
+}
+
+func ownerOf(p principals.Principal) (string, error) {
+	switch p.Role {
+	case principals.RoleAdmin:
+		return "", nil
+	case principals.RoleOperator:
+		return p.OperatorID(), nil
+	}
+	return "", fmt.Errorf("role %s has no catalog scope: %w", p.Role, ErrForbidden)
+}
+
+// change is one event of a write, before it is published.
+type change struct {
+	ev      Event
+	version int64
+	deleted bool
+}
+
+// supplierTx is a held supplier lock and the supplier read under it.
+type supplierTx struct {
+	lock heldLock
+	sup  *Supplier // nil: no such supplier (or a create)
+}
+
+// lockSupplier takes the supplier's lock. With mustExist, a supplier that
+// does not exist or is out of p's scope is ErrNotFound (lock released).
+func (s *Store) lockSupplier(ctx context.Context, p principals.Principal, sid string, mustExist bool) (*supplierTx, error) {
+	if !ValidID(sid) {
+		return nil, notFound("supplier", sid)
+	}
+	l, err := s.acquire(ctx, s.k.lock(sid), s.k.supplier(sid), fieldRec)
+	if err != nil {
+		return nil, err
+	}
+	tx := &supplierTx{lock: l}
+	if l.current != "" {
+		var sup Supplier
+		if err := json.Unmarshal([]byte(l.current), &sup); err != nil {
+			s.release(ctx, l)
+			return nil, fmt.Errorf("decode stored supplier %s: %w", sid, err)
+		}
+		tx.sup = &sup
+	}
+	if mustExist && (tx.sup == nil || !canManage(p, tx.sup)) {
+		s.release(ctx, l)
+		return nil, notFound("supplier", sid)
+	}
+	return tx, nil
+}
+
+// timestamp is the clock in UTC at microsecond precision (the unit of the
+// version tie-break).
+func (s *Store) timestamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// commit publishes the changes (one Publish, acks=all), then applies them
+// to Redis. A publish failure changes nothing we know of and is
+// ErrUnavailable; an apply failure after the publish is logged only: the
+// change happened (the topic is the record) and processors/catalog
+// applies it.
+func (s *Store) commit(ctx context.Context, changes []change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if s.pub == nil {
+		return fmt.Errorf("catalog write: no publisher: %w", ErrUnavailable)
+	}
+	now := s.timestamp()
+	envs := make([]schemas.Envelope, len(changes))
+	msgs := make([]stream.Message, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(c.ev.Kind, c.deleted), Key: c.ev.EntityKey(),
+			Version: c.version, Time: now, Source: s.source, Deleted: c.deleted, Data: mustJSON(&c.ev)}
+		envs[i] = env
+		msgs[i] = stream.Message{Topic: c.ev.Kind.Topic(), Key: []byte(env.Key), Value: mustJSON(env), Time: now}
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	err := s.pub.Publish(pctx, msgs...)
+	cancel()
+	if err != nil {
+		return unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err)
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for i := range changes {
+		if _, err := s.applyEvent(actx, envs[i], &changes[i].ev); err != nil {
+			s.log.Warn("catalog: published change not yet in Redis; processors/catalog will apply it",
+				"kind", string(changes[i].ev.Kind), "key", envs[i].Key, "version", envs[i].Version, "err", err)
+		}
+	}
+	return nil
+}
+
+// versionsOf reads the last versions of entities of a supplier.
+func (s *Store) versionsOf(ctx context.Context, sid string, fields ...string) ([]int64, error) {
+	vals, err := s.rdb.HMGet(ctx, s.k.versions(sid), fields...).Result()
+	if err != nil {
+		return nil, unavailable("read versions", err)
+	}
+	out := make([]int64, len(vals))
+	for i, v := range vals {
+		if str, ok := v.(string); ok {
+			out[i] = parseVersion(str)
+		}
+	}
+	return out, nil
+}
+
+func checkVersion(given *int64, cur int64) error {
+	if given != nil && *given != cur {
+		return conflict("version %d is not the current version %d; read it again", *given, cur)
+	}
+	return nil
+}
+
+func samePath(field, given, path string) error {
+	if given != "" && given != path {
+		return invalidf(field, "must be %q, the id of the path, or be omitted", path)
+	}
+	return nil
+}
+
+// ---- suppliers ----
+
+// CreateSupplier creates a supplier owned by p (an operator; an admin's
+// supplier has no owner and only admins manage it). A given id that
+// exists already is ErrConflict.
+func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in SupplierInput) (Supplier, error) {
+	owner, err := ownerOf(p)
+	if err != nil {
+		return Supplier{}, err
+	}
+	if err := validateSupplier("", &in.SupplierData); err != nil {
+		return Supplier{}, err
+	}
+	conn, err := resolveConnection(in.Connection, nil)
+	if err != nil {
+		return Supplier{}, err
+	}
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	tx, err := s.lockSupplier(ctx, p, in.ID, false)
+	if err != nil {
+		return Supplier{}, err
+	}
+	defer s.release(ctx, tx.lock)
+	if tx.sup != nil {
+		return Supplier{}, conflict("supplier %s already exists", in.ID)
+	}
+	vs, err := s.versionsOf(ctx, in.ID, verSupplier())
+	if err != nil {
+		return Supplier{}, err
+	}
+	sup := Supplier{SupplierData: in.SupplierData, Version: vs[0] + 1, Connection: conn, Owner: owner}
+	err = s.commit(ctx, []change{{ev: Event{Kind: KindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
+	return sup, err
+}
+
+// PutSupplier replaces the supplier's data (and connection, when given).
+// An identical body changes nothing, not even the version.
+func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid string, in SupplierInput) (Supplier, error) {
+	if err := samePath("id", in.ID, sid); err != nil {
+		return Supplier{}, err
+	}
+	in.ID = sid
+	if err := validateSupplier("", &in.SupplierData); err != nil {
+		return Supplier{}, err
+	}
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return Supplier{}, err
+	}
+	defer s.release(ctx, tx.lock)
+	cur := tx.sup
+	if err := checkVersion(in.Version, cur.Version); err != nil {
+		return Supplier{}, err
+	}
+	conn, err := resolveConnection(in.Connection, &cur.Connection)
+	if err != nil {
+		return Supplier{}, err
+	}
+	next := Supplier{SupplierData: in.SupplierData, Version: cur.Version, Connection: conn, Owner: cur.Owner}
+	if bytes.Equal(mustJSON(next), mustJSON(cur)) {
+		return *cur, nil
+	}
+	vs, err := s.versionsOf(ctx, sid, verSupplier())
+	if err != nil {
+		return Supplier{}, err
+	}
+	next.Version = max(cur.Version, vs[0]) + 1
+	ev := Event{Kind: KindSupplier, SupplierID: sid, Supplier: &next, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	return next, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+}
+
+// DeleteSupplier deletes a supplier without products (ErrConflict
+// otherwise: delete its products first, which refuses while they are
+// bound, so no binding is ever left dangling).
+func (s *Store) DeleteSupplier(ctx context.Context, p principals.Principal, sid string) error {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return err
+	}
+	defer s.release(ctx, tx.lock)
+	n, err := s.rdb.HLen(ctx, s.k.products(sid)).Result()
+	if err != nil {
+		return unavailable("read products", err)
+	}
+	if n > 0 {
+		return conflict("supplier %s still has %d products; delete them first", sid, n)
+	}
+	vs, err := s.versionsOf(ctx, sid, verSupplier())
+	if err != nil {
+		return err
+	}
+	cur := tx.sup
+	ev := Event{Kind: KindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	return s.commit(ctx, []change{{ev: ev, version: max(cur.Version, vs[0]) + 1, deleted: true}})
+}
+
+// ---- products ----
+
+func decodeProduct(raw string) (*Product, error) {
+	var p Product
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return nil, fmt.Errorf("decode stored product: %w", err)
+	}
+	return &p, nil
+}
+
+func decodeRate(sid, raw string) (*Rate, error) {
+	var v RateView
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return nil, fmt.Errorf("decode stored rate: %w", err)
+	}
+	return &Rate{SupplierID: sid, ProductID: v.ProductID, RateData: v.RateData, Version: v.Version}, nil
+}
+
+func validateProductInput(prefix, sid string, in *ProductInput) error {
+	if err := samePath(prefix+"supplierId", in.SupplierID, sid); err != nil {
+		return err
+	}
+	return validateProduct(prefix, &in.ProductData)
+}
+
+// CreateProduct adds a product to the supplier; an existing id is
+// ErrConflict.
+func (s *Store) CreateProduct(ctx context.Context, p principals.Principal, sid string, in ProductInput) (Product, error) {
+	if err := validateProductInput("", sid, &in); err != nil {
+		return Product{}, err
+	}
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	out, err := s.upsertProducts(ctx, p, sid, []ProductInput{in}, modeCreate)
+	if err != nil {
+		return Product{}, err
+	}
+	return out[0], nil
+}
+
+// PutProduct replaces an existing product; identical data changes nothing.
+func (s *Store) PutProduct(ctx context.Context, p principals.Principal, sid, pid string, in ProductInput) (Product, error) {
+	if err := samePath("id", in.ID, pid); err != nil {
+		return Product{}, err
+	}
+	in.ID = pid
+	if err := validateProductInput("", sid, &in); err != nil {
+		return Product{}, err
+	}
+	out, err := s.upsertProducts(ctx, p, sid, []ProductInput{in}, modeReplace)
+	if err != nil {
+		return Product{}, err
+	}
+	return out[0], nil
+}
+
+// UpsertProducts is the bulk form: create or replace each product (ids
+// generated where absent), all validated before anything is written, all
+// published in one batch. Unchanged products are not republished.
+func (s *Store) UpsertProducts(ctx context.Context, p principals.Principal, sid string, ins []ProductInput) ([]Product, error) {
+	if len(ins) == 0 || len(ins) > MaxBulk {
+		return nil, invalidf("products", "must have 1 to %d items", MaxBulk)
+	}
+	seen := make(map[string]bool, len(ins))
+	for i := range ins {
+		prefix := idx("products", i) + "."
+		if err := validateProductInput(prefix, sid, &ins[i]); err != nil {
+			return nil, err
+		}
+		if ins[i].ID == "" {
+			ins[i].ID = uuid.NewString()
+		}
+		if seen[ins[i].ID] {
+			return nil, invalid(prefix+"id", "appears twice in the request")
+		}
+		seen[ins[i].ID] = true
+	}
+	return s.upsertProducts(ctx, p, sid, ins, modeUpsert)
+}
+
+type writeMode int
+
+const (
+	modeCreate  writeMode = iota // must not exist: ErrConflict
+	modeReplace                  // must exist: ErrNotFound
+	modeUpsert                   // either
+)
+
+func (s *Store) upsertProducts(ctx context.Context, p principals.Principal, sid string, ins []ProductInput, mode writeMode) ([]Product, error) {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(ctx, tx.lock)
+	ids := make([]string, len(ins))
+	vfields := make([]string, len(ins))
+	for i, in := range ins {
+		ids[i], vfields[i] = in.ID, verProduct(in.ID)
+	}
+	raws, err := s.rdb.HMGet(ctx, s.k.products(sid), ids...).Result()
+	if err != nil {
+		return nil, unavailable("read products", err)
+	}
+	vs, err := s.versionsOf(ctx, sid, vfields...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Product, len(ins))
+	var changes []change
+	for i, in := range ins {
+		var cur *Product
+		if raw, ok := raws[i].(string); ok {
+			if cur, err = decodeProduct(raw); err != nil {
+				return nil, err
+			}
+		}
+		switch {
+		case cur != nil && mode == modeCreate:
+			return nil, conflict("product %s already exists", in.ID)
+		case cur == nil && mode == modeReplace:
+			return nil, notFound("product", in.ID)
+		}
+		next := Product{SupplierID: sid, ProductData: in.ProductData}
+		ev := Event{Kind: KindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
+		if cur != nil {
+			if err := checkVersion(in.Version, cur.Version); err != nil {
+				return nil, err
+			}
+			next.Version = cur.Version
+			if bytes.Equal(mustJSON(next), mustJSON(cur)) {
+				out[i] = *cur
+				continue
+			}
+			ev.Prior = &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			next.Version = max(cur.Version, vs[i]) + 1
+		} else {
+			next.Version = vs[i] + 1
+		}
+		out[i] = next
+		changes = append(changes, change{ev: ev, version: next.Version})
+	}
+	return out, s.commit(ctx, changes)
+}
+
+// DeleteProduct deletes a product and, with it, its rates and their
+// availabilities (one batch of events). A product bound to any channel is
+// ErrConflict: unbind it first, so that resellers are told (removed).
+func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, pid string) error {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return err
+	}
+	defer s.release(ctx, tx.lock)
+	pipe := s.rdb.Pipeline()
+	prodCmd := pipe.HGet(ctx, s.k.products(sid), pid)
+	bindCmd := pipe.HKeys(ctx, s.k.bindings(sid, pid))
+	ratesCmd := pipe.HGetAll(ctx, s.k.rates(sid, pid))
+	availCmd := pipe.HKeys(ctx, s.k.avail(sid, pid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return unavailable("read product", err)
+	}
+	raw, err := prodCmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return notFound("product", pid)
+	}
+	cur, err := decodeProduct(raw)
+	if err != nil {
+		return err
+	}
+	if chans := bindCmd.Val(); len(chans) > 0 {
+		slices.Sort(chans)
+		return conflict("product %s is bound to channel %s; unbind it first", pid, chans[0])
+	}
+	rates := ratesCmd.Val()
+	avail := availCmd.Val()
+	vfields := []string{verProduct(pid)}
+	rids := make([]string, 0, len(rates))
+	for rid := range rates {
+		rids = append(rids, rid)
+	}
+	slices.Sort(rids)
+	slices.Sort(avail)
+	for _, rid := range avail {
+		vfields = append(vfields, verAvail(pid, rid))
+	}
+	for _, rid := range rids {
+		vfields = append(vfields, verRate(pid, rid))
+	}
+	vs, err := s.versionsOf(ctx, sid, vfields...)
+	if err != nil {
+		return err
+	}
+	var changes []change
+	for i, rid := range avail {
+		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
+			version: vs[1+i] + 1, deleted: true})
+	}
+	for i, rid := range rids {
+		r, err := decodeRate(sid, rates[rid])
+		if err != nil {
+			return err
+		}
+		changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+			Prior: &Prior{Version: r.Version, Fingerprint: Fingerprint(r)}}, version: max(r.Version, vs[1+len(avail)+i]) + 1, deleted: true})
+	}
+	changes = append(changes, change{ev: Event{Kind: KindProduct, SupplierID: sid, ProductID: pid,
+		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
+	return s.commit(ctx, changes)
+}
+
+// ---- rates ----
+
+func validateRateInput(prefix, sid, pid string, in *RateInput) error {
+	if err := samePath(prefix+"supplierId", in.SupplierID, sid); err != nil {
+		return err
+	}
+	if err := samePath(prefix+"productId", in.ProductID, pid); err != nil {
+		return err
+	}
+	return validateRate(prefix, &in.RateData)
+}
+
+// CreateRate adds a rate to a product; an existing id is ErrConflict.
+func (s *Store) CreateRate(ctx context.Context, p principals.Principal, sid, pid string, in RateInput) (Rate, error) {
+	if err := validateRateInput("", sid, pid, &in); err != nil {
+		return Rate{}, err
+	}
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	out, err := s.upsertRates(ctx, p, sid, pid, []RateInput{in}, modeCreate)
+	if err != nil {
+		return Rate{}, err
+	}
+	return out[0], nil
+}
+
+// PutRate replaces an existing rate; identical data changes nothing.
+func (s *Store) PutRate(ctx context.Context, p principals.Principal, sid, pid, rid string, in RateInput) (Rate, error) {
+	if err := samePath("id", in.ID, rid); err != nil {
+		return Rate{}, err
+	}
+	in.ID = rid
+	if err := validateRateInput("", sid, pid, &in); err != nil {
+		return Rate{}, err
+	}
+	out, err := s.upsertRates(ctx, p, sid, pid, []RateInput{in}, modeReplace)
+	if err != nil {
+		return Rate{}, err
+	}
+	return out[0], nil
+}
+
+// UpsertRates is the bulk form for the rates of one product.
+func (s *Store) UpsertRates(ctx context.Context, p principals.Principal, sid, pid string, ins []RateInput) ([]Rate, error) {
+	if len(ins) == 0 || len(ins) > MaxBulk {
+		return nil, invalidf("rates", "must have 1 to %d items", MaxBulk)
+	}
+	seen := make(map[string]bool, len(ins))
+	for i := range ins {
+		prefix := idx("rates", i) + "."
+		if err := validateRateInput(prefix, sid, pid, &ins[i]); err != nil {
+			return nil, err
+		}
+		if ins[i].ID == "" {
+			ins[i].ID = uuid.NewString()
+		}
+		if seen[ins[i].ID] {
+			return nil, invalid(prefix+"id", "appears twice in the request")
+		}
+		seen[ins[i].ID] = true
+	}
+	return s.upsertRates(ctx, p, sid, pid, ins, modeUpsert)
+}
+
+func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pid string, ins []RateInput, mode writeMode) ([]Rate, error) {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(ctx, tx.lock)
+	ids := make([]string, len(ins))
+	vfields := make([]string, len(ins))
+	for i, in := range ins {
+		ids[i], vfields[i] = in.ID, verRate(pid, in.ID)
+	}
+	pipe := s.rdb.Pipeline()
+	prodCmd := pipe.HExists(ctx, s.k.products(sid), pid)
+	ratesCmd := pipe.HMGet(ctx, s.k.rates(sid, pid), ids...)
+	verCmd := pipe.HMGet(ctx, s.k.versions(sid), vfields...)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, unavailable("read rates", err)
+	}
+	if !prodCmd.Val() {
+		return nil, notFound("product", pid)
+	}
+	raws, vraw := ratesCmd.Val(), verCmd.Val()
+	out := make([]Rate, len(ins))
+	var changes []change
+	for i, in := range ins {
+		var cur *Rate
+		if raw, ok := raws[i].(string); ok {
+			if cur, err = decodeRate(sid, raw); err != nil {
+				return nil, err
+			}
+		}
+		var last int64
+		if v, ok := vraw[i].(string); ok {
+			last = parseVersion(v)
+		}
+		switch {
+		case cur != nil && mode == modeCreate:
+			return nil, conflict("rate %s already exists", in.ID)
+		case cur == nil && mode == modeReplace:
+			return nil, notFound("rate", in.ID)
+		}
+		data := in.RateData
+		data.OptionID = data.ID
+		next := Rate{SupplierID: sid, ProductID: pid, RateData: data}
+		ev := Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
+		if cur != nil {
+			if err := checkVersion(in.Version, cur.Version); err != nil {
+				return nil, err
+			}
+			next.Version = cur.Version
+			if bytes.Equal(renderRate(&next), renderRate(cur)) {
+				out[i] = *cur
+				continue
+			}
+			ev.Prior = &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			next.Version = max(cur.Version, last) + 1
+		} else {
+			next.Version = last + 1
+		}
+		out[i] = next
+		changes = append(changes, change{ev: ev, version: next.Version})
+	}
+	return out, s.commit(ctx, changes)
+}
+
+// DeleteRate deletes a rate and its availabilities. A rate that a binding
+// names in its rateIds is ErrConflict (rebind without it first); under a
+// whole-product binding it simply stops being sold (channelbinding
+// updated).
+func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid, rid string) error {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return err
+	}
+	defer s.release(ctx, tx.lock)
+	pipe := s.rdb.Pipeline()
+	rateCmd := pipe.HGet(ctx, s.k.rates(sid, pid), rid)
+	bindCmd := pipe.HGetAll(ctx, s.k.bindings(sid, pid))
+	availCmd := pipe.HExists(ctx, s.k.avail(sid, pid), rid)
+	verCmd := pipe.HMGet(ctx, s.k.versions(sid), verRate(pid, rid), verAvail(pid, rid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return unavailable("read rate", err)
+	}
+	raw, err := rateCmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return notFound("rate", rid)
+	}
+	cur, err := decodeRate(sid, raw)
+	if err != nil {
+		return err
+	}
+	chans := make([]string, 0)
+	for cid, braw := range bindCmd.Val() {
+		var b Binding
+		if err := json.Unmarshal([]byte(braw), &b); err != nil {
+			return fmt.Errorf("decode stored binding: %w", err)
+		}
+		if !b.Whole() && b.Binds(rid) {
+			chans = append(chans, cid)
+		}
+	}
+	if len(chans) > 0 {
+		slices.Sort(chans)
+		return conflict("rate %s is bound to channel %s; rebind the product without it first", rid, chans[0])
+	}
+	var vr, va int64
+	if v, ok := verCmd.Val()[0].(string); ok {
+		vr = parseVersion(v)
+	}
+	if v, ok := verCmd.Val()[1].(string); ok {
+		va = parseVersion(v)
+	}
+	var changes []change
+	if availCmd.Val() {
+		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
+	}
+	changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vr) + 1, deleted: true})
+	return s.commit(ctx, changes)
+}
+
+// ---- availabilities ----
+
+// PutAvailabilities replaces the availabilities of a rate (the operator
+// setup path PUT .../rates/{rate_id}/availabilities). They go to the
+// availability topic as a snapshot of the rate.
+func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []Availability) (AvailabilitySet, error) {
+	if as == nil {
+		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
+	}
+	if err := validateAvailabilities(as); err != nil {
+		return AvailabilitySet{}, err
+	}
+	for i := range as {
+		as[i].Start, as[i].End = as[i].Start.UTC(), as[i].End.UTC()
+	}
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return AvailabilitySet{}, err
+	}
+	defer s.release(ctx, tx.lock)
+	pipe := s.rdb.Pipeline()
+	rateCmd := pipe.HExists(ctx, s.k.rates(sid, pid), rid)
+	curCmd := pipe.HGet(ctx, s.k.avail(sid, pid), rid)
+	verCmd := pipe.HGet(ctx, s.k.versions(sid), verAvail(pid, rid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return AvailabilitySet{}, unavailable("read availabilities", err)
+	}
+	if !rateCmd.Val() {
+		return AvailabilitySet{}, notFound("rate", rid)
+	}
+	next := AvailabilitySet{SupplierID: sid, ProductID: pid, RateID: rid, Availabilities: as}
+	var last int64
+	if v, err := verCmd.Result(); err == nil {
+		last = parseVersion(v)
+	}
+	if raw, err := curCmd.Result(); err == nil {
+		var cur AvailabilitySet
+		if err := json.Unmarshal([]byte(raw), &cur); err != nil {
+			return AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err)
+		}
+		next.Version = cur.Version
+		if bytes.Equal(mustJSON(next), []byte(raw)) {
+			return cur, nil
+		}
+		last = max(last, cur.Version)
+	}
+	next.Version = last + 1
+	ev := Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid, Availability: &next}
+	return next, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+}
+
+// ---- channels ----
+
+// CreateChannel creates a sales channel (admin). The id is generated
+// unless given; an existing id is ErrConflict.
+func (s *Store) CreateChannel(ctx context.Context, in ChannelInput) (Channel, error) {
+	if err := validateChannel(&in); err != nil {
+		return Channel{}, err
+	}
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	return s.writeChannel(ctx, in, modeCreate)
+}
+
+// PutChannel replaces an existing channel (admin).
+func (s *Store) PutChannel(ctx context.Context, cid string, in ChannelInput) (Channel, error) {
+	if err := samePath("id", in.ID, cid); err != nil {
+		return Channel{}, err
+	}
+	in.ID = cid
+	if err := validateChannel(&in); err != nil {
+		return Channel{}, err
+	}
+	return s.writeChannel(ctx, in, modeReplace)
+}
+
+// EnsureChannel makes the channel exist with exactly this data: nothing is
+// published when it already does, so it is safe at every start (the demo
+// channel).
+func (s *Store) EnsureChannel(ctx context.Context, c Channel) (Channel, error) {
+	in := ChannelInput{ID: c.ID, Name: c.Name, CompanyName: c.CompanyName, ActivationDelay: c.ActivationDelay,
+		Config: c.Config, Ext: c.Ext, LogoURL: c.LogoURL, URL: c.URL}
+	if in.ID == "" {
+		return Channel{}, invalid("id", "is required")
+	}
+	if err := validateChannel(&in); err != nil {
+		return Channel{}, err
+	}
+	return s.writeChannel(ctx, in, modeUpsert)
+}
+
+func (s *Store) writeChannel(ctx context.Context, in ChannelInput, mode writeMode) (Channel, error) {
+	if !ValidID(in.ID) {
+		return Channel{}, notFound("channel", in.ID)
+	}
+	l, err := s.acquire(ctx, s.k.channelLock(in.ID), s.k.channels(), in.ID)
+	if err != nil {
+		return Channel{}, err
+	}
+	defer s.release(ctx, l)
+	var cur *Channel
+	if l.current != "" {
+		var c Channel
+		if err := json.Unmarshal([]byte(l.current), &c); err != nil {
+			return Channel{}, fmt.Errorf("decode stored channel: %w", err)
+		}
+		cur = &c
+	}
+	switch {
+	case cur != nil && mode == modeCreate:
+		return Channel{}, conflict("channel %s already exists", in.ID)
+	case cur == nil && mode == modeReplace:
+		return Channel{}, notFound("channel", in.ID)
+	}
+	next := Channel{ID: in.ID, Name: in.Name, CompanyName: in.CompanyName, ActivationDelay: in.ActivationDelay,
+		Config: in.Config, Ext: in.Ext, LogoURL: in.LogoURL, URL: in.URL}
+	var last int64
+	if v, err := s.rdb.HGet(ctx, s.k.channelVersions(), in.ID).Result(); err == nil {
+		last = parseVersion(v)
+	} else if !errors.Is(err, redis.Nil) {
+		return Channel{}, unavailable("read channel version", err)
+	}
+	if cur != nil {
+		if err := checkVersion(in.Version, cur.Version); err != nil {
+			return Channel{}, err
+		}
+		next.Version = cur.Version
+		if bytes.Equal(mustJSON(next), mustJSON(cur)) {
+			return *cur, nil
+		}
+		last = max(last, cur.Version)
+	}
+	next.Version = last + 1
+	return next, s.commit(ctx, []change{{ev: Event{Kind: KindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
+}
+
+// ---- bindings ----
+
+// bindingState is what a binding write reads under the supplier lock.
+type bindingState struct {
+	product *Product
+	channel *Channel
+	rates   []string // every rate id of the product, sorted
+	cur     *Binding
+	last    int64
+}
+
+func (s *Store) readBindingState(ctx context.Context, sid, pid, cid string) (bindingState, error) {
+	var st bindingState
+	pipe := s.rdb.Pipeline()
+	prodCmd := pipe.HGet(ctx, s.k.products(sid), pid)
+	chanCmd := pipe.HGet(ctx, s.k.channels(), cid)
+	ratesCmd := pipe.HKeys(ctx, s.k.rates(sid, pid))
+	curCmd := pipe.HGet(ctx, s.k.bindings(sid, pid), cid)
+	verCmd := pipe.HGet(ctx, s.k.versions(sid), verBinding(pid, cid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return st, unavailable("read binding", err)
+	}
+	raw, err := prodCmd.Result()
+	if err != nil {
+		return st, notFound("product", pid)
+	}
+	if st.product, err = decodeProduct(raw); err != nil {
+		return st, err
+	}
+	craw, err := chanCmd.Result()
+	if err != nil || !ValidID(cid) {
+		return st, notFound("channel", cid)
+	}
+	var c Channel
+	if err := json.Unmarshal([]byte(craw), &c); err != nil {
+		return st, fmt.Errorf("decode stored channel: %w", err)
+	}
+	st.channel = &c
+	st.rates = ratesCmd.Val()
+	slices.Sort(st.rates)
+	if braw, err := curCmd.Result(); err == nil {
+		var b Binding
+		if err := json.Unmarshal([]byte(braw), &b); err != nil {
+			return st, fmt.Errorf("decode stored binding: %w", err)
+		}
+		st.cur = &b
+		st.last = b.Version
+	}
+	if v, err := verCmd.Result(); err == nil {
+		st.last = max(st.last, parseVersion(v))
+	}
+	return st, nil
+}
+
+// BoundProduct is a binding with what its views name: the channel, the
+// supplier's and product's names and every rate of the product.
+type BoundProduct struct {
+	Binding      Binding
+	Channel      Channel
+	SupplierName string
+	ProductName  string
+	// Rates are every rate id of the product, sorted: the options of a
+	// whole-product binding.
+	Rates []string
+}
+
+// ChannelRate is the channel v1.2 view.
+func (b BoundProduct) ChannelRate() ChannelRate {
+	return ChannelRate{Channel: b.Channel.View(), PriceAt: b.Binding.PriceAt, PriceTags: orEmpty(b.Binding.PriceTags),
+		RateIDs: orEmpty(b.Binding.RateIDs), Valid: b.Binding.Valid}
+}
+
+// V2 is the operator v2 view: optionIds are the bound rates (all of them
+// for a whole-product binding).
+func (b BoundProduct) V2() BindingV2 {
+	opts := b.Binding.RateIDs
+	if b.Binding.Whole() {
+		opts = b.Rates
+	}
+	return BindingV2{ChannelID: b.Channel.ID, ChannelName: b.Channel.Name, OptionIDs: orEmpty(opts),
+		ProductID: b.Binding.ProductID, ProductName: b.ProductName, SupplierID: b.Binding.SupplierID, SupplierName: b.SupplierName}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// bindingMode is how a binding write treats the current binding.
+type bindingMode int
+
+const (
+	bindCreate  bindingMode = iota // v1.2 POST: existing is ErrConflict
+	bindReplace                    // v1.2 PUT: missing is ErrNotFound
+	bindOptions                    // v2 PUT: create or replace the rate set, keep the terms
+)
+
+func normalizeBinding(in BindingInput) (Binding, error) {
+	b := Binding{PriceAt: in.PriceAt}
+	if b.PriceAt == "" {
+		b.PriceAt = PriceAtUnknown
+	}
+	if err := oneOf("priceAt", b.PriceAt, priceAts...); err != nil {
+		return b, err
+	}
+	var err error
+	if b.PriceTags, err = normalizeTags("priceTags", in.PriceTags); err != nil {
+		return b, err
+	}
+	if b.RateIDs, err = normalizeIDs("rateIds", in.RateIDs); err != nil {
+		return b, err
+	}
+	if in.Valid != nil {
+		if err := checkValidity("valid", in.Valid); err != nil {
+			return b, err
+		}
+		b.Valid = *in.Valid
+	}
+	return b, nil
+}
+
+// CreateBinding binds a product to a channel (channel v1.2 POST): at the
+// given rates, or the whole product when rateIds is empty. A binding
+// that exists is ErrConflict; an unknown supplier, product or channel is
+// ErrNotFound; a rate id that is not the product's is ErrInvalid.
+func (s *Store) CreateBinding(ctx context.Context, p principals.Principal, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
+	b, err := normalizeBinding(in)
+	if err != nil {
+		return BoundProduct{}, err
+	}
+	return s.writeBinding(ctx, p, sid, pid, cid, b, "rateIds", bindCreate)
+}
+
+// PutBinding replaces a binding's terms (channel v1.2 PUT).
+func (s *Store) PutBinding(ctx context.Context, p principals.Principal, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
+	b, err := normalizeBinding(in)
+	if err != nil {
+		return BoundProduct{}, err
+	}
+	return s.writeBinding(ctx, p, sid, pid, cid, b, "rateIds", bindReplace)
+}
+
+// PutOptions replaces the bound options (operator v2 PUT, spec doc 3 rule
+// 1: replaces, never appends); a new binding gets PRICE_AT_UNKNOWN, no
+// price tags and no window, an existing one keeps them.
+func (s *Store) PutOptions(ctx context.Context, p principals.Principal, sid, pid, cid string, optionIDs []string) (BoundProduct, error) {
+	if len(optionIDs) == 0 {
+		return BoundProduct{}, invalid("optionIds", "must list at least one option; DELETE removes the binding")
+	}
+	ids, err := normalizeIDs("optionIds", optionIDs)
+	if err != nil {
+		return BoundProduct{}, err
+	}
+	return s.writeBinding(ctx, p, sid, pid, cid, Binding{PriceAt: PriceAtUnknown, PriceTags: []string{}, RateIDs: ids}, "optionIds", bindOptions)
+}
+
+func (s *Store) writeBinding(ctx context.Context, p principals.Principal, sid, pid, cid string, next Binding, ratesField string, mode bindingMode) (BoundProduct, error) {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return BoundProduct{}, err
+	}
+	defer s.release(ctx, tx.lock)
+	st, err := s.readBindingState(ctx, sid, pid, cid)
+	if err != nil {
+		return BoundProduct{}, err
+	}
+	for i, id := range next.RateIDs {
+		if _, ok := slices.BinarySearch(st.rates, id); !ok {
+			return BoundProduct{}, invalidf(idx(ratesField, i), "%q is not a rate of product %s", id, pid)
+		}
+	}
+	switch {
+	case st.cur != nil && mode == bindCreate:
+		return BoundProduct{}, conflict("product %s is already bound to channel %s; use PUT to change the binding", pid, cid)
+	case st.cur == nil && mode == bindReplace:
+		return BoundProduct{}, notFound("binding of channel", cid)
+	case st.cur != nil && mode == bindOptions:
+		next.PriceAt, next.PriceTags, next.Valid = st.cur.PriceAt, st.cur.PriceTags, st.cur.Valid
+	}
+	next.SupplierID, next.ProductID, next.ChannelID = sid, pid, cid
+	next.PriceTags = orEmpty(next.PriceTags)
+	next.RateIDs = orEmpty(next.RateIDs)
+	out := BoundProduct{Binding: next, Channel: *st.channel, SupplierName: tx.sup.Name, ProductName: st.product.Name, Rates: st.rates}
+	if st.cur != nil && st.cur.SameTerms(next) {
+		out.Binding = *st.cur
+		return out, nil
+	}
+	next.Version = st.last + 1
+	out.Binding = next
+	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
+	return out, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+}
+
+// DeleteBinding unbinds the product from the channel (both APIs).
+func (s *Store) DeleteBinding(ctx context.Context, p principals.Principal, sid, pid, cid string) error {
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return err
+	}
+	defer s.release(ctx, tx.lock)
+	st, err := s.readBindingState(ctx, sid, pid, cid)
+	if err != nil {
+		return err
+	}
+	if st.cur == nil {
+		return notFound("binding of channel", cid)
+	}
+	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
+	return s.commit(ctx, []change{{ev: ev, version: st.last + 1, deleted: true}})
+}

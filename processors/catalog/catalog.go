@@ -1,0 +1,455 @@
+// Package catalog is the catalog processor: it consumes the catalog's
+// compacted topics (channels, suppliers, products, rates, bindings and the
+// operators' availability snapshots) in a consumer group, applies every
+// event to the Redis view (idempotent versioned upserts, the same code the
+// writers run), and turns the changes into notification events on
+// schemas.TopicNotifications for the dispatcher:
+//
+//   - channelbinding created / updated / removed (spec doc 1, "Channel
+//     binding lifecycle"), one per affected channel;
+//   - supplier, product and rate updated, only for items bound to the
+//     subscriber's channel, filtered by the rule's supplierIDs /
+//     productIDs / rateIDs.
+//
+// Change detection compares an event with the state it replaced, which the
+// writer recorded in the event (catalog.Event.Prior, PriorBinding): the
+// writer applies to Redis before this processor sees the event, so Redis
+// cannot serve as "before". A notification's id is derived from (event id,
+// subscriber, type), so a redelivered event produces the same ids and the
+// dispatcher deduplicates.
+//
+// It must not send webhooks (the dispatcher does, and re-checks disabled
+// and deleted rules at send time) nor write the catalog (only apply).
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Subscribers finds who sells on a channel: the reseller principals whose
+// ChannelID is channelID (their ids are the subscribers of the registry).
+type Subscribers interface {
+	OnChannel(ctx context.Context, channelID string) ([]string, error)
+}
+
+// PrincipalLister lists API principals; *principals.Store implements it.
+type PrincipalLister interface {
+	List() []principals.Principal
+}
+
+// Resellers is Subscribers over the principals table: the reseller
+// principals of the channel that are not revoked. It scans the table on
+// each call (the table is in memory, and events are far rarer than
+// reads); a channel index can replace it when principals grow.
+type Resellers struct{ Principals PrincipalLister }
+
+// OnChannel implements Subscribers.
+func (r Resellers) OnChannel(_ context.Context, channelID string) ([]string, error) {
+	var out []string
+	for _, p := range r.Principals.List() {
+		if p.Role == principals.RoleReseller && p.ChannelID == channelID && !p.Revoked() {
+			out = append(out, p.ID)
+		}
+	}
+	return out, nil
+}
+
+// Rules reads a subscriber's rule of a type; *registry.Registry
+// implements it. A subscriber without one answers registry.ErrNotFound.
+type Rules interface {
+	Rule(ctx context.Context, subscriber, typ string) (registry.Rule, error)
+}
+
+// Options configures New.
+type Options struct {
+	// Brokers of the consumer group. Required for Run and Rebuild.
+	Brokers []string
+	// GroupID of the consumer group. Default "switchback-processors-catalog".
+	GroupID string
+	// Store is the catalog view the events are applied to. Required.
+	Store *catalogstore.Store
+	// Subscribers and Rules decide who is notified. Required.
+	Subscribers Subscribers
+	Rules       Rules
+	// Publisher writes notifications. Required.
+	Publisher stream.Publisher
+	// Logger: default discard. Never given a record's value.
+	Logger *slog.Logger
+	// Registerer gets the switchback_catalog_* and stream metrics; nil:
+	// not registered.
+	Registerer prometheus.Registerer
+	// MaxNotifyAge: an event older than this is applied but notifies
+	// nobody (a consumer group started afresh over years of compacted
+	// history must not replay old news). Default 7 days, the retention of
+	// the notifications topic.
+	MaxNotifyAge time.Duration
+	// Clock for binding windows and MaxNotifyAge. Default time.Now.
+	Clock func() time.Time
+}
+
+// Processor applies catalog events and produces notifications.
+type Processor struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+	stream  *stream.Metrics
+}
+
+// New returns a processor; Run starts it.
+func New(opts Options) *Processor {
+	if opts.Store == nil || opts.Subscribers == nil || opts.Rules == nil || opts.Publisher == nil {
+		panic("processors/catalog.New: Store, Subscribers, Rules and Publisher are required")
+	}
+	if opts.GroupID == "" {
+		opts.GroupID = "switchback-processors-catalog"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxNotifyAge <= 0 {
+		opts.MaxNotifyAge = 7 * 24 * time.Hour
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Processor{opts: opts, log: opts.Logger.With("processor", "catalog"), metrics: newMetrics(opts.Registerer),
+		stream: stream.NewMetrics(opts.Registerer)}
+}
+
+// Run consumes catalog.Topics() in the consumer group until ctx ends (then
+// it returns nil), at least once: an offset is committed after the event
+// was applied and its notifications were published.
+//
+// There is no dead-letter topic: Handle skips unusable records itself, so
+// its only errors are Redis, registry or broker outages, and dead-lettering
+// a valid event then would leave the view without it. The partition waits
+// (with the consumer's backoff) until the dependency is back.
+func (p *Processor) Run(ctx context.Context) error {
+	c := stream.NewConsumer(stream.ConsumerConfig{
+		Brokers:       p.opts.Brokers,
+		GroupID:       p.opts.GroupID,
+		Topics:        catalogstore.Topics(),
+		Handler:       p.Handle,
+		MaxRetryDelay: 5 * time.Second,
+		Logger:        p.opts.Logger,
+		Metrics:       p.stream,
+	})
+	return c.Run(ctx)
+}
+
+// Rebuild applies every record of the catalog topics to Redis without
+// notifying anyone: what a process runs at start on a fresh or flushed
+// Redis, before serving reads.
+func (p *Processor) Rebuild(ctx context.Context) error {
+	return p.opts.Store.Rebuild(ctx, p.opts.Brokers)
+}
+
+// Handle applies one record and publishes its notifications; it is the
+// consumer's stream.Handler. An unusable record is logged and skipped.
+func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
+	env, ok, err := catalogstore.DecodeMessage(m)
+	if err == nil && !ok {
+		return nil
+	}
+	var ev catalogstore.Event
+	if err == nil {
+		ev, err = catalogstore.DecodeEvent(env)
+	}
+	if err != nil {
+		p.log.Error("skipping an unusable catalog record", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
+		p.metrics.events.WithLabelValues("unknown", "invalid").Inc()
+		return nil
+	}
+	applied, err := p.opts.Store.Apply(ctx, env)
+	if err != nil {
+		return err
+	}
+	notes, err := p.Notifications(ctx, env, ev)
+	if err != nil {
+		return err
+	}
+	if len(notes) > 0 {
+		msgs := make([]stream.Message, len(notes))
+		for i, n := range notes {
+			b, err := json.Marshal(n)
+			if err != nil {
+				return fmt.Errorf("encode notification: %w", err)
+			}
+			msgs[i] = stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: b, Time: n.CreatedAt}
+		}
+		if err := p.opts.Publisher.Publish(ctx, msgs...); err != nil {
+			return fmt.Errorf("publish %d notifications: %w", len(msgs), err)
+		}
+		for _, n := range notes {
+			p.metrics.notifications.WithLabelValues(n.Type).Inc()
+		}
+	}
+	result := "applied"
+	if !applied {
+		result = "already_applied"
+	}
+	p.metrics.events.WithLabelValues(string(ev.Kind), result).Inc()
+	return nil
+}
+
+// Operations of the notifications (spec doc 1).
+const (
+	opCreated = "created"
+	opUpdated = "updated"
+	opRemoved = "removed"
+)
+
+// Source is Notification.Source of what this processor produces.
+const Source = "processors/catalog"
+
+// Notifications computes the notifications of one event, from the event
+// (what changed) and the view (who sees it now). It is deterministic for a
+// given event and view, ids included.
+func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev catalogstore.Event) ([]schemas.Notification, error) {
+	now := p.opts.Clock()
+	if now.Sub(env.Time) > p.opts.MaxNotifyAge {
+		return nil, nil
+	}
+	st := p.opts.Store
+	sid, pid, rid := ev.SupplierID, ev.ProductID, ev.RateID
+	switch ev.Kind {
+	case catalogstore.KindBinding:
+		op := BindingOperation(ev.PriorBinding, ev.Binding)
+		if op == "" {
+			return nil, nil
+		}
+		return p.fanout(ctx, env, []string{ev.ChannelID}, target{typ: schemas.TypeChannelBinding, op: op, sid: sid, pid: pid})
+
+	case catalogstore.KindSupplier:
+		if env.Deleted || !changed(ev.Prior, ev.Supplier) {
+			return nil, nil
+		}
+		chans, err := st.SupplierChannels(ctx, sid, now)
+		if err != nil {
+			return nil, err
+		}
+		return p.fanout(ctx, env, chans, target{typ: schemas.TypeSupplier, op: opUpdated, sid: sid})
+
+	case catalogstore.KindProduct:
+		if env.Deleted || !changed(ev.Prior, ev.Product) {
+			return nil, nil
+		}
+		bs, err := st.Bindings(ctx, sid, pid)
+		if err != nil {
+			return nil, err
+		}
+		return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Valid.Contains(now) }),
+			target{typ: schemas.TypeProduct, op: opUpdated, sid: sid, pid: pid})
+
+	case catalogstore.KindRate:
+		bs, err := st.Bindings(ctx, sid, pid)
+		if err != nil {
+			return nil, err
+		}
+		if env.Deleted || ev.Prior == nil {
+			// A rate created or removed under a bound product is a
+			// rate-level change of the binding: always channelbinding
+			// updated (spec doc 1, Events). Only whole-product bindings
+			// gain or lose it: one naming rates cannot name a new rate,
+			// and a named rate cannot be deleted.
+			return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Whole() || b.Binds(rid) }),
+				target{typ: schemas.TypeChannelBinding, op: opUpdated, sid: sid, pid: pid})
+		}
+		if !changed(ev.Prior, ev.Rate) {
+			return nil, nil
+		}
+		return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Valid.Contains(now) && b.Binds(rid) }),
+			target{typ: schemas.TypeRate, op: opUpdated, sid: sid, pid: pid, rid: rid})
+	}
+	// Channels and availability snapshots notify nobody here (availability
+	// notifications belong to the availability processor).
+	return nil, nil
+}
+
+// BindingOperation is the channelbinding operation of a binding change
+// (spec doc 1, "Channel binding lifecycle"): created when the product
+// becomes bound, removed when it and all its rates are unbound, updated
+// for any other change of what is bound or on which terms; "" when
+// nothing changed.
+func BindingOperation(prior, next *catalogstore.Binding) string {
+	switch {
+	case prior == nil && next == nil:
+		return ""
+	case prior == nil:
+		return opCreated
+	case next == nil:
+		return opRemoved
+	case prior.SameTerms(*next):
+		return ""
+	}
+	return opUpdated
+}
+
+// changed reports whether state differs, as resellers see it, from what
+// the event replaced; a creation (no prior) is not an update.
+func changed[T *catalogstore.Supplier | *catalogstore.Product | *catalogstore.Rate](prior *catalogstore.Prior, state T) bool {
+	if prior == nil || state == nil {
+		return false
+	}
+	return catalogstore.Fingerprint(state) != prior.Fingerprint
+}
+
+func channels(bs []catalogstore.Binding, keep func(catalogstore.Binding) bool) []string {
+	var out []string
+	for _, b := range bs {
+		if keep(b) {
+			out = append(out, b.ChannelID)
+		}
+	}
+	return out
+}
+
+// target is what a notification is about.
+type target struct {
+	typ, op       string
+	sid, pid, rid string
+}
+
+func (t target) entityKey() string {
+	switch t.typ {
+	case schemas.TypeSupplier:
+		return t.sid
+	case schemas.TypeRate:
+		return t.sid + "/" + t.pid + "/" + t.rid
+	}
+	return t.sid + "/" + t.pid
+}
+
+func (t target) payload() any {
+	switch t.typ {
+	case schemas.TypeSupplier:
+		return schemas.SupplierPayload{SupplierID: t.sid, Operation: t.op}
+	case schemas.TypeProduct:
+		return schemas.ProductPayload{SupplierID: t.sid, ProductID: t.pid, Operation: t.op}
+	case schemas.TypeRate:
+		return schemas.RatePayload{SupplierID: t.sid, ProductID: t.pid, RateID: t.rid, Operation: t.op}
+	}
+	return schemas.ChannelBindingPayload{SupplierID: t.sid, ProductID: t.pid, Operation: t.op}
+}
+
+// matches applies the rule (spec doc 1, "Filter semantics"): enabled, the
+// operation subscribed (a rule without operations takes every one), and
+// every id filter that is not empty contains the item.
+func (t target) matches(r registry.Rule) bool {
+	c := r.Config
+	in := func(ids []string, id string) bool { return len(ids) == 0 || slices.Contains(ids, id) }
+	switch {
+	case r.Disabled:
+		return false
+	case len(c.Operations) > 0 && !slices.Contains(c.Operations, t.op):
+		return false
+	case !in(c.SupplierIDs, t.sid):
+		return false
+	case t.typ != schemas.TypeSupplier && !in(c.ProductIDs, t.pid):
+		return false
+	case t.typ == schemas.TypeRate && !in(c.RateIDs, t.rid):
+		return false
+	}
+	return true
+}
+
+// notificationNamespace is the UUIDv5 namespace of notification ids.
+var notificationNamespace = uuid.MustParse("0b7c6c1e-93a4-4f0c-8a55-2f1d3c7e9b42")
+
+// NotificationID is the id of the notification of an event to a
+// subscriber: the same for every delivery of the event.
+func NotificationID(eventID, subscriber, typ string) string {
+	return uuid.NewSHA1(notificationNamespace, []byte(eventID+"\x00"+subscriber+"\x00"+typ)).String()
+}
+
+// fanout makes one notification per subscriber of the channels whose rule
+// of the type matches.
+func (p *Processor) fanout(ctx context.Context, env schemas.Envelope, chans []string, t target) ([]schemas.Notification, error) {
+	if len(chans) == 0 {
+		return nil, nil
+	}
+	payload, err := json.Marshal(t.payload())
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", t.typ, err)
+	}
+	var out []schemas.Notification
+	seen := map[string]bool{}
+	for _, cid := range chans {
+		subs, err := p.opts.Subscribers.OnChannel(ctx, cid)
+		if err != nil {
+			return nil, fmt.Errorf("subscribers of channel %s: %w", cid, err)
+		}
+		for _, sub := range subs {
+			if seen[sub] {
+				continue
+			}
+			seen[sub] = true
+			rule, err := p.opts.Rules.Rule(ctx, sub, t.typ)
+			if errors.Is(err, registry.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s rule of %s: %w", t.typ, sub, err)
+			}
+			if !t.matches(rule) {
+				continue
+			}
+			out = append(out, schemas.Notification{
+				ID: NotificationID(env.ID, sub, t.typ), Subscriber: sub, Type: t.typ, EntityKey: t.entityKey(),
+				Payload: payload, CreatedAt: env.Time, Source: Source,
+			})
+		}
+	}
+	return out, nil
+}
+
+type metrics struct {
+	events        *prometheus.CounterVec
+	notifications *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_catalog_events_total",
+			Help: "Catalog events handled by the catalog processor, by kind and result (applied, already_applied, invalid).",
+		}, []string{"kind", "result"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_catalog_notifications_total",
+			Help: "Notification events produced by the catalog processor, by type.",
+		}, []string{"type"}),
+	}
+	if reg != nil {
+		m.events = register(reg, m.events)
+		m.notifications = register(reg, m.notifications)
+	}
+	return m
+}
+
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}

@@ -1,0 +1,334 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// fakeSubscribers and fakeRules stand in at the two seams the lead wires
+// to the principals table and the registry (the component test uses the
+// real registry).
+type fakeSubscribers map[string][]string
+
+func (f fakeSubscribers) OnChannel(_ context.Context, c string) ([]string, error) { return f[c], nil }
+
+type fakeRules struct {
+	mu    sync.Mutex
+	rules map[string]registry.Rule // subscriber/type
+}
+
+func (f *fakeRules) set(sub, typ string, cfg registry.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cfg.Operations == nil && typ != schemas.TypeAvailability && typ != schemas.TypePriceSchedule {
+		cfg.Operations = registry.Operations(typ)
+	}
+	f.rules[sub+"/"+typ] = registry.Rule{ID: sub + typ, Type: typ, Config: cfg}
+}
+
+func (f *fakeRules) Rule(_ context.Context, sub, typ string) (registry.Rule, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.rules[sub+"/"+typ]
+	if !ok {
+		return registry.Rule{}, fmt.Errorf("%s rule: %w", typ, registry.ErrNotFound)
+	}
+	return r, nil
+}
+
+// harness runs what the writers published through Processor.Handle, as
+// the consumer group would, and collects the notifications.
+type harness struct {
+	e     *catalogtest.Env
+	p     *Processor
+	notes *catalogtest.Recorder
+	rules *fakeRules
+	seen  int
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	e := catalogtest.Start(t, catalogtest.Options{})
+	h := &harness{e: e, notes: &catalogtest.Recorder{}, rules: &fakeRules{rules: map[string]registry.Rule{}}}
+	subs := fakeSubscribers{
+		catalogtest.ChannelA: {e.Reseller1.ID, e.Reseller1b.ID},
+		catalogtest.ChannelB: {e.Reseller2.ID},
+	}
+	h.p = New(Options{Store: e.Store, Subscribers: subs, Rules: h.rules, Publisher: h.notes})
+	return h
+}
+
+// drain handles every record published since the last drain and returns
+// the notifications they produced as "subscriber type operation entity".
+func (h *harness) drain(t *testing.T) []string {
+	t.Helper()
+	msgs := h.e.Rec.Messages()
+	h.notes.Reset()
+	for _, m := range msgs[h.seen:] {
+		if err := h.p.Handle(context.Background(), m); err != nil {
+			t.Fatalf("handle %s: %v", m.Key, err)
+		}
+	}
+	h.seen = len(msgs)
+	return h.summary(t)
+}
+
+func (h *harness) summary(t *testing.T) []string {
+	t.Helper()
+	names := map[string]string{h.e.Reseller1.ID: "R1", h.e.Reseller1b.ID: "R1b", h.e.Reseller2.ID: "R2"}
+	var out []string
+	for _, m := range h.notes.Messages() {
+		if m.Topic != schemas.TopicNotifications {
+			t.Fatalf("published to %s", m.Topic)
+		}
+		var n schemas.Notification
+		if err := json.Unmarshal(m.Value, &n); err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Key) != n.Subscriber {
+			t.Errorf("notification keyed %q, subscriber %q", m.Key, n.Subscriber)
+		}
+		var pl struct {
+			Operation string `json:"operation"`
+		}
+		_ = json.Unmarshal(n.Payload, &pl)
+		out = append(out, names[n.Subscriber]+" "+n.Type+" "+pl.Operation+" "+n.EntityKey)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestNotifications_CatalogChangesNotifyBoundSubscribersByTheirRules(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	r1, r1b, r2 := e.Reseller1.ID, e.Reseller1b.ID, e.Reseller2.ID
+	for _, typ := range []string{schemas.TypeChannelBinding, schemas.TypeSupplier, schemas.TypeProduct, schemas.TypeRate} {
+		h.rules.set(r1, typ, registry.Config{})
+	}
+	h.rules.set(r1b, schemas.TypeChannelBinding, registry.Config{Operations: []string{"created"}, ProductIDs: []string{"p2"}})
+	h.rules.set(r2, schemas.TypeChannelBinding, registry.Config{})
+	h.rules.set(r2, schemas.TypeProduct, registry.Config{})
+
+	const (
+		sup  = catalogtest.Ch + "/suppliers/s1"
+		p1   = sup + "/products/p1"
+		p2   = sup + "/products/p2"
+		bdA1 = p1 + "/channels/chan-a"
+	)
+	future := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	steps := []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		status int
+		want   []string
+	}{
+		{"new supplier notifies nobody", "POST", catalogtest.Ch + "/supplier", catalogtest.SupplierBody("s1", "One", "S1", "k", "s"), 201, nil},
+		{"new product notifies nobody", "POST", sup + "/products", catalogtest.ProductBody("p1", "P1", "d"), 201, nil},
+		{"new rate of an unbound product notifies nobody", "POST", p1 + "/rates", catalogtest.RateBody("r1", "R1"), 201, nil},
+		{"second rate", "POST", p1 + "/rates", catalogtest.RateBody("r2", "R2"), 201, nil},
+		{"second product", "POST", sup + "/products", catalogtest.ProductBody("p2", "P2", "d"), 201, nil},
+		{"first rate bound: created, filtered by rule", "POST", bdA1, `{"rateIds":["r1"]}`, 201,
+			[]string{"R1 channelbinding created s1/p1"}},
+		{"second rate bound: updated", "PUT", bdA1, `{"rateIds":["r1","r2"]}`, 200,
+			[]string{"R1 channelbinding updated s1/p1"}},
+		{"identical binding re-sent: nothing", "PUT", bdA1, `{"rateIds":["r2","r1"]}`, 200, nil},
+		{"price tags changed: updated", "PUT", bdA1, `{"rateIds":["r1","r2"],"priceTags":["b2b"]}`, 200,
+			[]string{"R1 channelbinding updated s1/p1"}},
+		{"product description changed: product updated to the bound channel only", "PUT", p1, catalogtest.ProductBody("p1", "P1", "better"), 200,
+			[]string{"R1 product updated s1/p1"}},
+		{"identical product re-sent: nothing", "PUT", p1, catalogtest.ProductBody("p1", "P1", "better"), 200, nil},
+		{"bound rate changed: rate updated", "PUT", p1 + "/rates/r1", catalogtest.RateBody("r1", "R1 renamed"), 200,
+			[]string{"R1 rate updated s1/p1/r1"}},
+		{"supplier changed: supplier updated", "PUT", sup, catalogtest.SupplierBody("s1", "One renamed", "S1", "k", "s"), 200,
+			[]string{"R1 supplier updated s1"}},
+		{"only credentials changed: nothing resellers see", "PUT", sup, catalogtest.SupplierBody("s1", "One renamed", "S1", "k2", "s2"), 200, nil},
+		{"whole product bound: created for both rules that match", "POST", p2 + "/channels/chan-a", `{}`, 201,
+			[]string{"R1 channelbinding created s1/p2", "R1b channelbinding created s1/p2"}},
+		{"rate added under a whole-product binding: updated", "POST", p2 + "/rates", catalogtest.RateBody("r5", "R5"), 201,
+			[]string{"R1 channelbinding updated s1/p2"}},
+		{"rate changed under a whole-product binding: rate updated", "PUT", p2 + "/rates/r5", catalogtest.RateBody("r5", "R5b"), 200,
+			[]string{"R1 rate updated s1/p2/r5"}},
+		{"rate removed under a whole-product binding: updated", "DELETE", p2 + "/rates/r5", "", 204,
+			[]string{"R1 channelbinding updated s1/p2"}},
+		{"v2 PUT on a bound product: updated", "PUT", catalogtest.Op + "/suppliers/s1/products/p1/bindings/chan-a", `{"optionIds":["r2"]}`, 200,
+			[]string{"R1 channelbinding updated s1/p1"}},
+		{"unbound rate changed: nothing", "PUT", p1 + "/rates/r1", catalogtest.RateBody("r1", "R1 again"), 200, nil},
+		{"product and all its rates unbound: removed", "DELETE", bdA1, "", 204,
+			[]string{"R1 channelbinding removed s1/p1"}},
+		{"unbound product changed: nothing", "PUT", p1, catalogtest.ProductBody("p1", "P1", "best"), 200, nil},
+		{"bound on the other channel, window not open yet: created", "POST", p1 + "/channels/chan-b", `{"valid":{"from":"` + future + `"}}`, 201,
+			[]string{"R2 channelbinding created s1/p1"}},
+		{"product changed while its only binding is outside its window: nothing", "PUT", p1, catalogtest.ProductBody("p1", "P1", "bestest"), 200, nil},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			e.Must(t, s.status, s.method, s.path, e.Operator, s.body)
+			if got := h.drain(t); !slices.Equal(got, s.want) {
+				t.Errorf("notifications %q, want %q", got, s.want)
+			}
+		})
+	}
+}
+
+func TestNotifications_RedeliveryGivesTheSameIDs(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{}`)
+	h.drain(t)
+	first := h.notes.Messages()
+	if len(first) != 1 {
+		t.Fatalf("%d notifications, want 1", len(first))
+	}
+	// The consumer redelivers the last record (crash before its commit).
+	msgs := e.Rec.Messages()
+	h.notes.Reset()
+	if err := h.p.Handle(context.Background(), msgs[len(msgs)-1]); err != nil {
+		t.Fatal(err)
+	}
+	again := h.notes.Messages()
+	if len(again) != 1 || string(again[0].Value) != string(first[0].Value) {
+		t.Fatalf("redelivery produced %d notifications, want the same one again", len(again))
+	}
+}
+
+func TestNotifications_StaleEventIsAppliedButNotifiesNobody(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
+	h.p.opts.Clock = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{}`)
+	if got := h.drain(t); len(got) != 0 {
+		t.Fatalf("week-old events notified %q", got)
+	}
+}
+
+func TestHandle_SkipsUnusableRecordsAndForeignSnapshots(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name string
+		m    stream.Message
+	}{
+		{"tombstone", stream.Message{Topic: schemas.TopicProducts, Key: []byte("s/p")}},
+		{"not JSON", stream.Message{Topic: schemas.TopicProducts, Value: []byte("{")}},
+		{"unknown type", stream.Message{Topic: schemas.TopicProducts, Value: []byte(`{"id":"x","type":"other","key":"k","version":1}`)}},
+		{"key does not match", stream.Message{Topic: schemas.TopicProducts,
+			Value: []byte(`{"id":"x","type":"catalog.product.deleted","key":"a/b","version":1,"deleted":true,"data":{"kind":"product","supplierId":"a","productId":"c"}}`)}},
+		{"another stage's availability snapshot", stream.Message{Topic: schemas.TopicAvailability, Value: []byte(`{"id":"x","type":"availability.snapshot","key":"k","version":1}`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := h.p.Handle(context.Background(), tt.m); err != nil {
+				t.Fatalf("Handle: %v, want the record skipped", err)
+			}
+		})
+	}
+}
+
+func TestBindingOperation(t *testing.T) {
+	b := func(rates ...string) *catalogstore.Binding {
+		return &catalogstore.Binding{RateIDs: rates, PriceAt: catalogstore.PriceAtUnknown, PriceTags: []string{}}
+	}
+	tagged := b("r1")
+	tagged.PriceTags = []string{"x"}
+	tests := []struct {
+		name        string
+		prior, next *catalogstore.Binding
+		want        string
+	}{
+		{"nothing", nil, nil, ""},
+		{"first rate bound", nil, b("r1"), "created"},
+		{"whole product bound", nil, b(), "created"},
+		{"rate added", b("r1"), b("r1", "r2"), "updated"},
+		{"rate removed", b("r1", "r2"), b("r1"), "updated"},
+		{"whole to some rates", b(), b("r1"), "updated"},
+		{"terms changed", b("r1"), tagged, "updated"},
+		{"same", b("r1"), b("r1"), ""},
+		{"unbound", b("r1"), nil, "removed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := BindingOperation(tt.prior, tt.next); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTargetMatches_FilterSemantics(t *testing.T) {
+	rate := target{typ: schemas.TypeRate, op: "updated", sid: "s1", pid: "p1", rid: "r1"}
+	sup := target{typ: schemas.TypeSupplier, op: "updated", sid: "s1"}
+	cb := target{typ: schemas.TypeChannelBinding, op: "removed", sid: "s1", pid: "p1"}
+	tests := []struct {
+		name string
+		t    target
+		rule registry.Rule
+		want bool
+	}{
+		{"empty filters match everything", rate, registry.Rule{}, true},
+		{"disabled rule matches nothing", rate, registry.Rule{Disabled: true}, false},
+		{"supplier filter matches", rate, registry.Rule{Config: registry.Config{SupplierIDs: []string{"s0", "s1"}}}, true},
+		{"supplier filter excludes", rate, registry.Rule{Config: registry.Config{SupplierIDs: []string{"s2"}}}, false},
+		{"product filter excludes", rate, registry.Rule{Config: registry.Config{ProductIDs: []string{"p2"}}}, false},
+		{"rate filter excludes", rate, registry.Rule{Config: registry.Config{RateIDs: []string{"r2"}}}, false},
+		{"rate filter matches", rate, registry.Rule{Config: registry.Config{RateIDs: []string{"r1"}}}, true},
+		{"supplier rule ignores product filters", sup, registry.Rule{Config: registry.Config{ProductIDs: []string{"p9"}}}, true},
+		{"operation not subscribed", cb, registry.Rule{Config: registry.Config{Operations: []string{"created", "updated"}}}, false},
+		{"operation subscribed", cb, registry.Rule{Config: registry.Config{Operations: []string{"removed"}}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.t.matches(tt.rule); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotificationID_IsStablePerEventSubscriberAndType(t *testing.T) {
+	a := NotificationID("ev1", "sub1", "product")
+	if a != NotificationID("ev1", "sub1", "product") {
+		t.Fatal("not deterministic")
+	}
+	for _, other := range []string{NotificationID("ev2", "sub1", "product"), NotificationID("ev1", "sub2", "product"), NotificationID("ev1", "sub1", "rate")} {
+		if other == a {
+			t.Fatal("collision")
+		}
+	}
+}
+
+type principalList []principals.Principal
+
+func (l principalList) List() []principals.Principal { return l }
+
+func TestResellers_OnChannelListsItsLiveResellers(t *testing.T) {
+	revoked := time.Now()
+	l := principalList{
+		{ID: "r1", Role: principals.RoleReseller, ChannelID: "a"},
+		{ID: "r2", Role: principals.RoleReseller, ChannelID: "b"},
+		{ID: "r3", Role: principals.RoleReseller, ChannelID: "a", RevokedAt: &revoked},
+		{ID: "op", Role: principals.RoleOperator},
+	}
+	got, err := Resellers{Principals: l}.OnChannel(context.Background(), "a")
+	if err != nil || !slices.Equal(got, []string{"r1"}) {
+		t.Fatalf("got %v %v, want [r1]", got, err)
+	}
+}

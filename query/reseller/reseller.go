@@ -1,0 +1,164 @@
+// Package reseller maps the reseller catalog reads of spec doc 2 to the
+// catalog: suppliers (v1.2 and v1.3), and the products and rates of the
+// v1.2 reseller flow. What a reseller sees is governed by its channel's
+// bindings (internal/catalog decides; unbound or unknown is 404).
+//
+// These are the hot path: a handler writes the response from the
+// renderings the catalog keeps in Redis, through a pooled buffer, without
+// encoding/json. Resellers only (403 for other roles).
+package reseller
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/query/apierror"
+	"github.com/switchbackhq/switchback/query/httpapi"
+)
+
+var resellerOnly = []principals.Role{principals.RoleReseller}
+
+// Path parameters (spec doc 2 spelling).
+const (
+	pSupplier = "supplier_id"
+	pProduct  = "product_id"
+	pRate     = "rate_id"
+)
+
+// Reader is what the reseller API needs of the catalog; *catalog.Store
+// implements it.
+type Reader interface {
+	AppendSuppliers(ctx context.Context, dst []byte, channel string, v catalog.SupplierVersion, partnerID, code string, now time.Time) ([]byte, error)
+	AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v catalog.SupplierVersion, now time.Time) ([]byte, error)
+	AppendProducts(ctx context.Context, dst []byte, channel, sid string, now time.Time) ([]byte, error)
+	AppendProduct(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
+	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
+	AppendRate(ctx context.Context, dst []byte, channel, sid, pid, rid string, now time.Time) ([]byte, error)
+}
+
+// Register adds the reseller catalog routes to s.
+func Register(s *httpapi.Server, store Reader) {
+	h := handlers{st: store, now: time.Now}
+	const (
+		sup  = "/suppliers/{" + pSupplier + "}"
+		prod = sup + "/products/{" + pProduct + "}"
+	)
+	v12 := s.Group(httpapi.BaseResellerV12)
+	v12.Handle(http.MethodGet, "/suppliers", resellerOnly, h.suppliersV12)
+	v12.Handle(http.MethodGet, sup, resellerOnly, h.supplierV12)
+	v12.Handle(http.MethodGet, sup+"/products", resellerOnly, h.products)
+	v12.Handle(http.MethodGet, prod, resellerOnly, h.product)
+	v12.Handle(http.MethodGet, prod+"/rates", resellerOnly, h.rates)
+	v12.Handle(http.MethodGet, prod+"/rates/{"+pRate+"}", resellerOnly, h.rate)
+	v13 := s.Group(httpapi.BaseResellerV13)
+	v13.Handle(http.MethodGet, "/suppliers", resellerOnly, h.suppliersV13)
+	v13.Handle(http.MethodGet, sup, resellerOnly, h.supplierV13)
+}
+
+type handlers struct {
+	st  Reader
+	now func() time.Time
+}
+
+func (h handlers) suppliersV12(r *httpapi.Request) error { return h.suppliers(r, catalog.SupplierV12) }
+func (h handlers) suppliersV13(r *httpapi.Request) error { return h.suppliers(r, catalog.SupplierV13) }
+
+func (h handlers) suppliers(r *httpapi.Request, v catalog.SupplierVersion) error {
+	args := r.Ctx.QueryArgs()
+	partnerID, code := string(args.Peek("partner_id")), string(args.Peek("code"))
+	return write(r, "suppliers", func(dst []byte) ([]byte, error) {
+		return h.st.AppendSuppliers(r.Context(), dst, r.Principal.ChannelID, v, partnerID, code, h.now())
+	})
+}
+
+func (h handlers) supplierV12(r *httpapi.Request) error {
+	return write(r, "supplier", func(dst []byte) ([]byte, error) {
+		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), catalog.SupplierV12, h.now())
+	})
+}
+
+func (h handlers) supplierV13(r *httpapi.Request) error {
+	v := catalog.SupplierV13
+	switch c := r.Ctx.QueryArgs().Peek("content"); string(c) {
+	case "true":
+		v = catalog.SupplierV13Content
+	case "", "false":
+	default:
+		return apierror.Invalid("content", "must be true or false")
+	}
+	return write(r, "supplier", func(dst []byte) ([]byte, error) {
+		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), v, h.now())
+	})
+}
+
+func (h handlers) products(r *httpapi.Request) error {
+	return write(r, "products", func(dst []byte) ([]byte, error) {
+		return h.st.AppendProducts(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), h.now())
+	})
+}
+
+func (h handlers) product(r *httpapi.Request) error {
+	return write(r, "product", func(dst []byte) ([]byte, error) {
+		return h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
+	})
+}
+
+func (h handlers) rates(r *httpapi.Request) error {
+	return write(r, "rates", func(dst []byte) ([]byte, error) {
+		return h.st.AppendRates(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
+	})
+}
+
+func (h handlers) rate(r *httpapi.Request) error {
+	return write(r, "rate", func(dst []byte) ([]byte, error) {
+		return h.st.AppendRate(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), h.now())
+	})
+}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// write answers 200 {"meta":{"reqId":...},"<key>":<what fill appends>}.
+func write(r *httpapi.Request, key string, fill func(dst []byte) ([]byte, error)) error {
+	bp := buffers.Get().(*[]byte)
+	b := append((*bp)[:0], `{"meta":{"reqId":`...)
+	b = appendJSONString(b, r.ID)
+	b = append(b, `},"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
+	b, err := fill(b)
+	if err == nil {
+		b = append(b, '}')
+		resp := &r.Ctx.Response
+		resp.SetStatusCode(http.StatusOK)
+		resp.Header.SetContentType("application/json")
+		resp.SetBody(b)
+	}
+	if cap(b) <= 256<<10 { // do not keep one huge listing's buffer forever
+		*bp = b[:0]
+		buffers.Put(bp)
+	}
+	return err
+}
+
+// appendJSONString appends s as a JSON string (request ids are printable
+// ASCII; anything else is escaped regardless).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20 || c > 0x7e:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
