@@ -41,10 +41,14 @@ const (
 	// HistoryDeliveryAttempt: the dispatcher tried to deliver a webhook (one
 	// event per attempt). Payload DeliveryAttempt.
 	HistoryDeliveryAttempt = "delivery.attempt"
-	// HistoryNotificationSuppressed: the dispatcher did not try at all
-	// (disableAll, rule disabled, throttled away). Payload
-	// NotificationSuppressed.
+	// HistoryNotificationSuppressed: the dispatcher did not send it
+	// (disableAll, backlog bound). Payload NotificationSuppressed.
 	HistoryNotificationSuppressed = "notification.suppressed"
+	// HistorySubscriberAutoDisabled: the dispatcher set a subscriber's
+	// disableAll because its backlog reached the bound. Rare: it has no
+	// table of its own and is kept in history_events (payload: the
+	// dispatcher's record).
+	HistorySubscriberAutoDisabled = "subscriber.auto_disabled"
 	// HistoryHoldStatus: a hold was created or changed status. Payload
 	// HoldStatusChanged.
 	HistoryHoldStatus = "hold.status"
@@ -64,7 +68,7 @@ const (
 )
 
 // HistoryTypes lists every history event type the sink routes to a table
-// of its own.
+// of its own (HistorySubscriberAutoDisabled is stored in history_events).
 func HistoryTypes() []string {
 	return []string{
 		HistoryAvailabilityChanged, HistoryPriceChanged, HistoryNotificationProduced,
@@ -128,13 +132,14 @@ const (
 	OutcomeDelivered  = "delivered"  // 2xx: done
 	OutcomeRetry      = "retry"      // failed, another attempt is scheduled
 	OutcomeFailed     = "failed"     // failed, no attempt left
-	OutcomeSuppressed = "suppressed" // not attempted (disableAll, rule disabled)
-	OutcomeDropped    = "dropped"    // given up without a final attempt (backlog bound, rule deleted)
+	OutcomeSuppressed = "suppressed" // not sent: disableAll, or the subscriber's backlog bound
+	OutcomeDropped    = "dropped"    // not sent: rule disabled or deleted
 )
 
-// DeliveryAttempt is one webhook POST of the dispatcher. Status is the HTTP
-// status code (0 when no response came: timeout, refused); LatencyMs the
-// time to the response or the failure.
+// DeliveryAttempt is one webhook POST of the dispatcher, or a notification
+// dropped because its rule is disabled or deleted (outcome dropped, nothing
+// sent). Status is the HTTP status code (0 when no response came: timeout,
+// refused); LatencyMs the time to the response or the failure.
 type DeliveryAttempt struct {
 	DeliveryID string    `json:"deliveryId"`
 	Subscriber string    `json:"subscriber"`
@@ -145,16 +150,23 @@ type DeliveryAttempt struct {
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
 	At         time.Time `json:"at"`
+	// Notification is the schemas.Notification, included when the outcome
+	// is failed or dropped so that it can be replayed from history alone.
+	Notification json.RawMessage `json:"notification,omitempty"`
 }
 
-// NotificationSuppressed is a notification the dispatcher did not attempt;
-// Reason says why ("disableAll", "rule disabled", ...).
+// NotificationSuppressed is a notification the dispatcher did not send
+// because the subscriber's disableAll is set or its backlog bound was
+// reached; Reason says which.
 type NotificationSuppressed struct {
 	DeliveryID string    `json:"deliveryId"`
 	Subscriber string    `json:"subscriber"`
 	Type       string    `json:"type"`
 	Reason     string    `json:"reason"`
 	At         time.Time `json:"at"`
+	// Notification is the schemas.Notification, so that it can be
+	// replayed once the subscriber is enabled again.
+	Notification json.RawMessage `json:"notification,omitempty"`
 }
 
 // HoldStatusChanged is a hold created, released or expired. Status values
