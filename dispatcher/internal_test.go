@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -202,16 +203,27 @@ func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
 	if err := json.Unmarshal(raw, &a); err != nil {
 		t.Fatal(err)
 	}
-	if want := (schemas.DeliveryAttempt{DeliveryID: "d", Subscriber: "s", Type: "rate", Attempt: 2, Status: 503, LatencyMs: 12, Outcome: "retry", Error: "e", At: at}); a != want {
+	if want := (schemas.DeliveryAttempt{DeliveryID: "d", Subscriber: "s", Type: "rate", Attempt: 2, Status: 503, LatencyMs: 12, Outcome: "retry", Error: "e", At: at}); !reflect.DeepEqual(a, want) {
 		t.Errorf("attempt decodes as %+v, want %+v", a, want)
 	}
-	raw, _ = json.Marshal(SuppressedRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Reason: "disableAll is set", At: at})
+	// A suppressed record carries its whole notification, so that it can be
+	// replayed from history alone.
+	n := schemas.Notification{ID: "d", Subscriber: "s", Type: "rate", EntityKey: "s1/p1/r1", Payload: json.RawMessage(`{"supplierID":"s1"}`), CreatedAt: at}
+	raw, _ = json.Marshal(SuppressedRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Reason: "disableAll is set", At: at, Notification: n})
 	var sup schemas.NotificationSuppressed
 	if err := json.Unmarshal(raw, &sup); err != nil {
 		t.Fatal(err)
 	}
-	if want := (schemas.NotificationSuppressed{DeliveryID: "d", Subscriber: "s", Type: "rate", Reason: "disableAll is set", At: at}); sup != want {
+	var back schemas.Notification
+	if err := json.Unmarshal(sup.Notification, &back); err != nil {
+		t.Fatalf("suppressed notification does not decode: %v", err)
+	}
+	sup.Notification = nil
+	if want := (schemas.NotificationSuppressed{DeliveryID: "d", Subscriber: "s", Type: "rate", Reason: "disableAll is set", At: at}); !reflect.DeepEqual(sup, want) {
 		t.Errorf("suppressed decodes as %+v, want %+v", sup, want)
+	}
+	if back.ID != n.ID || back.EntityKey != n.EntityKey || string(back.Payload) != string(n.Payload) || !back.CreatedAt.Equal(at) {
+		t.Errorf("notification round trip = %+v, want %+v", back, n)
 	}
 	for _, o := range []string{OutcomeDelivered, OutcomeRetry, OutcomeFailed, OutcomeSuppressed, OutcomeDropped} {
 		if !slices.Contains([]string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped}, o) {

@@ -71,8 +71,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		byBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchback_dispatcher_subscribers_by_backlog",
-			Help: "Subscribers with a pending backlog of at most le deliveries (cumulative, like histogram buckets).",
-		}, []string{"le"}),
+			Help: "Subscribers with a pending backlog of at most max_backlog deliveries (cumulative, like histogram buckets; not named le, which is reserved for histograms).",
+		}, []string{"max_backlog"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchback_dispatcher_inflight",
 			Help: "Webhook POSTs in flight.",

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -198,6 +199,26 @@ func TestBinary_RunStartsServesAndStopsCleanly(t *testing.T) {
 		}
 	} else {
 		t.Log("kcat not installed; topic listing checked by the stream tests only")
+	}
+
+	// A live scrape passes promtool's metric lint (CI installs promtool).
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		resp, err := http.Get("http://" + p.ops + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scrape, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Contains(scrape, []byte("switchback_build_info")) || !bytes.Contains(scrape, []byte("switchback_query_requests_total")) || !bytes.Contains(scrape, []byte("switchback_dispatcher_backlog_limit")) {
+			t.Errorf("scrape lacks the stage metrics:\n%.2000s", scrape)
+		}
+		check := exec.Command(promtool, "check", "metrics")
+		check.Stdin = bytes.NewReader(scrape)
+		if out, err := check.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics on a live scrape: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("promtool not installed; live scrape not linted")
 	}
 
 	pc := exec.Command(buildBinary(t), "principals", "create", "--role", "operator", "--name", "CLI operator")

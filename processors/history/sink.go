@@ -124,7 +124,7 @@ func NewSink(opts Options) *Sink {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sink{opts: opts, log: opts.Logger.With("part", "history-sink", "group", opts.GroupID), m: newMetrics(opts.Registerer)}
+	return &Sink{opts: opts, log: opts.Logger.With("group", opts.GroupID), m: newMetrics(opts.Registerer)}
 }
 
 // Run consumes the history topic until ctx ends, then inserts and commits
