@@ -132,7 +132,7 @@ func startBinary(t *testing.T, extra ...string) *proc {
 			<-p.exited
 		}
 		if t.Failed() {
-			t.Logf("switchback stderr (tail):\n%s", tail(p.stderr.String(), 4000))
+			t.Logf("switchback stderr (tail):\n%s", tail(p.stderr.String(), 8000))
 		}
 	})
 	deadline := time.Now().Add(90 * time.Second)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -51,4 +52,12 @@ type testSender struct{ s *webhook.Sender }
 func (t testSender) SendTest(ctx context.Context, rule registry.Rule, n schemas.Notification) (int, error) {
 	res := t.s.Send(ctx, webhook.Target{URL: rule.URL, SecurityKey: rule.SecurityKey}, n)
 	return res.Status, res.Err
+}
+
+// replayer lets the history API's replay endpoint republish notifications
+// through the dispatcher's Replay, on the process's producer.
+type replayer struct{ pub stream.Publisher }
+
+func (r replayer) Replay(ctx context.Context, subscriber, typ string, from, to time.Time, ns []schemas.Notification) (int, error) {
+	return dispatcher.Replay(ctx, r.pub, subscriber, typ, from, to, ns)
 }

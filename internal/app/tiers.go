@@ -98,7 +98,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
 	reseller.Register(srv, sh.catalog)
-	queryhistory.Register(srv, d.clickhouse, sh.catalog)
+	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -43,21 +43,24 @@ var (
 	operators = []principals.Role{principals.RoleOperator}
 )
 
-// Register adds the history routes to s. conn nil means history is parked
+// Register adds the history routes to s, and the replay of undelivered
+// notifications through rep (nil: 503). conn nil means history is parked
 // (no ClickHouse configured): the routes exist and answer 503. own nil
 // denies every operator request (403).
 //
 // The registry engineer owns /registry/v1.1 for rules; this package adds
 // only /registry/v1.1/deliveries there.
-func Register(s *httpapi.Server, conn driver.Conn, own Ownership) {
-	h := handlers{store: store{conn: conn}, own: own}
+func Register(s *httpapi.Server, conn driver.Conn, own Ownership, rep Replayer) {
+	h := handlers{store: store{conn: conn}, own: own, rep: rep}
 	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodGet, "/deliveries", resellers, h.deliveries)
+	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodPost, "/deliveries/replay", resellers, h.replay)
 	s.Group(httpapi.BaseOperatorV2).Handle(http.MethodGet, "/history/availability", operators, h.availability)
 }
 
 type handlers struct {
 	store store
 	own   Ownership
+	rep   Replayer
 }
 
 // errParked is the answer while no ClickHouse is configured.

@@ -59,9 +59,10 @@ func (o ownership) OwnsSupplier(_ context.Context, operatorID, supplierID string
 }
 
 type env struct {
-	url    string
-	client *http.Client
-	ids    map[cred]string // principal id by credential
+	url      string
+	client   *http.Client
+	ids      map[cred]string // principal id by credential
+	replayer *recordingReplayer
 }
 
 // serve starts an API server with the history routes on conn (nil: parked)
@@ -69,7 +70,7 @@ type env struct {
 func serve(t *testing.T, conn driver.Conn, own func(ids map[cred]string) Ownership) *env {
 	t.Helper()
 	store := principals.NewStore(discard{})
-	e := &env{client: &http.Client{Timeout: 15 * time.Second}, ids: map[cred]string{}}
+	e := &env{client: &http.Client{Timeout: 15 * time.Second}, ids: map[cred]string{}, replayer: &recordingReplayer{}}
 	for _, p := range []struct {
 		c       cred
 		role    principals.Role
@@ -86,7 +87,7 @@ func serve(t *testing.T, conn driver.Conn, own func(ids map[cred]string) Ownersh
 	if own != nil {
 		o = own(e.ids)
 	}
-	Register(s, conn, o)
+	Register(s, conn, o, e.replayer)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
