@@ -11,7 +11,7 @@ import (
 // DefaultSchedule is the wait before each retry: attempt 2 comes about 10s
 // after attempt 1 failed, attempt 11 about 8h after attempt 10; then the
 // delivery has failed. The steps add up to 15h51m10s (spec doc 1: "Delivery
-// retry schedule: not shown"; see docs/decisions-dispatcher.md).
+// retry schedule: not shown"; see docs/decisions.md).
 var DefaultSchedule = []time.Duration{
 	10 * time.Second, 30 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute,
 	30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour,
