@@ -12,7 +12,7 @@ import (
 // doc 3's Product fields, and doc 2's Channel and ChannelRate. Their JSON
 // tags are the wire names; the same structs are the records on the topics
 // and in Redis. Shapes that the spec does not show (Product 1.2, the
-// operator setup bodies) are written down in docs/decisions-catalog.md.
+// operator setup bodies) are written down in docs/decisions.md.
 
 // Validity is a {from, until} window (date-time). A zero bound is open.
 type Validity struct {

@@ -8,7 +8,7 @@ import (
 // MaxThrottleDelay bounds throttleDelay. The spec gives no bound; a delay
 // of more than a day before each notification would only fill the
 // subscriber's backlog until delivery is auto-disabled
-// (docs/decisions-registry.md).
+// (docs/decisions.md).
 const MaxThrottleDelay = 24 * time.Hour
 
 // ParseThrottleDelay parses a throttleDelay (spec doc 1, "Metadata"): "a
@@ -32,7 +32,7 @@ func ParseThrottleDelay(s string) (time.Duration, error) {
 }
 
 // MetadataInput is a PUT /metadata body: a nil field keeps its current
-// value (docs/decisions-registry.md: a partial update, so that changing the
+// value (docs/decisions.md: a partial update, so that changing the
 // throttle never silently re-enables delivery that the service disabled).
 type MetadataInput struct {
 	ThrottleDelay *string

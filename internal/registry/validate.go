@@ -33,7 +33,7 @@ const (
 )
 
 // Limits of rule fields. The spec gives only the default of
-// maxLookAheadDays; the bounds are ours (docs/decisions-registry.md).
+// maxLookAheadDays; the bounds are ours (docs/decisions.md).
 const (
 	DefaultMaxLookAheadDays = 7
 	MaxMaxLookAheadDays     = 365
@@ -54,7 +54,7 @@ type typeSpec struct {
 // typeSpecs is spec doc 1's "Config by rule type", with the gaps filled:
 // the rate rule is the product rule plus rateIDs, and the availability
 // rule filters on supplierIDs, productIDs and rateIDs like the
-// priceschedule rule (docs/decisions-registry.md).
+// priceschedule rule (docs/decisions.md).
 var typeSpecs = map[string]typeSpec{
 	schemas.TypeChannelBinding: {operations: []string{OpCreated, OpRemoved, OpUpdated}, supplierIDs: true, productIDs: true},
 	schemas.TypeSupplier:       {operations: []string{OpUpdated}, supplierIDs: true},

@@ -115,7 +115,7 @@ func parseRuleBody(body []byte) (registry.RuleInput, error) {
 }
 
 // list answers the array of the subscriber's rules of the type: [] when it
-// has none (docs/decisions-registry.md), else the one rule.
+// has none (docs/decisions.md), else the one rule.
 func (h handlers) list(r *httpapi.Request) error {
 	rule, err := h.reg.Rule(r.Context(), r.Principal.ID, h.typ)
 	if errors.Is(err, registry.ErrNotFound) {
