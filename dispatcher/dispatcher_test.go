@@ -2,10 +2,12 @@ package dispatcher_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,6 +355,133 @@ func TestDispatcher_BacklogBoundDisablesOnceAndSuppressesTheRest(t *testing.T) {
 	_ = json.Unmarshal(alerts[0].Data, &rec)
 	if rec.Subscriber != "flood" || rec.Limit != limit || rec.Backlog < limit {
 		t.Errorf("auto-disable record %+v", rec)
+	}
+}
+
+func TestDispatcher_ReplayAfterAutoDisableDeliversEverySuppressedNotification(t *testing.T) {
+	t.Parallel()
+	const limit = 3
+	e := newEnv(t)
+	var healthy atomic.Bool
+	s := newSink(t, func(string, int) (int, http.Header) {
+		if healthy.Load() {
+			return 200, nil
+		}
+		return 500, nil
+	})
+	e.subs.setRule("down", schemas.TypeSupplier, rule{url: s.url("/d"), key: "k"})
+	e.start(func(o *dispatcher.Options) {
+		o.BacklogLimit = limit
+		o.Schedule = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}
+	})
+	var ns []schemas.Notification
+	for i := range 2 * limit {
+		ns = append(ns, note("down", schemas.TypeSupplier, fmt.Sprintf("S%d", i)))
+	}
+	e.publish(ns...)
+	// limit queued then suppressed at send time, the rest at intake.
+	eventually(t, 15*time.Second, "every notification suppressed", func() bool { return len(e.suppressed()) == len(ns) })
+	if got := e.subs.disableCallsOf("down"); got != 1 {
+		t.Fatalf("DisableAll called %d times, want 1", got)
+	}
+
+	// The subscriber fixes its endpoint, re-enables and replays all of it
+	// at once: more than the bound.
+	healthy.Store(true)
+	e.subs.setDisableAll("down", false)
+	var replay []schemas.Notification
+	for _, r := range e.suppressed() {
+		replay = append(replay, r.Notification)
+	}
+	count, err := dispatcher.Replay(t.Context(), e.prod, "down", schemas.TypeSupplier, time.Time{}, time.Time{}, replay)
+	if err != nil || count != len(ns) {
+		t.Fatalf("Replay = %d, %v; want %d", count, err, len(ns))
+	}
+	eventually(t, 15*time.Second, "every replayed notification delivered", func() bool {
+		got := s.deliveredIDs()
+		for _, n := range ns {
+			if got[n.ID] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if got := e.subs.disableCallsOf("down"); got != 1 {
+		t.Errorf("DisableAll called %d times, want 1 (a replay is not unsolicited backlog)", got)
+	}
+}
+
+func TestDispatcher_PendingReplaysDoNotCountAgainstTheBoundAfterARebuild(t *testing.T) {
+	t.Parallel()
+	const limit = 2
+	e := newEnv(t)
+	s := newSink(t, func(string, int) (int, http.Header) { return 500, nil })
+	e.subs.setRule("sub", schemas.TypeRate, rule{url: s.url("/r"), key: "k"})
+	r := e.start(func(o *dispatcher.Options) {
+		o.BacklogLimit = limit
+		o.Schedule = []time.Duration{time.Hour} // failures stay pending
+	})
+	var replay []schemas.Notification
+	for i := range limit + 1 {
+		replay = append(replay, note("sub", schemas.TypeRate, fmt.Sprintf("R%d", i)))
+	}
+	if _, err := dispatcher.Replay(t.Context(), e.prod, "sub", schemas.TypeRate, time.Time{}, time.Time{}, replay); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "replays attempted", func() bool {
+		as := e.attempts()
+		for _, n := range replay {
+			if len(as[n.ID]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	rebuilds := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil)
+	e.mr.FlushAll() // the schedule is rebuilt from the deliveries topic
+	eventually(t, 15*time.Second, "schedule rebuilt", func() bool {
+		return metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil) > rebuilds
+	})
+	fresh := note("sub", schemas.TypeRate, "F")
+	e.publish(fresh)
+	eventually(t, 15*time.Second, "fresh notification recorded", func() bool {
+		_, suppressed := e.suppressed()[fresh.ID]
+		return suppressed || len(e.attempts()[fresh.ID]) > 0
+	})
+	if _, ok := e.suppressed()[fresh.ID]; ok || e.subs.disableCallsOf("sub") != 0 {
+		t.Errorf("pending replays counted against the bound after a rebuild (suppressed, %d DisableAll calls)", e.subs.disableCallsOf("sub"))
+	}
+}
+
+func TestDispatcher_BacklogBoundDisablesAgainAfterTheSubscriberReEnabled(t *testing.T) {
+	t.Parallel()
+	const limit = 2
+	e := newEnv(t)
+	s := newSink(t, func(string, int) (int, http.Header) { return 500, nil })
+	e.subs.setRule("flood", schemas.TypeRate, rule{url: s.url("/r"), key: "k"})
+	e.start(func(o *dispatcher.Options) {
+		o.BacklogLimit = limit
+		o.Schedule = []time.Duration{time.Hour} // failures stay pending
+	})
+	var first []schemas.Notification
+	for i := range limit {
+		first = append(first, note("flood", schemas.TypeRate, fmt.Sprintf("A%d", i)))
+	}
+	e.publish(first...)
+	eventually(t, 15*time.Second, "queued ones attempted", func() bool {
+		as := e.attempts()
+		return len(as[first[0].ID]) > 0 && len(as[first[1].ID]) > 0
+	})
+	e.publish(note("flood", schemas.TypeRate, "A-over"))
+	eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
+	// Re-enabled while the backlog is still at the bound (its retries are
+	// an hour away): the next notification starts a new episode.
+	e.subs.setDisableAll("flood", false)
+	next := note("flood", schemas.TypeRate, "B")
+	e.publish(next)
+	eventually(t, 15*time.Second, "next suppressed", func() bool { _, ok := e.suppressed()[next.ID]; return ok })
+	if got := e.subs.disableCallsOf("flood"); got != 2 {
+		t.Errorf("DisableAll called %d times, want 2: a notification suppressed by the bound while disableAll is false", got)
 	}
 }
 

@@ -224,16 +224,22 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			continue
 		}
 		_, disableAll, err := d.o.Subscriptions.Settings(ctx, n.Subscriber)
-		if err != nil {
+		switch {
+		case err != nil:
 			// Queue it: disableAll is checked again at send time, and one
 			// subscriber the registry cannot read must not stop the intake.
 			d.log.Warn("read subscriber settings failed at intake; queuing", "subscriber", n.Subscriber, "error", err)
 			disableAll = false
+		case !disableAll:
+			// Re-enabled since it was disabled automatically: that
+			// episode is over, and reaching the bound again must set
+			// disableAll again rather than suppress with delivery enabled.
+			d.clearAutoDisabled(n.Subscriber)
 		}
 		subs[n.Subscriber] = settings{disableAll: disableAll}
 		subList = append(subList, n.Subscriber)
 	}
-	backlogs, err := d.v.backlogs(ctx, subList)
+	backlogs, err := d.v.boundedBacklogs(ctx, subList)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +259,9 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			if err := p.suppress(n, now, "disableAll is set"); err != nil {
 				return nil, err
 			}
-		case backlogs[sub] >= limit:
+		case n.Source != sourceReplay && backlogs[sub] >= limit:
+			// Replays are not held to the bound (see boundedBacklogs):
+			// they are queued, still suppressed while disableAll is set.
 			reason := fmt.Sprintf("backlog bound reached: %d pending deliveries, limit %d", backlogs[sub], limit)
 			if !d.isAutoDisabled(sub) && !disabling[sub] {
 				disabling[sub] = true
@@ -279,7 +287,9 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			p.msgs = append(p.msgs, m)
 			p.recs = append(p.recs, rec)
 			p.counts["scheduled"]++
-			backlogs[sub]++
+			if n.Source != sourceReplay {
+				backlogs[sub]++
+			}
 		}
 	}
 	// A subscriber disabled earlier whose backlog went down may be

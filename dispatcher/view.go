@@ -27,6 +27,8 @@ import (
 //	                    is pushed to the end of its lease
 //	ready               ZSET of subscribers by their earliest due time
 //	pending             HASH subscriber -> pending deliveries (the backlog)
+//	replays             HASH subscriber -> pending deliveries that are replays
+//	                    (counted in the backlog, not against its bound)
 //	done:{id}           outcome of a finished delivery, for a while: filters
 //	                    duplicates redelivered from TopicNotifications
 //	lane:{sub}          lease of the instance sending for the subscriber
@@ -42,7 +44,7 @@ local function refresh(due, ready, sub)
 end
 `
 
-// enqueue: KEYS rec chain due ready pending done; ARGV id sub atMs rec checkDone.
+// enqueue: KEYS rec chain due ready pending done replays; ARGV id sub atMs rec checkDone isReplay.
 var enqueueScript = redis.NewScript(luaRefresh + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if ARGV[5] == '1' and redis.call('EXISTS', KEYS[6]) == 1 then return 0 end
@@ -52,6 +54,7 @@ if redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then
   refresh(KEYS[3], KEYS[4], ARGV[2])
 end
 redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
+if ARGV[6] == '1' then redis.call('HINCRBY', KEYS[7], ARGV[2], 1) end
 return 1
 `)
 
@@ -92,10 +95,11 @@ refresh(KEYS[2], KEYS[3], ARGV[2])
 return 1
 `)
 
-// complete: KEYS rec chain due ready pending done; ARGV id sub nowMs doneTTLms outcome.
+// complete: KEYS rec chain due ready pending done replays; ARGV id sub nowMs doneTTLms outcome isReplay.
 // Removes the delivery and makes the next of its chain due now.
 var completeScript = redis.NewScript(luaRefresh + `
 if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+if ARGV[6] == '1' and redis.call('HINCRBY', KEYS[7], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[7], ARGV[2]) end
 redis.call('SET', KEYS[6], ARGV[5], 'PX', ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[1])
 if redis.call('LINDEX', KEYS[2], 0) == ARGV[1] then
@@ -132,6 +136,7 @@ func (v *view) dueKey(sub string) string  { return v.prefix + "due:" + sub }
 func (v *view) laneKey(sub string) string { return v.prefix + "lane:" + sub }
 func (v *view) readyKey() string          { return v.prefix + "ready" }
 func (v *view) pendingKey() string        { return v.prefix + "pending" }
+func (v *view) replaysKey() string        { return v.prefix + "replays" }
 func (v *view) markerKey() string         { return v.prefix + "rebuilt" }
 func (v *view) rebuildLockKey() string    { return v.prefix + "rebuild-lock" }
 
@@ -171,22 +176,32 @@ func (v *view) known(ctx context.Context, ns []schemas.Notification) ([]bool, er
 	return out, nil
 }
 
-// backlogs returns the pending count of each subscriber.
-func (v *view) backlogs(ctx context.Context, subs []string) (map[string]int64, error) {
+// boundedBacklogs returns, per subscriber, the pending deliveries that
+// count against the backlog bound: all but replays. A replay is the
+// subscriber's own request for a bounded set (the registry caps it), made
+// after it re-enabled delivery; were it checked against the bound, a replay
+// of more than the bound would suppress its own tail again.
+func (v *view) boundedBacklogs(ctx context.Context, subs []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(subs))
 	if len(subs) == 0 {
 		return out, nil
 	}
-	vals, err := v.rdb.HMGet(ctx, v.pendingKey(), subs...).Result()
-	if err != nil {
+	pipe := v.rdb.Pipeline()
+	pending := pipe.HMGet(ctx, v.pendingKey(), subs...)
+	replays := pipe.HMGet(ctx, v.replaysKey(), subs...)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("read backlogs: %w", err)
 	}
-	for i, s := range subs {
+	count := func(val any) int64 {
 		var n int64
-		if str, ok := vals[i].(string); ok {
+		if str, ok := val.(string); ok {
 			_, _ = fmt.Sscan(str, &n)
 		}
-		out[s] = n
+		return n
+	}
+	pv, rv := pending.Val(), replays.Val()
+	for i, s := range subs {
+		out[s] = max(count(pv[i])-count(rv[i]), 0)
 	}
 	return out, nil
 }
@@ -218,13 +233,13 @@ func (v *view) enqueueOnce(ctx context.Context, recs []scheduledDelivery) error 
 			return fmt.Errorf("encode delivery %s: %w", r.Notification.ID, err)
 		}
 		n := r.Notification
-		checkDone := "1"
+		checkDone, replay := "1", "0"
 		if n.Source == sourceReplay {
-			checkDone = "0"
+			checkDone, replay = "0", "1"
 		}
 		enqueueScript.Run(ctx, pipe,
-			[]string{v.recKey(n.ID), v.chainKey(n), v.dueKey(n.Subscriber), v.readyKey(), v.pendingKey(), v.doneKey(n.ID)},
-			n.ID, n.Subscriber, score(r.At), raw, checkDone)
+			[]string{v.recKey(n.ID), v.chainKey(n), v.dueKey(n.Subscriber), v.readyKey(), v.pendingKey(), v.doneKey(n.ID), v.replaysKey()},
+			n.ID, n.Subscriber, score(r.At), raw, checkDone, replay)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("enqueue %d deliveries: %w", len(recs), err)
@@ -274,9 +289,13 @@ func (v *view) unclaim(ctx context.Context, n schemas.Notification, at time.Time
 }
 
 func (v *view) complete(ctx context.Context, n schemas.Notification, outcome string, now time.Time) error {
+	replay := "0"
+	if n.Source == sourceReplay {
+		replay = "1"
+	}
 	err := completeScript.Run(ctx, v.rdb,
-		[]string{v.recKey(n.ID), v.chainKey(n), v.dueKey(n.Subscriber), v.readyKey(), v.pendingKey(), v.doneKey(n.ID)},
-		n.ID, n.Subscriber, score(now), v.doneTTL.Milliseconds(), outcome).Err()
+		[]string{v.recKey(n.ID), v.chainKey(n), v.dueKey(n.Subscriber), v.readyKey(), v.pendingKey(), v.doneKey(n.ID), v.replaysKey()},
+		n.ID, n.Subscriber, score(now), v.doneTTL.Milliseconds(), outcome, replay).Err()
 	if err != nil {
 		return fmt.Errorf("complete delivery %s: %w", n.ID, err)
 	}
@@ -453,7 +472,7 @@ func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time) (re
 		return nil
 	}
 	chains := s.chains(v)
-	counts := map[string]int64{}
+	counts, replays := map[string]int64{}, map[string]int64{}
 	for key, chain := range chains {
 		for _, e := range chain {
 			raw, err := json.Marshal(e.rec)
@@ -463,6 +482,9 @@ func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time) (re
 			pipe.Set(ctx, v.recKey(e.rec.Notification.ID), raw, 0)
 			pipe.RPush(ctx, key, e.rec.Notification.ID)
 			counts[e.rec.Notification.Subscriber]++
+			if e.rec.Notification.Source == sourceReplay {
+				replays[e.rec.Notification.Subscriber]++
+			}
 		}
 		head := chain[0].rec
 		pipe.ZAdd(ctx, v.dueKey(head.Notification.Subscriber), redis.Z{Score: float64(score(head.At)), Member: head.Notification.ID})
@@ -472,6 +494,9 @@ func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time) (re
 	}
 	for sub, n := range counts {
 		pipe.HSet(ctx, v.pendingKey(), sub, n)
+		if r := replays[sub]; r > 0 {
+			pipe.HSet(ctx, v.replaysKey(), sub, r)
+		}
 		if err := flushEvery(false); err != nil {
 			return rebuildStats{}, err
 		}

@@ -335,6 +335,82 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		if !strings.Contains(string(raw), "switchback_dispatcher_auto_disabled_total 1") {
 			t.Errorf("metrics do not count the auto-disable")
 		}
+
+		// Recovery: the subscriber fixes its endpoint, re-enables delivery
+		// and replays what was suppressed, found through its delivery log
+		// (history in ClickHouse).
+		if !clickHouseUp(t, p) {
+			t.Log("ClickHouse parked: delivery log and replay not exercised")
+			return
+		}
+		suppressed := map[string]bool{}
+		deadline = time.Now().Add(30 * time.Second)
+		for len(suppressed) < len(ns) {
+			_, log, _ := down.do("GET", "/registry/v1.1/deliveries?type=supplier&outcome=suppressed&limit=100", "")
+			items, _ := log["items"].([]any)
+			for _, it := range items {
+				suppressed[it.(map[string]any)["deliveryId"].(string)] = true
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("delivery log shows %d suppressed deliveries within 30s, want %d", len(suppressed), len(ns))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		sk.script("/down", 200)
+		sk.mu.Lock()
+		mark := len(sk.got) // what reaches the sink after this is the replay
+		sk.mu.Unlock()
+		if status, body, _ := down.do("PUT", "/registry/v1.1/metadata", `{"disableAll":false}`); status != 200 {
+			t.Fatalf("re-enable: %d %v", status, body)
+		}
+		from := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+		to := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+		status, body, _ := down.do("POST", "/registry/v1.1/deliveries/replay", fmt.Sprintf(`{"type":"supplier","from":%q,"to":%q}`, from, to))
+		if status != 202 || body["replayed"] != float64(len(ns)) {
+			t.Fatalf("replay: %d %v, want 202 replaying %d", status, body, len(ns))
+		}
+		deadline = time.Now().Add(20 * time.Second)
+		for {
+			got := receivedSince(sk, "/down", mark, suppressed)
+			if len(got) == len(ns) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replayed notifications received: %d of %d", len(got), len(ns))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	})
 	p.stop(t)
+}
+
+// clickHouseUp reports whether the binary has a ClickHouse (not parked).
+func clickHouseUp(t *testing.T, p *proc) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + p.ops + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rep struct {
+		Dependencies map[string]struct {
+			Status string `json:"status"`
+		} `json:"dependencies"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&rep)
+	return rep.Dependencies["clickhouse"].Status == "up"
+}
+
+// receivedSince returns the distinct ids of want that reached path at or
+// after position mark of the sink's log.
+func receivedSince(s *sink, path string, mark int, want map[string]bool) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for _, r := range s.got[mark:] {
+		if r.path == path && want[r.deliveryID] {
+			out[r.deliveryID] = true
+		}
+	}
+	return out
 }

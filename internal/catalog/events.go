@@ -95,6 +95,18 @@ type Event struct {
 	PriorBinding *Binding `json:"priorBinding,omitempty"`
 	// Owner of a deleted supplier (its record is gone from the event).
 	Owner string `json:"owner,omitempty"`
+	// BoundChannels, on a rate created or deleted, are the channels whose
+	// binding of the product granted the rate when it was written, read
+	// by the writer under the supplier's lock, sorted: the channels whose
+	// bound product gained or lost the rate (channelbinding updated, spec
+	// doc 1). The processor consumes the rate and binding topics in no
+	// guaranteed relative order, so it cannot tell from the view whether a
+	// binding existed when the rate was created; the event says. Non-nil
+	// (possibly empty, encoded []) on every rate creation and deletion
+	// written since this field exists; nil (absent: omitzero) on other
+	// events and on older rate events, for which the processor falls back
+	// to the bindings of the view.
+	BoundChannels []string `json:"boundChannels,omitzero"`
 }
 
 // EntityKey is the Kafka key of the event's entity: one key per entity,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -454,8 +455,11 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 		if err != nil {
 			return err
 		}
+		// The product is bound to no channel (checked above): no binding
+		// loses the rate.
 		changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-			Prior: &Prior{Version: r.Version, Fingerprint: Fingerprint(r)}}, version: max(r.Version, vs[1+len(avail)+i]) + 1, deleted: true})
+			Prior: &Prior{Version: r.Version, Fingerprint: Fingerprint(r)}, BoundChannels: []string{}},
+			version: max(r.Version, vs[1+len(avail)+i]) + 1, deleted: true})
 	}
 	changes = append(changes, change{ev: Event{Kind: KindProduct, SupplierID: sid, ProductID: pid,
 		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
@@ -542,11 +546,16 @@ func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pi
 	prodCmd := pipe.HExists(ctx, s.k.products(sid), pid)
 	ratesCmd := pipe.HMGet(ctx, s.k.rates(sid, pid), ids...)
 	verCmd := pipe.HMGet(ctx, s.k.versions(sid), vfields...)
+	bindCmd := pipe.HGetAll(ctx, s.k.bindings(sid, pid))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, unavailable("read rates", err)
 	}
 	if !prodCmd.Val() {
 		return nil, notFound("product", pid)
+	}
+	bindings, err := decodeBindings(bindCmd.Val())
+	if err != nil {
+		return nil, err
 	}
 	raws, vraw := ratesCmd.Val(), verCmd.Val()
 	out := make([]Rate, len(ins))
@@ -585,6 +594,10 @@ func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pi
 			next.Version = max(cur.Version, last) + 1
 		} else {
 			next.Version = last + 1
+			// A new rate: the bound products that gain it, as bound now
+			// (under the lock), whatever order the processor reads the
+			// rate and binding topics in.
+			ev.BoundChannels = grantingChannels(bindings, in.ID)
 		}
 		out[i] = next
 		changes = append(changes, change{ev: ev, version: next.Version})
@@ -618,19 +631,14 @@ func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid
 	if err != nil {
 		return err
 	}
-	chans := make([]string, 0)
-	for cid, braw := range bindCmd.Val() {
-		var b Binding
-		if err := json.Unmarshal([]byte(braw), &b); err != nil {
-			return fmt.Errorf("decode stored binding: %w", err)
-		}
-		if !b.Whole() && b.Binds(rid) {
-			chans = append(chans, cid)
-		}
+	bindings, err := decodeBindings(bindCmd.Val())
+	if err != nil {
+		return err
 	}
-	if len(chans) > 0 {
-		slices.Sort(chans)
-		return conflict("rate %s is bound to channel %s; rebind the product without it first", rid, chans[0])
+	for _, b := range bindings {
+		if !b.Whole() && b.Binds(rid) {
+			return conflict("rate %s is bound to channel %s; rebind the product without it first", rid, b.ChannelID)
+		}
 	}
 	var vr, va int64
 	if v, ok := verCmd.Val()[0].(string); ok {
@@ -643,9 +651,41 @@ func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid
 	if availCmd.Val() {
 		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
 	}
+	// Only whole-product bindings can grant it here (a naming one is a
+	// conflict above): each loses the rate.
 	changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vr) + 1, deleted: true})
+		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
+		version: max(cur.Version, vr) + 1, deleted: true})
 	return s.commit(ctx, changes)
+}
+
+// decodeBindings reads the stored bindings of a product (channel id →
+// binding JSON), sorted by channel id; the channel is the hash field.
+func decodeBindings(raw map[string]string) ([]Binding, error) {
+	out := make([]Binding, 0, len(raw))
+	for cid, braw := range raw {
+		var b Binding
+		if err := json.Unmarshal([]byte(braw), &b); err != nil {
+			return nil, fmt.Errorf("decode stored binding: %w", err)
+		}
+		b.ChannelID = cid
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
+	return out, nil
+}
+
+// grantingChannels are the channels of the bindings that grant the rate,
+// in the bindings' order; never nil (Event.BoundChannels: nil means "not
+// recorded").
+func grantingChannels(bs []Binding, rid string) []string {
+	out := []string{}
+	for _, b := range bs {
+		if b.Binds(rid) {
+			out = append(out, b.ChannelID)
+		}
+	}
+	return out
 }
 
 // ---- availabilities ----

@@ -257,21 +257,33 @@ func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev 
 			target{typ: schemas.TypeProduct, op: opUpdated, sid: sid, pid: pid})
 
 	case catalogstore.KindRate:
-		bs, err := st.Bindings(ctx, sid, pid)
-		if err != nil {
-			return nil, err
-		}
 		if env.Deleted || ev.Prior == nil {
-			// A rate created or removed under a bound product is a
-			// rate-level change of the binding: always channelbinding
-			// updated (spec doc 1, Events). Only whole-product bindings
-			// gain or lose it: one naming rates cannot name a new rate,
-			// and a named rate cannot be deleted.
-			return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Whole() || b.Binds(rid) }),
-				target{typ: schemas.TypeChannelBinding, op: opUpdated, sid: sid, pid: pid})
+			// A rate created or removed under an already bound product is
+			// a rate-level change of the binding: channelbinding updated
+			// (spec doc 1, "Channel binding lifecycle"). Which bindings
+			// granted it is what the writer saw under the supplier's lock
+			// (Event.BoundChannels), not the view now: the rate and
+			// binding topics are consumed in no guaranteed relative
+			// order, and a binding made after the rate must not report
+			// the rate as added to it.
+			chans := ev.BoundChannels
+			if chans == nil {
+				// An event written before BoundChannels existed: the
+				// bindings of the view, as it was always done.
+				bs, err := st.Bindings(ctx, sid, pid)
+				if err != nil {
+					return nil, err
+				}
+				chans = channels(bs, func(b catalogstore.Binding) bool { return b.Binds(rid) })
+			}
+			return p.fanout(ctx, env, chans, target{typ: schemas.TypeChannelBinding, op: opUpdated, sid: sid, pid: pid})
 		}
 		if !changed(ev.Prior, ev.Rate) {
 			return nil, nil
+		}
+		bs, err := st.Bindings(ctx, sid, pid)
+		if err != nil {
+			return nil, err
 		}
 		return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Valid.Contains(now) && b.Binds(rid) }),
 			target{typ: schemas.TypeRate, op: opUpdated, sid: sid, pid: pid, rid: rid})

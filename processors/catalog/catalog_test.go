@@ -332,3 +332,105 @@ func TestResellers_OnChannelListsItsLiveResellers(t *testing.T) {
 		t.Fatalf("got %v %v, want [r1]", got, err)
 	}
 }
+
+// The processor consumes the rate and binding topics in no guaranteed
+// relative order (and the writer has applied everything to the view
+// before the processor sees it). Rates created before a product was bound
+// are not rates added to the bound product, whichever event is handled
+// first: the binding's created is the only notification.
+func TestNotifications_RateCreatedBeforeTheBindingIsNotABindingUpdate(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
+	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r2", "R2"))
+	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{"rateIds":["r1"]}`)
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p2", "P2", "d"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p2/rates", e.Operator, catalogtest.RateBody("r3", "R3"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p2/channels/chan-a", e.Operator, `{}`)
+
+	// Bindings first, then the rates they were made after.
+	var first, rates []stream.Message
+	for _, m := range e.Rec.Messages() {
+		switch m.Topic {
+		case schemas.TopicRates:
+			rates = append(rates, m)
+		default:
+			first = append(first, m)
+		}
+	}
+	if len(rates) != 3 {
+		t.Fatalf("%d rate records, want 3", len(rates))
+	}
+	h.notes.Reset()
+	for _, m := range append(first, rates...) {
+		if err := h.p.Handle(context.Background(), m); err != nil {
+			t.Fatalf("handle %s: %v", m.Key, err)
+		}
+	}
+	want := []string{"R1 channelbinding created s1/p1", "R1 channelbinding created s1/p2"}
+	if got := h.summary(t); !slices.Equal(got, want) {
+		t.Errorf("notifications %q, want %q", got, want)
+	}
+}
+
+// A rate created under a bound product is channelbinding updated even
+// when the binding is gone from the view by the time the processor
+// handles the rate (the writer recorded who was bound); a rate event
+// written before Event.BoundChannels existed falls back to the view.
+func TestNotifications_RateCreatedUnderABindingUsesTheWriteTimeBindings(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
+	h.rules.set(e.Reseller2.ID, schemas.TypeChannelBinding, registry.Config{})
+	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{}`)
+	e.Must(t, 201, "POST", p1+"/channels/chan-b", e.Operator, `{}`)
+	h.drain(t)
+
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	msgs := e.Rec.Messages()
+	created := msgs[len(msgs)-1]
+	var env schemas.Envelope
+	if err := json.Unmarshal(created.Value, &env); err != nil {
+		t.Fatal(err)
+	}
+	var ev catalogstore.Event
+	if err := json.Unmarshal(env.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ev.BoundChannels, []string{catalogtest.ChannelA, catalogtest.ChannelB}) {
+		t.Fatalf("rate created with boundChannels %q, want both channels", ev.BoundChannels)
+	}
+	// chan-b unbinds before the processor gets to the rate.
+	e.Must(t, 204, "DELETE", p1+"/channels/chan-b", e.Operator, "")
+	if got, want := h.drain(t), []string{
+		"R1 channelbinding updated s1/p1", "R2 channelbinding removed s1/p1", "R2 channelbinding updated s1/p1",
+	}; !slices.Equal(got, want) {
+		t.Errorf("notifications %q, want %q", got, want)
+	}
+
+	// The same event without the field (an older writer): the view's
+	// bindings, now chan-a only.
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(env.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	delete(data, "boundChannels")
+	env.Data, _ = json.Marshal(data)
+	env.ID = "older-writer"
+	old := created
+	old.Value, _ = json.Marshal(env)
+	h.notes.Reset()
+	if err := h.p.Handle(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.summary(t), []string{"R1 channelbinding updated s1/p1"}; !slices.Equal(got, want) {
+		t.Errorf("older event: notifications %q, want %q", got, want)
+	}
+}
