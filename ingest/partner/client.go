@@ -1,0 +1,296 @@
+package partner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchbackhq/switchback/internal/domainerr"
+)
+
+// Domain errors of partner calls. The reseller sees the code and this
+// message only; the partner's status, body and address stay in the log.
+var (
+	// ErrUnavailable: the partner failed, timed out, answered garbage or
+	// its breaker is open (UNAVAILABLE, 503).
+	ErrUnavailable = domainerr.New("UNAVAILABLE", "the supplier's system is temporarily unavailable")
+	// ErrRejected: the partner answered 400 to the request (BAD_REQUEST).
+	ErrRejected = domainerr.New("BAD_REQUEST", "the supplier's system rejected the request")
+	// ErrNotFound: the partner answered 404 (NOT_FOUND).
+	ErrNotFound = domainerr.New("NOT_FOUND", "not found at the supplier's system")
+)
+
+// Failure kinds, the label of switchback_ingest_partner_errors_total.
+const (
+	KindTimeout   = "timeout"
+	KindTransport = "transport"
+	KindStatus    = "status"
+	KindMalformed = "malformed"
+	KindAuth      = "auth"
+	KindBreaker   = "breaker_open"
+)
+
+// CallError is a failed partner call: Kind for metrics and tests, the
+// domain error it maps to for callers (errors.Is(err, ErrUnavailable)).
+type CallError struct {
+	Kind   string
+	Status int // partner HTTP status, 0 when there was none
+	domain error
+	cause  error
+}
+
+func (e *CallError) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("partner call: %s: %v", e.Kind, e.cause)
+	}
+	return fmt.Sprintf("partner call: %s (status %d)", e.Kind, e.Status)
+}
+
+// Unwrap gives the domain error (and the cause, for errors.Is on it).
+func (e *CallError) Unwrap() []error { return []error{e.domain, e.cause} }
+
+// ErrorCode is the domain error's code (apierror.From maps it).
+func (e *CallError) ErrorCode() string {
+	var c interface{ ErrorCode() string }
+	if errors.As(e.domain, &c) {
+		return c.ErrorCode()
+	}
+	return "UNAVAILABLE"
+}
+
+// Connection is how to reach one partner: catalog.Connection of a
+// supplier whose kind is "partner". Its String never shows the secret.
+type Connection struct {
+	BaseURL   string
+	APIKey    string
+	APISecret string
+}
+
+func (c Connection) String() string { return "partner{" + c.BaseURL + "}" }
+
+// Options configures NewClient.
+type Options struct {
+	// Timeout of one call. Default 2 s (the partner deadline).
+	Timeout time.Duration
+	// HTTP is the fasthttp client. Default: one with sane pool limits.
+	HTTP *fasthttp.Client
+	// BreakerFailures consecutive failures open a partner's breaker for
+	// BreakerCooldown; then one trial call (half-open) closes or reopens
+	// it. Defaults 5 and 10 s.
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	// Registerer gets the switchback_ingest_partner_* metrics; nil: none.
+	Registerer prometheus.Registerer
+	// Clock for the breaker. Default time.Now.
+	Clock func() time.Time
+}
+
+// Client calls partners. Safe for concurrent use.
+type Client struct {
+	opts     Options
+	http     *fasthttp.Client
+	metrics  *metrics
+	mu       sync.Mutex
+	breakers map[string]*breaker // by base URL
+}
+
+// NewClient returns a client.
+func NewClient(opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	if opts.BreakerFailures <= 0 {
+		opts.BreakerFailures = 5
+	}
+	if opts.BreakerCooldown <= 0 {
+		opts.BreakerCooldown = 10 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	h := opts.HTTP
+	if h == nil {
+		h = &fasthttp.Client{
+			Name:                          "switchback",
+			MaxConnsPerHost:               256,
+			MaxIdleConnDuration:           30 * time.Second,
+			MaxResponseBodySize:           MaxResponseBytes,
+			NoDefaultUserAgentHeader:      false,
+			DisableHeaderNamesNormalizing: false,
+		}
+	}
+	return &Client{opts: opts, http: h, metrics: newMetrics(opts.Registerer), breakers: map[string]*breaker{}}
+}
+
+// AvailabilitiesRequest is GET /suppliers/{s}/products/{p}/availabilities.
+type AvailabilitiesRequest struct {
+	SupplierID, ProductID string
+	Start, End            time.Time
+	RateID                string // optional
+	// RequestID is sent as X-Request-ID and must come back as meta.reqId.
+	RequestID string
+}
+
+// Availabilities calls the partner. ctx's deadline shortens the timeout.
+func (c *Client) Availabilities(ctx context.Context, conn Connection, in AvailabilitiesRequest) (List, error) {
+	u, err := availabilitiesURL(conn.BaseURL, in)
+	if err != nil {
+		return List{}, &CallError{Kind: KindTransport, domain: ErrUnavailable, cause: err}
+	}
+	var out List
+	err = c.do(ctx, conn, "availabilities", u, in.RequestID, func(body []byte) error {
+		out, err = ParseAvailabilities(body, in.RequestID, in.ProductID)
+		return err
+	})
+	return out, err
+}
+
+func availabilitiesURL(base string, in AvailabilitiesRequest) (string, error) {
+	b, err := url.Parse(base)
+	if err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
+		return "", errors.New("connection baseUrl is not an http(s) URL")
+	}
+	q := url.Values{}
+	q.Set("start", in.Start.UTC().Format(time.RFC3339))
+	q.Set("end", in.End.UTC().Format(time.RFC3339))
+	if in.RateID != "" {
+		q.Set("rate_id", in.RateID)
+	}
+	return strings.TrimSuffix(b.String(), "/") + "/suppliers/" + url.PathEscape(in.SupplierID) + "/products/" +
+		url.PathEscape(in.ProductID) + "/availabilities?" + q.Encode(), nil
+}
+
+// do runs one GET through the partner's breaker.
+func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, parse func([]byte) error) error {
+	br := c.breaker(conn.BaseURL)
+	if !br.allow(c.opts.Clock()) {
+		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
+		return &CallError{Kind: KindBreaker, domain: ErrUnavailable}
+	}
+	timeout := c.opts.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		br.done(c.opts.Clock(), true, c.metrics)
+		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
+		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(u)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-API-Key", conn.APIKey)
+	req.Header.Set("X-API-Secret", conn.APISecret)
+	if reqID != "" {
+		req.Header.Set("X-Request-ID", reqID)
+	}
+	start := time.Now()
+	err := c.http.DoTimeout(req, resp, timeout)
+	c.metrics.seconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	ce := classify(err, resp.StatusCode())
+	if ce == nil {
+		if perr := parse(resp.Body()); perr != nil {
+			ce = &CallError{Kind: KindMalformed, Status: resp.StatusCode(), domain: ErrUnavailable, cause: perr}
+		}
+	}
+	// A 400/404 is the partner working correctly: not a breaker failure.
+	br.done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable, c.metrics)
+	if ce != nil {
+		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
+		return ce
+	}
+	return nil
+}
+
+func classify(err error, status int) *CallError {
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
+		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: err}
+	case err != nil:
+		return &CallError{Kind: KindTransport, domain: ErrUnavailable, cause: err}
+	case status == fasthttp.StatusOK:
+		return nil
+	case status == fasthttp.StatusBadRequest:
+		return &CallError{Kind: KindStatus, Status: status, domain: ErrRejected}
+	case status == fasthttp.StatusNotFound:
+		return &CallError{Kind: KindStatus, Status: status, domain: ErrNotFound}
+	case status == fasthttp.StatusUnauthorized || status == fasthttp.StatusForbidden:
+		// Our stored credentials are wrong: not the reseller's fault.
+		return &CallError{Kind: KindAuth, Status: status, domain: ErrUnavailable}
+	}
+	return &CallError{Kind: KindStatus, Status: status, domain: ErrUnavailable}
+}
+
+func (c *Client) breaker(base string) *breaker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.breakers[base]
+	if b == nil {
+		b = &breaker{failures: c.opts.BreakerFailures, cooldown: c.opts.BreakerCooldown}
+		c.breakers[base] = b
+	}
+	return b
+}
+
+// BreakerOpen reports whether the breaker of the partner at baseURL is
+// open (for tests and health pages).
+func (c *Client) BreakerOpen(baseURL string) bool {
+	b := c.breaker(baseURL)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state != stateClosed
+}
+
+type metrics struct {
+	seconds *prometheus.HistogramVec
+	errors  *prometheus.CounterVec
+	open    prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_ingest_partner_seconds",
+			Help:    "Latency of partner interface calls, by operation.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
+		}, []string{"op"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_partner_errors_total",
+			Help: "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open).",
+		}, []string{"kind"}),
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "switchback_ingest_partner_breaker_open",
+			Help:        "Partners whose circuit breaker is open or half-open (by connection kind, not by partner).",
+			ConstLabels: prometheus.Labels{"kind": "partner"},
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.seconds, m.errors, m.open} {
+			if err := reg.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+				switch c.(type) {
+				case *prometheus.HistogramVec:
+					m.seconds = are.ExistingCollector.(*prometheus.HistogramVec)
+				case *prometheus.CounterVec:
+					m.errors = are.ExistingCollector.(*prometheus.CounterVec)
+				case prometheus.Gauge:
+					m.open = are.ExistingCollector.(prometheus.Gauge)
+				}
+			}
+		}
+	}
+	return m
+}

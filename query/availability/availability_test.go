@@ -1,0 +1,410 @@
+package availability
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/bench/partnersim"
+	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+// clock is a settable test clock.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock               { c := &clock{}; c.ns.Store(t0.UnixNano()); return c }
+func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// fakeCatalog: supplier S1 (a partner at url) with product P1 whose rates
+// R1 and R2 are bound to chan-a; R3 exists but is not bound.
+type fakeCatalog struct{ url string }
+
+func (f fakeCatalog) AppendRates(_ context.Context, dst []byte, channel, sid, pid string, _ time.Time) ([]byte, error) {
+	if channel == "chan-c" && sid == "S1" && pid == "P1" {
+		return append(dst, `[{"id":"R3"}]`...), nil
+	}
+	if channel != "chan-a" || sid != "S1" || pid != "P1" {
+		return dst, fmt.Errorf("product %s: %w", pid, catalog.ErrNotFound)
+	}
+	return append(dst, `[{"id":"R1","prices":[{"id":"x"}]},{"id":"R2"}]`...), nil
+}
+
+func (f fakeCatalog) Supplier(_ context.Context, p principals.Principal, sid string) (catalog.Supplier, error) {
+	if sid != "S1" || p.Role != principals.RoleAdmin {
+		return catalog.Supplier{}, catalog.ErrNotFound
+	}
+	var s catalog.Supplier
+	s.ID = "S1"
+	s.Connection = catalog.Connection{Kind: catalog.ConnectionPartner, BaseURL: f.url,
+		Credentials: catalog.Credentials{APIKey: "k", APISecret: "s"}}
+	return s, nil
+}
+
+func (f fakeCatalog) Availabilities(context.Context, principals.Principal, string, string, string) (catalog.AvailabilitySet, error) {
+	return catalog.AvailabilitySet{}, catalog.ErrNotFound
+}
+
+type env struct {
+	clock *clock
+	sim   *partnersim.Server
+	rdb   *redis.Client
+	pub   *catalogtest.Recorder
+	cat   fakeCatalog
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{clock: newClock(), pub: &catalogtest.Recorder{}}
+	e.sim = partnersim.New(partnersim.Config{APIKey: "k", APISecret: "s", Clock: e.clock.Now,
+		Rates: map[string][]string{"P1": {"R1", "R2", "R3"}}})
+	ts := httptest.NewServer(e.sim)
+	t.Cleanup(ts.Close)
+	e.cat = fakeCatalog{url: ts.URL}
+	opts, err := redis.ParseURL(testharness.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.rdb = redis.NewClient(opts)
+	t.Cleanup(func() { _ = e.rdb.Close() })
+	return e
+}
+
+func (e *env) service(deadline time.Duration) *Service {
+	return New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Timeout: 2 * time.Second}),
+		Publisher: e.pub, Clock: e.clock.Now, Deadline: deadline})
+}
+
+var day = window{start: t0, end: t0.Add(48 * time.Hour)}
+
+func TestFreshness_FreshServedFromCacheThenOneCallAfterMaxAge(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(2 * time.Second)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.sim.Calls(); n != 1 {
+		t.Fatalf("partner calls = %d, want 1 (then served from Redis)", n)
+	}
+	e.clock.Add(5*time.Minute - time.Second)
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.sim.Calls() != 1 {
+		t.Fatalf("at 4m59s: err %v, calls %d", err, e.sim.Calls())
+	}
+	e.clock.Add(2 * time.Second) // 5 min + 1 s after the fetch
+	got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day)
+	if err != nil || e.sim.Calls() != 2 || got.stale {
+		t.Fatalf("at 5m01s: err %v, calls %d, stale %v", err, e.sim.Calls(), got.stale)
+	}
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.sim.Calls() != 2 {
+		t.Fatalf("after the refresh: err %v, calls %d", err, e.sim.Calls())
+	}
+	// Every refresh published one snapshot per bound rate, never R3.
+	msgs := e.pub.Messages()
+	if len(msgs) != 4 {
+		t.Fatalf("snapshots = %d, want 4", len(msgs))
+	}
+	for _, m := range msgs {
+		var env schemas.Envelope
+		if err := json.Unmarshal(m.Value, &env); err != nil || m.Topic != schemas.TopicAvailability || env.Type != partner.SnapshotEventType {
+			t.Fatalf("bad snapshot %s: %v", m.Value, err)
+		}
+		if strings.HasSuffix(env.Key, "/R3") || env.Key != string(m.Key) {
+			t.Fatalf("snapshot key %q", env.Key)
+		}
+	}
+}
+
+func TestFreshness_PastPartnerExpiresIsStaleBeforeMaxAge(t *testing.T) {
+	e := newEnv(t)
+	e.sim.Update(func(c *partnersim.Config) { c.ExpiresIn = time.Minute })
+	s := e.service(2 * time.Second)
+	ctx := context.Background()
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(61 * time.Second)
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil || e.sim.Calls() != 2 {
+		t.Fatalf("err %v, calls %d, want 2", err, e.sim.Calls())
+	}
+}
+
+func TestConcurrentStaleReads_OnePartnerCall(t *testing.T) {
+	e := newEnv(t)
+	e.sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
+	// Two processes (two services, their own singleflight) on one Redis.
+	a, b := e.service(2*time.Second), e.service(2*time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			if _, err := s.load(context.Background(), "r", "chan-a", "S1", "P1", "", day); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := e.sim.Calls(); n != 1 {
+		t.Fatalf("partner calls = %d, want 1", n)
+	}
+}
+
+func TestConcurrentReads_ChannelsWithOtherRatesDoNotShareARefresh(t *testing.T) {
+	e := newEnv(t)
+	e.sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
+	s := e.service(2 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, ch := range []string{"chan-a", "chan-c"} {
+		wg.Go(func() {
+			got, err := s.load(context.Background(), "r", ch, "S1", "P1", "", day)
+			if err == nil && got.stale {
+				err = fmt.Errorf("%s: stale", ch)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := e.sim.Calls(); n != 2 {
+		t.Fatalf("calls = %d, want 2 (one per rate set)", n)
+	}
+}
+
+func TestDeadline_SlowPartnerServesStaleAndRefreshesInBackground(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(100 * time.Millisecond)
+	ctx := context.Background()
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(6 * time.Minute) // stale, but before the partner's expires (10 min)
+	e.sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
+	start := time.Now()
+	got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day)
+	if err != nil || !got.stale {
+		t.Fatalf("err %v, stale %v", err, got.stale)
+	}
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Fatalf("stale answer took %v, want about the 100 ms deadline", d)
+	}
+	// The refresh finishes in the background: the entry becomes fresh.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, missing, err := s.read(ctx, "S1", "P1", []string{"R1", "R2"}, day, e.clock.Now())
+		if err == nil && !missing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("background refresh did not write the entry back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := e.sim.Calls(); n != 2 {
+		t.Fatalf("calls = %d, want 2", n)
+	}
+}
+
+func TestDeadline_NoEntryIs503(t *testing.T) {
+	e := newEnv(t)
+	e.sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
+	s := e.service(50 * time.Millisecond)
+	_, err := s.load(context.Background(), "r", "chan-a", "S1", "P1", "", day)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestPartnerDown_NoEntryIs503_StaleEntryServed(t *testing.T) {
+	e := newEnv(t)
+	s := e.service(time.Second)
+	ctx := context.Background()
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
+		t.Fatal(err)
+	}
+	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
+	e.clock.Add(6 * time.Minute)
+	if got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || !got.stale {
+		t.Fatalf("stale: err %v", err)
+	}
+	other := window{start: t0.Add(72 * time.Hour), end: t0.Add(96 * time.Hour)}
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", other); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("no entry: err = %v", err)
+	}
+	e.clock.Add(5 * time.Minute) // past the partner's expires: discarded
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("expired entry: err = %v", err)
+	}
+}
+
+// ---- HTTP ----
+
+type auth struct{}
+
+func (auth) Authenticate(key, _ []byte) (principals.Principal, bool) {
+	switch string(key) {
+	case "reseller":
+		return principals.Principal{ID: "sub-1", Role: principals.RoleReseller, ChannelID: "chan-a"}, true
+	case "other":
+		return principals.Principal{ID: "sub-2", Role: principals.RoleReseller, ChannelID: "chan-b"}, true
+	}
+	return principals.Principal{}, false
+}
+
+func serve(t *testing.T, svc *Service) string {
+	t.Helper()
+	srv := httpapi.New(httpapi.Options{Principals: auth{}})
+	Register(srv, svc)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return "http://" + ln.Addr().String()
+}
+
+func get(t *testing.T, url, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("X-API-Key", key)
+	req.Header.Set("X-API-Secret", "x")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: body %s", url, b)
+	}
+	return resp.StatusCode, m
+}
+
+func TestHTTP_AvailabilityReads(t *testing.T) {
+	e := newEnv(t)
+	base := serve(t, e.service(2*time.Second))
+	const prod = "/suppliers/S1/products/P1"
+	tests := []struct {
+		name, path, key string
+		status          int
+		field           string
+	}{
+		{"missing start", "/v1.2" + prod + "/availabilities?end=2026-11-23T00:00:00Z", "reseller", 400, "start"},
+		{"missing end", "/v1.2" + prod + "/availabilities?start=2026-11-22T00:00:00Z", "reseller", 400, "end"},
+		{"invalid start", "/v1.2" + prod + "/availabilities?start=yesterday&end=2026-11-23T00:00:00Z", "reseller", 400, "start"},
+		{"end before start", "/v1.2" + prod + "/availabilities?start=2026-11-23T00:00:00Z&end=2026-11-22T00:00:00Z", "reseller", 400, "end"},
+		{"unbound rate", "/v1.2" + prod + "/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z&rate_id=R3", "reseller", 404, ""},
+		{"other channel", "/v1.2" + prod + "/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "other", 404, ""},
+		{"list v1.2", "/v1.2" + prod + "/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller", 200, ""},
+		{"list v1.3", "/v1.3" + prod + "/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z&rate_id=R1", "reseller", 200, ""},
+		{"single missing at", "/v1.2" + prod + "/availability?qty=1", "reseller", 400, "at"},
+		{"single bad qty", "/v1.2" + prod + "/availability?at=2026-11-22T09:30:00Z&qty=zero", "reseller", 400, "qty"},
+		{"single no window", "/v1.2" + prod + "/availability?at=2026-11-22T03:00:00Z", "reseller", 404, ""},
+		{"single bookable", "/v1.2" + prod + "/availability?at=2026-11-22T09:30:00Z&qty=0" + "1", "reseller", 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := get(t, base+tt.path, tt.key)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %v", status, tt.status, body)
+			}
+			if meta, _ := body["meta"].(map[string]any); meta == nil || meta["reqId"] == "" {
+				t.Fatalf("no meta.reqId: %v", body)
+			}
+			if tt.field != "" {
+				data, _ := body["data"].(map[string]any)
+				if data["field"] != tt.field {
+					t.Fatalf("data.field = %v, want %s", data["field"], tt.field)
+				}
+			}
+		})
+	}
+	_, list := get(t, base+"/v1.2"+prod+"/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
+	av := list["availabilities"].(map[string]any)
+	byRate := av["byRate"].(map[string]any)
+	if len(byRate) != 2 || byRate["R3"] != nil || av["expires"] == nil || av["retrieved"] == nil || av["productId"] != "P1" {
+		t.Fatalf("list = %v", av)
+	}
+	if n := len(av["byProduct"].(map[string]any)["availability"].([]any)); n != 6 {
+		t.Fatalf("byProduct has %d availabilities, want 6", n)
+	}
+}
+
+func TestHTTP_SingleIsNotBookableWhenQuantityExceedsCapacity(t *testing.T) {
+	e := newEnv(t)
+	e.sim.Update(func(c *partnersim.Config) { c.MaxCapacity = 5 })
+	base := serve(t, e.service(2*time.Second))
+	status, body := get(t, base+"/v1.2/suppliers/S1/products/P1/availability?at=2026-11-22T09:30:00Z&qty=6&rate_id=R1", "reseller")
+	if status != 200 || body["bookable"] != false {
+		t.Fatalf("status %d body %v", status, body)
+	}
+	a := body["availability"].(map[string]any)
+	if a["rateId"] != "R1" || a["start"] != "2026-11-22T09:00:00Z" {
+		t.Fatalf("availability %v", a)
+	}
+}
+
+func FuzzParseParams(f *testing.F) {
+	f.Add("2026-11-22T00:00:00Z", "2026-11-23T00:00:00Z", "5")
+	f.Add("", "x", "-1")
+	f.Add("2026-11-22T00:00:00+14:00", "9999-12-31T23:59:59Z", "99999999999999999999")
+	f.Fuzz(func(t *testing.T, start, end, qty string) {
+		w, err := parseWindow(start, end, 92*24*time.Hour)
+		if err == nil && (!w.start.Before(w.end) || w.end.Sub(w.start) > 92*24*time.Hour) {
+			t.Fatalf("accepted window %v", w)
+		}
+		if _, n, err := parseAt(start, qty); err == nil && (n < 1 || n > 10000) {
+			t.Fatalf("accepted qty %d", n)
+		}
+	})
+}
+
+func TestHTTP_PartnerFailureWithoutEntryIs503WithoutPartnerDetails(t *testing.T) {
+	e := newEnv(t)
+	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
+	base := serve(t, e.service(time.Second))
+	status, body := get(t, base+"/v1.2/suppliers/S1/products/P1/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
+	if status != 503 || body["code"] != "UNAVAILABLE" {
+		t.Fatalf("status %d body %v", status, body)
+	}
+	if b, _ := json.Marshal(body); strings.Contains(string(b), "simulated") || strings.Contains(string(b), "127.0.0.1") {
+		t.Fatalf("partner details leaked: %s", b)
+	}
+}

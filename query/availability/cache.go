@@ -1,0 +1,597 @@
+// Package availability serves the reseller availability reads of spec doc
+// 2 (GET .../availabilities and .../availability, v1.2 and v1.3) through
+// the availability cache: an entry per (supplier, product, rate, window)
+// in Redis, fresh for MaxAge (5 minutes, spec doc 2 "Limits") and never
+// past the partner's expires. An older or missing entry sends the request
+// to the supplier's partner (ingest/partner) once per key across the
+// process (singleflight) and across processes (a short Redis lock); the
+// answer is written back and published as a snapshot
+// (partner.SnapshotEventType) for processors/availability to diff. A read
+// waits Deadline for the partner; past it, a stale entry that the partner
+// has not expired is served (and the refresh finishes in the background),
+// no usable entry is 503.
+//
+// It must not diff or notify (processors/availability does), nor write
+// the catalog. Only rates bound to the reseller's channel are visible.
+package availability
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/stream"
+)
+
+// Catalog is what the cache needs of the catalog; *catalog.Store
+// implements it. AppendRates tells which rates the channel sees (bound,
+// inside the binding window); Supplier (called with an admin principal)
+// gives the partner connection; Availabilities the operator-pushed
+// availabilities of suppliers that are not partners.
+type Catalog interface {
+	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
+	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
+	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
+}
+
+// Partner calls a partner; *partner.Client implements it.
+type Partner interface {
+	Availabilities(ctx context.Context, conn partner.Connection, in partner.AvailabilitiesRequest) (partner.List, error)
+}
+
+// Options configures New.
+type Options struct {
+	Redis     redis.UniversalClient // required
+	Catalog   Catalog               // required
+	Partner   Partner               // required
+	Publisher stream.Publisher      // required: snapshots go to schemas.TopicAvailability
+	// MaxAge of a fresh entry. Default 5 min (spec doc 2).
+	MaxAge time.Duration
+	// Deadline a read waits for the partner. Default 2 s.
+	Deadline time.Duration
+	// RefreshTimeout bounds a refresh (lock, partner call, write-back),
+	// which outlives the read that started it. Default Deadline + 1 s.
+	RefreshTimeout time.Duration
+	// MaxWindow is the longest start..end a read may ask. Default 92 days.
+	MaxWindow time.Duration
+	// LocalTTL bounds the in-process copy of fresh entries and of the
+	// channel's bound rates (a read then makes no Redis round trip). It
+	// never extends an entry past MaxAge or expires; a binding change is
+	// seen within it. Default 1 s; negative disables it.
+	LocalTTL time.Duration
+	// KeyPrefix of the cache keys. Default "sb:".
+	KeyPrefix string
+	// Clock. Default time.Now.
+	Clock func() time.Time
+	// Logger: default discard.
+	Logger *slog.Logger
+	// Registerer gets switchback_availability_cache_total; nil: none.
+	Registerer prometheus.Registerer
+}
+
+// Service is the availability cache and the reads built on it.
+type Service struct {
+	opts    Options
+	log     *slog.Logger
+	flights flights
+	local   local
+	cache   *prometheus.CounterVec
+	publish *prometheus.CounterVec
+}
+
+// New returns a service.
+func New(opts Options) *Service {
+	if opts.Redis == nil || opts.Catalog == nil || opts.Partner == nil || opts.Publisher == nil {
+		panic("query/availability.New: Redis, Catalog, Partner and Publisher are required")
+	}
+	if opts.MaxAge <= 0 {
+		opts.MaxAge = 5 * time.Minute
+	}
+	if opts.Deadline <= 0 {
+		opts.Deadline = 2 * time.Second
+	}
+	if opts.RefreshTimeout <= 0 {
+		opts.RefreshTimeout = opts.Deadline + time.Second
+	}
+	if opts.MaxWindow <= 0 {
+		opts.MaxWindow = 92 * 24 * time.Hour
+	}
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = "sb:"
+	}
+	if opts.LocalTTL == 0 {
+		opts.LocalTTL = time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{opts: opts, log: opts.Logger.With("component", "availability"), local: local{m: map[string]localItem{}},
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_availability_cache_total",
+			Help: "Availability reads by cache result: hit (fresh), miss (refreshed from the partner), stale (served stale), unavailable (503).",
+		}, []string{"result"}),
+		publish: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_availability_refresh_total",
+			Help: "Availability refreshes, by result (ok, partner_error, publish_error, lock_busy).",
+		}, []string{"result"}),
+	}
+	if opts.Registerer != nil {
+		s.cache = registerCounter(opts.Registerer, s.cache)
+		s.publish = registerCounter(opts.Registerer, s.publish)
+	}
+	return s
+}
+
+func registerCounter(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if ex, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return ex
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+// ErrUnavailable is a read that has no usable entry and no partner
+// answer in time (503).
+var ErrUnavailable = domainerr.New("UNAVAILABLE", "availability temporarily unavailable")
+
+var errNotFound = domainerr.New("NOT_FOUND", "not found")
+
+// entry is one cached answer for a rate and window.
+type entry struct {
+	fetched   time.Time              // our clock at write-back
+	expires   time.Time              // the partner's expires
+	retrieved time.Time              // the partner's retrieved
+	raw       []byte                 // JSON array of partner.Availability
+	decoded   []partner.Availability // raw decoded, in the local copy only
+}
+
+// Entry wire form: "1|<fetched ms>|<expires ms>|<retrieved ms>|<json array>".
+func (e entry) encode() string {
+	return "1|" + strconv.FormatInt(e.fetched.UnixMilli(), 10) + "|" + strconv.FormatInt(e.expires.UnixMilli(), 10) + "|" +
+		strconv.FormatInt(e.retrieved.UnixMilli(), 10) + "|" + string(e.raw)
+}
+
+func decodeEntry(s string) (entry, bool) {
+	parts := strings.SplitN(s, "|", 5)
+	if len(parts) != 5 || parts[0] != "1" {
+		return entry{}, false
+	}
+	var ms [3]int64
+	for i := range ms {
+		v, err := strconv.ParseInt(parts[i+1], 10, 64)
+		if err != nil {
+			return entry{}, false
+		}
+		ms[i] = v
+	}
+	return entry{fetched: time.UnixMilli(ms[0]).UTC(), expires: time.UnixMilli(ms[1]).UTC(),
+		retrieved: time.UnixMilli(ms[2]).UTC(), raw: []byte(parts[4])}, true
+}
+
+func (s *Service) fresh(e entry, now time.Time) bool {
+	return now.Sub(e.fetched) < s.opts.MaxAge && now.Before(e.expires)
+}
+
+// window is a read's [start, end), to the second.
+type window struct{ start, end time.Time }
+
+func (w window) String() string {
+	return strconv.FormatInt(w.start.Unix(), 10) + "-" + strconv.FormatInt(w.end.Unix(), 10)
+}
+
+// key: <prefix>avail:{S}:<P>:<R>:<start>-<end> (hash tag on the supplier).
+func (s *Service) key(sid, pid, rid string, w window) string {
+	return s.opts.KeyPrefix + "avail:{" + sid + "}:" + pid + ":" + rid + ":" + w.String()
+}
+
+func (s *Service) lockKey(sid, pid, set string, w window) string {
+	return s.opts.KeyPrefix + "avail:{" + sid + "}:lock:" + pid + ":" + set + ":" + w.String()
+}
+
+// rateSet names the rates a refresh covers: the asked rate_id, else the
+// sorted bound rates (hashed when long).
+func rateSet(rid string, rates []string) string {
+	if rid != "" {
+		return rid
+	}
+	j := "*" + strings.Join(rates, ",")
+	if len(j) <= 128 {
+		return j
+	}
+	sum := sha256.Sum256([]byte(j))
+	return "*" + hex.EncodeToString(sum[:12])
+}
+
+// rateEntries is what a read found for each rate it covers.
+type rateEntries struct {
+	rates   []string
+	entries []entry
+	stale   bool // at least one entry was served stale
+}
+
+var adminPrincipal = principals.Principal{Role: principals.RoleAdmin}
+
+// boundRates lists the rates of the product the channel sees (sorted), or
+// just rid when given and bound; nothing bound is 404.
+func (s *Service) boundRates(ctx context.Context, channel, sid, pid, rid string, now time.Time) ([]string, error) {
+	lkey := "b\x00" + channel + "\x00" + sid + "\x00" + pid
+	all, ok := s.local.get(lkey, now)
+	if !ok {
+		raw, err := s.opts.Catalog.AppendRates(ctx, nil, channel, sid, pid, now)
+		if err != nil {
+			return nil, err
+		}
+		var rates []struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &rates); err != nil {
+			return nil, fmt.Errorf("decode bound rates: %w", err)
+		}
+		all.rates = make([]string, len(rates))
+		for i, r := range rates {
+			all.rates[i] = r.ID
+		}
+		if s.opts.LocalTTL > 0 {
+			all.until = now.Add(s.opts.LocalTTL)
+			s.local.put(lkey, all)
+		}
+	}
+	if rid == "" {
+		if len(all.rates) == 0 {
+			return nil, fmt.Errorf("no bound rate of product %s: %w", pid, errNotFound)
+		}
+		return all.rates, nil
+	}
+	ids := make([]string, 0, 1)
+	for _, r := range all.rates {
+		if r == rid {
+			ids = append(ids, r)
+		}
+	}
+	if len(ids) == 0 {
+		if rid != "" {
+			return nil, fmt.Errorf("rate %s: %w", rid, errNotFound)
+		}
+		return nil, fmt.Errorf("no bound rate of product %s: %w", pid, errNotFound)
+	}
+	return ids, nil
+}
+
+// load returns an entry for every rate the read covers: from the cache
+// when fresh, else through a refresh (waiting at most Deadline), else a
+// stale entry that has not expired, else ErrUnavailable.
+func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string, w window) (rateEntries, error) {
+	now := s.opts.Clock()
+	rates, err := s.boundRates(ctx, channel, sid, pid, rid, now)
+	if err != nil {
+		return rateEntries{}, err
+	}
+	got, missing, err := s.read(ctx, sid, pid, rates, w, now)
+	if err != nil {
+		return rateEntries{}, err
+	}
+	if !missing {
+		s.cache.WithLabelValues("hit").Inc()
+		return got, nil
+	}
+	// The flight and the lock are per rate set too: two channels binding
+	// other rates of the product must not wait for each other's refresh.
+	set := rateSet(rid, rates)
+	fkey := sid + "/" + pid + "/" + set + "/" + w.String()
+	fl, _ := s.flights.do(fkey, func() error { return s.refresh(reqID, sid, pid, rid, set, rates, w) })
+	timer := time.NewTimer(s.opts.Deadline)
+	defer timer.Stop()
+	var ferr error
+	select {
+	case <-fl.done:
+		ferr = fl.err
+	case <-timer.C:
+		ferr = context.DeadlineExceeded
+	case <-ctx.Done():
+		ferr = ctx.Err()
+	}
+	now = s.opts.Clock()
+	if ferr == nil {
+		if got, missing, err = s.read(ctx, sid, pid, rates, w, now); err != nil {
+			return rateEntries{}, err
+		}
+		if !missing {
+			s.cache.WithLabelValues("miss").Inc()
+			return got, nil
+		}
+	}
+	// Partner failed, slow, or another process still holds the lock:
+	// serve what has not expired.
+	got, ok, err := s.readUsable(ctx, sid, pid, rates, w, now)
+	if err != nil {
+		return rateEntries{}, err
+	}
+	if ok {
+		s.cache.WithLabelValues("stale").Inc()
+		return got, nil
+	}
+	s.cache.WithLabelValues("unavailable").Inc()
+	if ferr != nil && !errors.Is(ferr, context.DeadlineExceeded) {
+		var coded interface{ ErrorCode() string }
+		if errors.As(ferr, &coded) && coded.ErrorCode() != "UNAVAILABLE" {
+			return rateEntries{}, ferr // the partner's 400/404, mapped
+		}
+	}
+	return rateEntries{}, fmt.Errorf("availability %s/%s: %w", sid, pid, ErrUnavailable)
+}
+
+// read fetches the rates' entries; missing reports any absent or not fresh.
+func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w window, now time.Time) (rateEntries, bool, error) {
+	if s.opts.LocalTTL > 0 {
+		out := rateEntries{rates: rates, entries: make([]entry, len(rates))}
+		hit := true
+		for i, r := range rates {
+			it, ok := s.local.get(s.key(sid, pid, r, w), now)
+			if !ok {
+				hit = false
+				break
+			}
+			out.entries[i] = it.e
+		}
+		if hit {
+			return out, false, nil
+		}
+	}
+	vals, err := s.mget(ctx, sid, pid, rates, w)
+	if err != nil {
+		return rateEntries{}, false, err
+	}
+	out := rateEntries{rates: rates, entries: make([]entry, len(rates))}
+	missing := false
+	for i, v := range vals {
+		e, ok := decodeEntry(v)
+		if !ok || !s.fresh(e, now) {
+			missing = true
+		} else if s.opts.LocalTTL > 0 {
+			until := min(now.Add(s.opts.LocalTTL).UnixNano(), e.fetched.Add(s.opts.MaxAge).UnixNano(), e.expires.UnixNano())
+			if err := json.Unmarshal(e.raw, &e.decoded); err != nil {
+				e.decoded = nil
+			}
+			s.local.put(s.key(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e})
+		}
+		out.entries[i] = e
+	}
+	return out, missing, nil
+}
+
+// readUsable is read for the fallback: every entry present and not past
+// the partner's expires (spec doc 2: the caller discards the data after
+// expires), fresh or not.
+func (s *Service) readUsable(ctx context.Context, sid, pid string, rates []string, w window, now time.Time) (rateEntries, bool, error) {
+	vals, err := s.mget(ctx, sid, pid, rates, w)
+	if err != nil {
+		return rateEntries{}, false, err
+	}
+	out := rateEntries{rates: rates, entries: make([]entry, len(rates)), stale: true}
+	for i, v := range vals {
+		e, ok := decodeEntry(v)
+		if !ok || !now.Before(e.expires) {
+			return out, false, nil
+		}
+		out.entries[i] = e
+	}
+	return out, true, nil
+}
+
+func (s *Service) mget(ctx context.Context, sid, pid string, rates []string, w window) ([]string, error) {
+	out := make([]string, len(rates))
+	if len(rates) == 1 {
+		v, err := s.opts.Redis.Get(ctx, s.key(sid, pid, rates[0], w)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read availability cache: %w: %w", ErrUnavailable, err)
+		}
+		out[0] = v
+		return out, nil
+	}
+	pipe := s.opts.Redis.Pipeline()
+	cmds := make([]*redis.StringCmd, len(rates))
+	for i, r := range rates {
+		cmds[i] = pipe.Get(ctx, s.key(sid, pid, r, w))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read availability cache: %w: %w", ErrUnavailable, err)
+	}
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
+// releaseScript deletes the lock only if it is still ours.
+var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+// refresh fetches the window from the partner under the cross-process
+// lock, writes the entries back and publishes the snapshots. When another
+// process holds the lock it waits for it to go (the other process writes
+// the entries) and returns nil; the caller re-reads.
+func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w window) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
+	defer cancel()
+	lock := s.lockKey(sid, pid, set, w)
+	token := randomToken()
+	ok, err := s.opts.Redis.SetNX(ctx, lock, token, s.opts.RefreshTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("availability lock: %w: %w", ErrUnavailable, err)
+	}
+	if !ok {
+		s.publish.WithLabelValues("lock_busy").Inc()
+		for ctx.Err() == nil {
+			n, err := s.opts.Redis.Exists(ctx, lock).Result()
+			if err != nil || n == 0 {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return ctx.Err()
+	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+		defer rcancel()
+		_ = releaseScript.Run(rctx, s.opts.Redis, []string{lock}, token).Err()
+	}()
+
+	sup, err := s.opts.Catalog.Supplier(ctx, adminPrincipal, sid)
+	if err != nil {
+		return err
+	}
+	byRate, expires, retrieved, fromPartner, err := s.fetch(ctx, reqID, &sup, pid, rid, rates, w)
+	if err != nil {
+		s.publish.WithLabelValues("partner_error").Inc()
+		s.log.Warn("availability refresh failed", "supplier", sid, "product", pid, "err", err)
+		return err
+	}
+	now := s.opts.Clock()
+	ttl := expires.Sub(now)
+	if ttl < time.Second {
+		ttl = time.Second
+	}
+	pipe := s.opts.Redis.Pipeline()
+	var msgs []stream.Message
+	for _, r := range rates {
+		as := byRate[r]
+		raw, err := json.Marshal(as)
+		if err != nil {
+			return fmt.Errorf("encode availabilities: %w", err)
+		}
+		pipe.Set(ctx, s.key(sid, pid, r, w), entry{fetched: now, expires: expires, retrieved: retrieved, raw: raw}.encode(), ttl)
+		if fromPartner {
+			m, err := partner.SnapshotMessage(partner.Snapshot{SupplierID: sid, ProductID: pid, RateID: r, Start: w.start, End: w.end,
+				Retrieved: retrieved, Expires: expires, Availabilities: as}, now)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("write availability cache: %w: %w", ErrUnavailable, err)
+	}
+	if len(msgs) > 0 {
+		// The cache is written first: a reader must not wait for Kafka.
+		// A lost snapshot delays change detection to the next refresh.
+		if err := s.opts.Publisher.Publish(ctx, msgs...); err != nil {
+			s.publish.WithLabelValues("publish_error").Inc()
+			s.log.Warn("availability snapshot not published", "supplier", sid, "product", pid, "err", err)
+			return nil
+		}
+	}
+	s.publish.WithLabelValues("ok").Inc()
+	return nil
+}
+
+// fetch reads the window of the rates: from the partner for a partner
+// supplier, else from what the operator pushed (the catalog).
+func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier, pid, rid string, rates []string, w window) (
+	map[string][]partner.Availability, time.Time, time.Time, bool, error) {
+	now := s.opts.Clock()
+	out := make(map[string][]partner.Availability, len(rates))
+	if sup.Connection.Kind != catalog.ConnectionPartner {
+		for _, r := range rates {
+			set, err := s.opts.Catalog.Availabilities(ctx, adminPrincipal, sup.ID, pid, r)
+			if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+				return nil, now, now, false, err
+			}
+			as := []partner.Availability{}
+			for _, a := range set.Availabilities {
+				if a.Start.Before(w.end) && a.End.After(w.start) {
+					as = append(as, partner.Availability{ID: a.ID, Start: a.Start, End: a.End, Capacity: a.Capacity, MaxCapacity: a.MaxCapacity})
+				}
+			}
+			out[r] = as
+		}
+		return out, now.Add(s.opts.MaxAge), now, false, nil
+	}
+	c := sup.Connection
+	conn := partner.Connection{BaseURL: c.BaseURL, APIKey: c.Credentials.APIKey, APISecret: c.Credentials.APISecret}
+	l, err := s.opts.Partner.Availabilities(ctx, conn, partner.AvailabilitiesRequest{SupplierID: sup.ID, ProductID: pid,
+		Start: w.start, End: w.end, RateID: rid, RequestID: reqID})
+	if err != nil {
+		return nil, now, now, true, err
+	}
+	for _, r := range rates {
+		as, ok := l.ForRate(r, rid != "")
+		if !ok {
+			return nil, now, now, true, fmt.Errorf("partner answered byProduct only, without rate ids: %w", partner.ErrUnavailable)
+		}
+		kept := make([]partner.Availability, 0, len(as))
+		for _, a := range as {
+			if a.Start.Before(w.end) && a.End.After(w.start) {
+				kept = append(kept, a)
+			}
+		}
+		slices.SortFunc(kept, func(a, b partner.Availability) int { return a.Start.Compare(b.Start) })
+		out[r] = kept
+	}
+	return out, l.Expires, l.Retrieved, true, nil
+}
+
+func randomToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// local is the in-process copy of fresh entries and bound rates, each
+// kept until its own deadline. It is bounded: past maxLocal items it is
+// emptied (a burst of distinct keys costs Redis round trips, not memory).
+type local struct {
+	mu sync.RWMutex
+	m  map[string]localItem
+}
+
+type localItem struct {
+	until time.Time
+	rates []string
+	e     entry
+}
+
+const maxLocal = 100_000
+
+func (l *local) get(key string, now time.Time) (localItem, bool) {
+	l.mu.RLock()
+	it, ok := l.m[key]
+	l.mu.RUnlock()
+	if !ok || !now.Before(it.until) {
+		return localItem{}, false
+	}
+	return it, true
+}
+
+func (l *local) put(key string, it localItem) {
+	l.mu.Lock()
+	if len(l.m) >= maxLocal {
+		clear(l.m)
+	}
+	l.m[key] = it
+	l.mu.Unlock()
+}
