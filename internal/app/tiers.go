@@ -12,15 +12,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
+	processorsavailability "github.com/switchbackhq/switchback/processors/availability"
 	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
 	"github.com/switchbackhq/switchback/processors/history"
 	"github.com/switchbackhq/switchback/query/admin"
+	queryavailability "github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/channel"
 	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -98,6 +101,17 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
 	reseller.Register(srv, sh.catalog)
+	// Availability reads: the 5-minute cache in Redis, refreshed from the
+	// supplier's partner (or the operator's pushes) and published as
+	// snapshots for the availability processor.
+	queryavailability.Register(srv, queryavailability.New(queryavailability.Options{
+		Redis:      d.redis,
+		Catalog:    sh.catalog,
+		Partner:    partner.NewClient(partner.Options{Registerer: reg}),
+		Publisher:  d.producer,
+		Logger:     log.With("part", "availability"),
+		Registerer: reg,
+	}))
 	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -277,6 +291,18 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Registerer:  reg,
 	})
 	runWorker(closers, "catalog processor (commit)", failed, cp.Run)
+
+	ap := processorsavailability.New(processorsavailability.Options{
+		Brokers:     d.brokers,
+		Redis:       d.redis,
+		Bindings:    sh.catalog,
+		Subscribers: processorscatalog.Resellers{Principals: sh.principals},
+		Rules:       sh.registry,
+		Publisher:   d.producer,
+		Logger:      log.With("part", "availability-processor"),
+		Registerer:  reg,
+	})
+	runWorker(closers, "availability processor (commit)", failed, ap.Run)
 
 	if d.clickhouse == nil {
 		log.Warn("history sink not started: no ClickHouse; history is parked on its topic")
