@@ -23,6 +23,8 @@ const (
 	KindRate         Kind = "rate"
 	KindBinding      Kind = "binding"
 	KindAvailability Kind = "availability"
+	// KindPriceSchedule is a rate's price schedule (prices.go).
+	KindPriceSchedule Kind = "priceschedule"
 )
 
 // Topic is the compacted topic of the kind.
@@ -40,6 +42,8 @@ func (k Kind) Topic() string {
 		return schemas.TopicBindings
 	case KindAvailability:
 		return schemas.TopicAvailability
+	case KindPriceSchedule:
+		return schemas.TopicPrices
 	}
 	return ""
 }
@@ -62,7 +66,7 @@ func EventType(k Kind, deleted bool) string {
 // Topics are the topics the catalog view is materialized from.
 func Topics() []string {
 	return []string{schemas.TopicChannels, schemas.TopicSuppliers, schemas.TopicProducts, schemas.TopicRates,
-		schemas.TopicBindings, schemas.TopicAvailability}
+		schemas.TopicBindings, schemas.TopicAvailability, schemas.TopicPrices}
 }
 
 // Prior is what an event replaced: its version and Fingerprint. Nil when
@@ -88,6 +92,11 @@ type Event struct {
 	Rate         *Rate            `json:"rate,omitempty"`
 	Binding      *Binding         `json:"binding,omitempty"`
 	Availability *AvailabilitySet `json:"availability,omitempty"`
+	// PriceSchedule is the new schedule; PriorPrices the entries it
+	// replaced (empty when there was none), read under the supplier's
+	// lock so that the changed days follow from the event alone.
+	PriceSchedule *PriceSchedule       `json:"priceSchedule,omitempty"`
+	PriorPrices   []PriceScheduleEntry `json:"priorPrices,omitempty"`
 
 	// Prior is the replaced supplier, product or rate (nil: created).
 	Prior *Prior `json:"prior,omitempty"`
@@ -121,7 +130,7 @@ func (e *Event) EntityKey() string {
 		return e.SupplierID
 	case KindProduct:
 		return e.SupplierID + "/" + e.ProductID
-	case KindRate, KindAvailability:
+	case KindRate, KindAvailability, KindPriceSchedule:
 		return e.SupplierID + "/" + e.ProductID + "/" + e.RateID
 	case KindBinding:
 		return e.SupplierID + "/" + e.ProductID + "/" + e.ChannelID
@@ -180,6 +189,10 @@ func DecodeEvent(env schemas.Envelope) (Event, error) {
 		a := ev.Availability
 		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (a == nil || a.SupplierID != ev.SupplierID ||
 			a.ProductID != ev.ProductID || a.RateID != ev.RateID || a.Version != env.Version))
+	case KindPriceSchedule:
+		ps := ev.PriceSchedule
+		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (ps == nil || ps.SupplierID != ev.SupplierID ||
+			ps.ProductID != ev.ProductID || ps.RateID != ev.RateID || ps.Version != env.Version))
 	default:
 		bad = true
 	}
@@ -247,6 +260,13 @@ func (s *Store) applyEvent(ctx context.Context, env schemas.Envelope, ev *Event)
 		}
 		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.avail(ev.SupplierID, ev.ProductID)},
 			verAvail(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
+	case KindPriceSchedule:
+		val := ""
+		if ev.PriceSchedule != nil {
+			val = string(mustJSON(ev.PriceSchedule))
+		}
+		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.prices(ev.SupplierID, ev.ProductID)},
+			verPrices(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
 	case KindBinding:
 		sid, pid, cid := ev.SupplierID, ev.ProductID, ev.ChannelID
 		val, idxv := "", ""

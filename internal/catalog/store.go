@@ -154,11 +154,12 @@ func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
 //	                               (reseller renderings) | code | partnerId (list filters) | owner
 //	s:{S}:ver                hash  entity -> "version:micros"; kept after deletes so that
 //	                               a replayed older event cannot resurrect an entity:
-//	                               s | p/<P> | r/<P>/<R> | b/<P>/<C> | a/<P>/<R>
+//	                               s | p/<P> | r/<P>/<R> | b/<P>/<C> | a/<P>/<R> | ps/<P>/<R>
 //	s:{S}:lock               string the supplier's write lock / pending-create marker
 //	s:{S}:products           hash  productId -> Product JSON
 //	s:{S}:rates:<P>          hash  rateId -> rate JSON (reseller rendering)
 //	s:{S}:avail:<P>          hash  rateId -> AvailabilitySet JSON
+//	s:{S}:prices:<P>         hash  rateId -> PriceSchedule JSON
 //	s:{S}:bindings:<P>       hash  channelId -> Binding JSON
 //	s:{S}:channels           hash  channelId -> number of bound products
 //	c:<C>:s:<S>              hash  productId -> "<fromMs>:<untilMs>:" + Binding JSON
@@ -176,6 +177,7 @@ func (k keys) lock(s string) string             { return k.supplier(s) + ":lock"
 func (k keys) products(s string) string         { return k.supplier(s) + ":products" }
 func (k keys) rates(s, p string) string         { return k.supplier(s) + ":rates:" + p }
 func (k keys) avail(s, p string) string         { return k.supplier(s) + ":avail:" + p }
+func (k keys) prices(s, p string) string        { return k.supplier(s) + ":prices:" + p }
 func (k keys) bindings(s, p string) string      { return k.supplier(s) + ":bindings:" + p }
 func (k keys) supplierChannels(s string) string { return k.supplier(s) + ":channels" }
 func (k keys) chanSupplier(c, s string) string  { return k.p + "c:" + c + ":s:" + s }
@@ -198,6 +200,7 @@ func verProduct(p string) string    { return "p/" + p }
 func verRate(p, r string) string    { return "r/" + p + "/" + r }
 func verBinding(p, c string) string { return "b/" + p + "/" + c }
 func verAvail(p, r string) string   { return "a/" + p + "/" + r }
+func verPrices(p, r string) string  { return "ps/" + p + "/" + r }
 func parseVersion(s string) int64 {
 	v, _, _ := strings.Cut(s, ":")
 	n, _ := strconv.ParseInt(v, 10, 64)

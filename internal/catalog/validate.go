@@ -595,15 +595,27 @@ func validateRate(prefix string, d *RateData) error {
 	if err := checkValidity(prefix+"valid", d.Valid); err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(d.Prices))
-	for i := range d.Prices {
-		p := &d.Prices[i]
-		f := idx(prefix+"prices", i)
+	if err := validatePrices(prefix+"prices", d.Prices, "in the rate"); err != nil {
+		return err
+	}
+	if d.Prices == nil {
+		d.Prices = []Price{}
+	}
+	return nil
+}
+
+// validatePrices checks a list of prices (spec doc 2, "Price"): ids
+// unique within scope, money and taxes well formed, ages ordered.
+func validatePrices(field string, ps []Price, scope string) error {
+	seen := make(map[string]bool, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		f := idx(field, i)
 		if err := checkID(f+".id", p.ID, true); err != nil {
 			return err
 		}
 		if seen[p.ID] {
-			return invalid(f+".id", "is not unique in the rate")
+			return invalid(f+".id", "is not unique "+scope)
 		}
 		seen[p.ID] = true
 		for _, m := range []struct {
@@ -635,9 +647,6 @@ func validateRate(prefix string, d *RateData) error {
 				return err
 			}
 		}
-	}
-	if d.Prices == nil {
-		d.Prices = []Price{}
 	}
 	return nil
 }

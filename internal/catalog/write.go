@@ -411,6 +411,7 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 	bindCmd := pipe.HKeys(ctx, s.k.bindings(sid, pid))
 	ratesCmd := pipe.HGetAll(ctx, s.k.rates(sid, pid))
 	availCmd := pipe.HKeys(ctx, s.k.avail(sid, pid))
+	pricesCmd := pipe.HKeys(ctx, s.k.prices(sid, pid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable("read product", err)
 	}
@@ -441,6 +442,11 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 	for _, rid := range rids {
 		vfields = append(vfields, verRate(pid, rid))
 	}
+	prices := pricesCmd.Val()
+	slices.Sort(prices)
+	for _, rid := range prices {
+		vfields = append(vfields, verPrices(pid, rid))
+	}
 	vs, err := s.versionsOf(ctx, sid, vfields...)
 	if err != nil {
 		return err
@@ -449,6 +455,10 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 	for i, rid := range avail {
 		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+i] + 1, deleted: true})
+	}
+	for i, rid := range prices {
+		changes = append(changes, change{ev: Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
+			version: vs[1+len(avail)+len(rids)+i] + 1, deleted: true})
 	}
 	for i, rid := range rids {
 		r, err := decodeRate(sid, rates[rid])
@@ -619,7 +629,8 @@ func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid
 	rateCmd := pipe.HGet(ctx, s.k.rates(sid, pid), rid)
 	bindCmd := pipe.HGetAll(ctx, s.k.bindings(sid, pid))
 	availCmd := pipe.HExists(ctx, s.k.avail(sid, pid), rid)
-	verCmd := pipe.HMGet(ctx, s.k.versions(sid), verRate(pid, rid), verAvail(pid, rid))
+	pricesCmd := pipe.HExists(ctx, s.k.prices(sid, pid), rid)
+	verCmd := pipe.HMGet(ctx, s.k.versions(sid), verRate(pid, rid), verAvail(pid, rid), verPrices(pid, rid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable("read rate", err)
 	}
@@ -640,16 +651,22 @@ func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid
 			return conflict("rate %s is bound to channel %s; rebind the product without it first", rid, b.ChannelID)
 		}
 	}
-	var vr, va int64
+	var vr, va, vp int64
 	if v, ok := verCmd.Val()[0].(string); ok {
 		vr = parseVersion(v)
 	}
 	if v, ok := verCmd.Val()[1].(string); ok {
 		va = parseVersion(v)
 	}
+	if v, ok := verCmd.Val()[2].(string); ok {
+		vp = parseVersion(v)
+	}
 	var changes []change
 	if availCmd.Val() {
 		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
+	}
+	if pricesCmd.Val() {
+		changes = append(changes, change{ev: Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
 	}
 	// Only whole-product bindings can grant it here (a naming one is a
 	// conflict above): each loses the rate.

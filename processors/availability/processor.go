@@ -354,6 +354,15 @@ func (p *Processor) messages(ctx context.Context, in input, changes []Change, no
 			return nil, err
 		}
 		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: b, Time: n.CreatedAt})
+		h, err := schemas.ProducedEvent(n)
+		if err != nil {
+			return nil, err
+		}
+		hb, err := json.Marshal(h)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, stream.Message{Topic: schemas.TopicHistory, Key: []byte(h.Key), Value: hb, Time: h.Time})
 	}
 	p.notes.Add(float64(len(notes)))
 	return msgs, nil

@@ -123,14 +123,20 @@ func TestHandle_DiffsNotifiesByRuleAndIsIdempotent(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("notifications\n got %v\nwant %v", got, want)
 	}
-	history := 0
+	// One availability.changed per changed window (2), and one
+	// notification.produced per notification (2).
+	history := map[string]int{}
 	for _, msg := range rec.Messages() {
 		if msg.Topic == schemas.TopicHistory {
-			history++
+			var env schemas.Envelope
+			if err := json.Unmarshal(msg.Value, &env); err != nil {
+				t.Fatal(err)
+			}
+			history[env.Type]++
 		}
 	}
-	if history != 2 {
-		t.Fatalf("history events = %d, want 2", history)
+	if history[schemas.HistoryAvailabilityChanged] != 2 || history[schemas.HistoryNotificationProduced] != 2 || len(history) != 2 {
+		t.Fatalf("history events = %v, want 2 availability.changed and 2 notification.produced", history)
 	}
 	// Redelivery: the state already has it, nothing more.
 	rec.Reset()

@@ -183,17 +183,27 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 	if err != nil {
 		return err
 	}
-	if len(notes) > 0 {
-		msgs := make([]stream.Message, len(notes))
-		for i, n := range notes {
-			b, err := json.Marshal(n)
-			if err != nil {
-				return fmt.Errorf("encode notification: %w", err)
-			}
-			msgs[i] = stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: b, Time: n.CreatedAt}
+	msgs, err := priceHistory(env, ev)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		b, err := json.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("encode notification: %w", err)
 		}
+		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: b, Time: n.CreatedAt})
+		h, err := producedMessage(n)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, h)
+	}
+	if len(msgs) > 0 {
+		// Notifications and history in one publish: redelivery of the
+		// event redoes both with the same ids.
 		if err := p.opts.Publisher.Publish(ctx, msgs...); err != nil {
-			return fmt.Errorf("publish %d notifications: %w", len(msgs), err)
+			return fmt.Errorf("publish %d notifications and history events: %w", len(msgs), err)
 		}
 		for _, n := range notes {
 			p.metrics.notifications.WithLabelValues(n.Type).Inc()
@@ -287,6 +297,9 @@ func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev 
 		}
 		return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Valid.Contains(now) && b.Binds(rid) }),
 			target{typ: schemas.TypeRate, op: opUpdated, sid: sid, pid: pid, rid: rid})
+
+	case catalogstore.KindPriceSchedule:
+		return p.priceNotifications(ctx, env, ev, now)
 	}
 	// Channels and availability snapshots notify nobody here (availability
 	// notifications belong to the availability processor).
@@ -374,7 +387,7 @@ func (t target) matches(r registry.Rule) bool {
 		return false
 	case t.typ != schemas.TypeSupplier && !in(c.ProductIDs, t.pid):
 		return false
-	case t.typ == schemas.TypeRate && !in(c.RateIDs, t.rid):
+	case (t.typ == schemas.TypeRate || t.typ == schemas.TypePriceSchedule) && !in(c.RateIDs, t.rid):
 		return false
 	}
 	return true

@@ -89,10 +89,20 @@ func (h *harness) summary(t *testing.T) []string {
 	t.Helper()
 	names := map[string]string{h.e.Reseller1.ID: "R1", h.e.Reseller1b.ID: "R1b", h.e.Reseller2.ID: "R2"}
 	var out []string
-	for _, m := range h.notes.Messages() {
-		if m.Topic != schemas.TopicNotifications {
-			t.Fatalf("published to %s", m.Topic)
+	notes, hist := splitTopics(t, h.notes.Messages())
+	// Every notification has its notification.produced history record.
+	produced := map[string]bool{}
+	for _, m := range hist {
+		var env schemas.Envelope
+		var np schemas.NotificationProduced
+		if json.Unmarshal(m.Value, &env) != nil || json.Unmarshal(env.Data, &np) != nil {
+			t.Fatalf("undecodable history record %s", m.Value)
 		}
+		if env.Type == schemas.HistoryNotificationProduced {
+			produced[np.DeliveryID] = true
+		}
+	}
+	for _, m := range notes {
 		var n schemas.Notification
 		if err := json.Unmarshal(m.Value, &n); err != nil {
 			t.Fatal(err)
@@ -105,9 +115,29 @@ func (h *harness) summary(t *testing.T) []string {
 		}
 		_ = json.Unmarshal(n.Payload, &pl)
 		out = append(out, names[n.Subscriber]+" "+n.Type+" "+pl.Operation+" "+n.EntityKey)
+		if !produced[n.ID] {
+			t.Errorf("notification %s has no notification.produced history record", n.ID)
+		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// splitTopics separates notifications from history records; anything else
+// fails the test.
+func splitTopics(t *testing.T, msgs []stream.Message) (notes, hist []stream.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		switch m.Topic {
+		case schemas.TopicNotifications:
+			notes = append(notes, m)
+		case schemas.TopicHistory:
+			hist = append(hist, m)
+		default:
+			t.Fatalf("published to %s", m.Topic)
+		}
+	}
+	return notes, hist
 }
 
 func TestNotifications_CatalogChangesNotifyBoundSubscribersByTheirRules(t *testing.T) {
@@ -192,7 +222,7 @@ func TestNotifications_RedeliveryGivesTheSameIDs(t *testing.T) {
 	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
 	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{}`)
 	h.drain(t)
-	first := h.notes.Messages()
+	first, firstHist := splitTopics(t, h.notes.Messages())
 	if len(first) != 1 {
 		t.Fatalf("%d notifications, want 1", len(first))
 	}
@@ -202,9 +232,12 @@ func TestNotifications_RedeliveryGivesTheSameIDs(t *testing.T) {
 	if err := h.p.Handle(context.Background(), msgs[len(msgs)-1]); err != nil {
 		t.Fatal(err)
 	}
-	again := h.notes.Messages()
+	again, againHist := splitTopics(t, h.notes.Messages())
 	if len(again) != 1 || string(again[0].Value) != string(first[0].Value) {
 		t.Fatalf("redelivery produced %d notifications, want the same one again", len(again))
+	}
+	if len(againHist) != len(firstHist) || len(againHist) == 0 || string(againHist[0].Value) != string(firstHist[0].Value) {
+		t.Fatalf("redelivery produced other history records: %d then %d", len(firstHist), len(againHist))
 	}
 }
 

@@ -83,6 +83,9 @@ func Register(s *httpapi.Server, store *catalog.Store) {
 	// Availabilities.
 	g.Handle(http.MethodPut, rate+"/availabilities", operatorRoles, h.putAvailabilities)
 	g.Handle(http.MethodGet, rate+"/availabilities", operatorRoles, h.getAvailabilities)
+	// Price schedule (not shown in the spec: docs/decisions.md).
+	g.Handle(http.MethodPut, rate+"/priceschedule", operatorRoles, h.putPriceSchedule)
+	g.Handle(http.MethodGet, rate+"/priceschedule", operatorRoles, h.getPriceSchedule)
 }
 
 // RegisterAdmin adds the admin's channel management to s:
@@ -469,6 +472,36 @@ func (h handlers) getAvailabilities(r *httpapi.Request) error {
 		return err
 	}
 	return r.JSON(http.StatusOK, set)
+}
+
+// ---- price schedules ----
+
+// priceScheduleRequest is PUT .../rates/{rate_id}/priceschedule: the
+// whole schedule of the rate, replacing the one before.
+type priceScheduleRequest struct {
+	Entries []catalog.PriceScheduleEntry `json:"entries"`
+}
+
+func (h handlers) putPriceSchedule(r *httpapi.Request) error {
+	var in priceScheduleRequest
+	if err := r.DecodeJSON(&in); err != nil {
+		return err
+	}
+	ctx, cancel := writeCtx(r)
+	defer cancel()
+	ps, err := h.st.PutPriceSchedule(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in.Entries)
+	if err != nil {
+		return err
+	}
+	return r.JSON(http.StatusOK, ps)
+}
+
+func (h handlers) getPriceSchedule(r *httpapi.Request) error {
+	ps, err := h.st.PriceSchedule(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
+	if err != nil {
+		return err
+	}
+	return r.JSON(http.StatusOK, ps)
 }
 
 // ---- admin ----

@@ -38,6 +38,7 @@ type Reader interface {
 	AppendProduct(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
 	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
 	AppendRate(ctx context.Context, dst []byte, channel, sid, pid, rid string, now time.Time) ([]byte, error)
+	ChannelPriceSchedule(ctx context.Context, channel, sid, pid, rid string, from, until, now time.Time) (catalog.PriceSchedule, error)
 }
 
 // Register adds the reseller catalog routes to s.
@@ -57,6 +58,11 @@ func Register(s *httpapi.Server, store Reader) {
 	v13 := s.Group(httpapi.BaseResellerV13)
 	v13.Handle(http.MethodGet, "/suppliers", resellerOnly, h.suppliersV13)
 	v13.Handle(http.MethodGet, sup, resellerOnly, h.supplierV13)
+	// The price schedule of a bound rate (not shown in the spec, v1.3 not
+	// either: the same shape under both; docs/decisions.md).
+	for _, g := range []*httpapi.Group{v12, v13} {
+		g.Handle(http.MethodGet, prod+"/rates/{"+pRate+"}/priceschedule", resellerOnly, h.priceSchedule)
+	}
 }
 
 type handlers struct {

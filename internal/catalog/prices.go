@@ -1,0 +1,318 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+)
+
+// Price schedules. The spec names a "price schedule" (reseller flow,
+// priceschedule notifications, booking-system price-schedule mode) but
+// never shows its shape; ours is in docs/decisions.md, "Price schedules":
+// per rate, a list of date ranges, each with the rate's prices on those
+// days. A day no entry covers has the rate's own prices.
+
+// DateLayout is the layout of PriceScheduleEntry.From and Until.
+const DateLayout = time.DateOnly
+
+// MaxPriceScheduleEntries bounds the entries of one schedule.
+const MaxPriceScheduleEntries = 1000
+
+// maxScheduleSpan bounds the days one schedule covers (the booking
+// system's price-schedule mode defaults to one year; three leave room).
+const maxScheduleSpan = 3 * 366
+
+// PriceScheduleEntry is the prices of a rate on the days From..Until
+// (both inclusive, calendar dates in UTC).
+type PriceScheduleEntry struct {
+	From   string  `json:"from"`
+	Until  string  `json:"until"`
+	Prices []Price `json:"prices"`
+}
+
+// PriceSchedule is every entry of one rate, as last written, sorted by
+// From and never overlapping.
+type PriceSchedule struct {
+	SupplierID string               `json:"supplierId"`
+	ProductID  string               `json:"productId"`
+	RateID     string               `json:"rateId"`
+	Version    int64                `json:"version"`
+	Entries    []PriceScheduleEntry `json:"entries"`
+}
+
+// DateRange is the days Start..End, End exclusive, at 00:00 UTC.
+type DateRange struct{ Start, End time.Time }
+
+func parseDay(field, s string) (time.Time, error) {
+	d, err := time.Parse(DateLayout, s)
+	if err != nil {
+		return time.Time{}, invalid(field, "must be a date YYYY-MM-DD")
+	}
+	return d, nil
+}
+
+// validatePriceSchedule checks the entries and sorts them by From.
+func validatePriceSchedule(es []PriceScheduleEntry) error {
+	if es == nil {
+		return invalid("entries", "is required (an array, possibly empty)")
+	}
+	if len(es) > MaxPriceScheduleEntries {
+		return invalidf("entries", "must have at most %d items", MaxPriceScheduleEntries)
+	}
+	for i := range es {
+		e := &es[i]
+		f := idx("entries", i)
+		from, err := parseDay(f+".from", e.From)
+		if err != nil {
+			return err
+		}
+		until, err := parseDay(f+".until", e.Until)
+		if err != nil {
+			return err
+		}
+		if until.Before(from) {
+			return invalid(f+".until", "must not be before from")
+		}
+		if until.Sub(from) > maxScheduleSpan*24*time.Hour {
+			return invalidf(f+".until", "must be at most %d days after from", maxScheduleSpan)
+		}
+		if e.Prices == nil {
+			return invalid(f+".prices", "is required (an array, possibly empty)")
+		}
+		if err := validatePrices(f+".prices", e.Prices, "in the entry"); err != nil {
+			return err
+		}
+	}
+	// Dates in DateLayout sort as strings.
+	slices.SortStableFunc(es, func(a, b PriceScheduleEntry) int { return strings.Compare(a.From, b.From) })
+	for i := 1; i < len(es); i++ {
+		if es[i].From <= es[i-1].Until {
+			return invalidf("entries", "the entries from %s and from %s overlap", es[i-1].From, es[i].From)
+		}
+	}
+	return nil
+}
+
+// PutPriceSchedule replaces the price schedule of a rate (the operator
+// path PUT .../rates/{rate_id}/priceschedule). The event carries the
+// replaced entries (read under the supplier's lock), so that the processor
+// finds the changed days from the event alone, whatever it has seen.
+func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
+	if err := validatePriceSchedule(es); err != nil {
+		return PriceSchedule{}, err
+	}
+	tx, err := s.lockSupplier(ctx, p, sid, true)
+	if err != nil {
+		return PriceSchedule{}, err
+	}
+	defer s.release(ctx, tx.lock)
+	pipe := s.rdb.Pipeline()
+	rateCmd := pipe.HExists(ctx, s.k.rates(sid, pid), rid)
+	curCmd := pipe.HGet(ctx, s.k.prices(sid, pid), rid)
+	verCmd := pipe.HGet(ctx, s.k.versions(sid), verPrices(pid, rid))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return PriceSchedule{}, unavailable("read price schedule", err)
+	}
+	if !rateCmd.Val() {
+		return PriceSchedule{}, notFound("rate", rid)
+	}
+	next := PriceSchedule{SupplierID: sid, ProductID: pid, RateID: rid, Entries: es}
+	var last int64
+	if v, err := verCmd.Result(); err == nil {
+		last = parseVersion(v)
+	}
+	prior := []PriceScheduleEntry{}
+	if raw, err := curCmd.Result(); err == nil {
+		var cur PriceSchedule
+		if err := json.Unmarshal([]byte(raw), &cur); err != nil {
+			return PriceSchedule{}, fmt.Errorf("decode stored price schedule: %w", err)
+		}
+		next.Version = cur.Version
+		if bytes.Equal(mustJSON(next), []byte(raw)) {
+			return cur, nil // the same schedule again: no new version
+		}
+		last = max(last, cur.Version)
+		prior = cur.Entries
+	}
+	next.Version = last + 1
+	ev := Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior}
+	return next, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+}
+
+// PriceSchedule returns the schedule of a rate p manages (an empty one,
+// version 0, when none was written).
+func (s *Store) PriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string) (PriceSchedule, error) {
+	var rate *redis.BoolCmd
+	var cmd *redis.StringCmd
+	_, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+		rate = pp.HExists(ctx, s.k.rates(sid, pid), rid)
+		cmd = pp.HGet(ctx, s.k.prices(sid, pid), rid)
+	})
+	if err != nil {
+		return PriceSchedule{}, err
+	}
+	if !rate.Val() {
+		return PriceSchedule{}, notFound("rate", rid)
+	}
+	return decodeSchedule(sid, pid, rid, cmd)
+}
+
+func decodeSchedule(sid, pid, rid string, cmd *redis.StringCmd) (PriceSchedule, error) {
+	out := PriceSchedule{SupplierID: sid, ProductID: pid, RateID: rid, Entries: []PriceScheduleEntry{}}
+	if raw, err := cmd.Result(); err == nil {
+		if err := json.Unmarshal([]byte(raw), &out); err != nil {
+			return out, fmt.Errorf("decode stored price schedule: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ChannelPriceSchedule is the schedule of a rate as a channel sees it:
+// only when the channel's binding of the product is open at now and binds
+// the rate (else ErrNotFound), with prices filtered by the binding's
+// priceTags (spec doc 2, binding rules), and only the entries that overlap
+// from..until (inclusive dates; zero: unbounded).
+func (s *Store) ChannelPriceSchedule(ctx context.Context, channel, sid, pid, rid string, from, until time.Time, now time.Time) (PriceSchedule, error) {
+	var rate *redis.BoolCmd
+	var cmd *redis.StringCmd
+	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(p redis.Pipeliner) {
+		rate = p.HExists(ctx, s.k.rates(sid, pid), rid)
+		cmd = p.HGet(ctx, s.k.prices(sid, pid), rid)
+	})
+	if err != nil {
+		return PriceSchedule{}, err
+	}
+	if !rate.Val() || !t.binds(rid) {
+		return PriceSchedule{}, notFound("rate", rid)
+	}
+	ps, err := decodeSchedule(sid, pid, rid, cmd)
+	if err != nil {
+		return ps, err
+	}
+	kept := ps.Entries[:0]
+	for _, e := range ps.Entries {
+		if !from.IsZero() && e.Until < from.Format(DateLayout) {
+			continue
+		}
+		if !until.IsZero() && e.From > until.Format(DateLayout) {
+			continue
+		}
+		e.Prices = VisiblePrices(e.Prices, t.PriceTags)
+		kept = append(kept, e)
+	}
+	ps.Entries = kept
+	return ps, nil
+}
+
+// VisiblePrices are the prices a channel with these priceTags sees.
+func VisiblePrices(ps []Price, tags []string) []Price {
+	if len(tags) == 0 {
+		return ps
+	}
+	out := make([]Price, 0, len(ps))
+	for _, p := range ps {
+		if p.HasLabels(tags) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PriceChange is a run of days whose visible prices differ between two
+// schedules: Prior and Next are the prices of the entries covering them
+// (nil: no entry, the rate's own prices).
+type PriceChange struct {
+	DateRange
+	Prior, Next []Price
+}
+
+// PriceChanges are the runs of days on which the prices visible with tags
+// differ between two schedules, in order; a run ends where either
+// schedule's entries change. A day covered by neither has the rate's own
+// prices in both: unchanged. A day covered by one only counts as changed:
+// an entry added or removed is a pricing change, whatever the rate's own
+// prices are.
+func PriceChanges(prior, next []PriceScheduleEntry, tags []string) []PriceChange {
+	type seg struct {
+		from, until time.Time // inclusive days
+		prices      []Price
+		fp          string
+	}
+	segs := func(es []PriceScheduleEntry) []seg {
+		out := make([]seg, 0, len(es))
+		for _, e := range es {
+			from, err1 := time.Parse(DateLayout, e.From)
+			until, err2 := time.Parse(DateLayout, e.Until)
+			if err1 != nil || err2 != nil || until.Before(from) {
+				continue // validated on write; a bad stored entry is no news
+			}
+			ps := VisiblePrices(e.Prices, tags)
+			out = append(out, seg{from, until, ps, string(mustJSON(ps))})
+		}
+		slices.SortFunc(out, func(a, b seg) int { return a.from.Compare(b.from) })
+		return out
+	}
+	a, b := segs(prior), segs(next)
+	// Boundaries: every first day and every day after a last day.
+	var cuts []time.Time
+	for _, ss := range [][]seg{a, b} {
+		for _, s := range ss {
+			cuts = append(cuts, s.from, s.until.AddDate(0, 0, 1))
+		}
+	}
+	slices.SortFunc(cuts, func(x, y time.Time) int { return x.Compare(y) })
+	cuts = slices.CompactFunc(cuts, func(x, y time.Time) bool { return x.Equal(y) })
+	at := func(ss []seg, d time.Time) *seg {
+		i, _ := slices.BinarySearchFunc(ss, d, func(s seg, d time.Time) int {
+			if s.until.Before(d) {
+				return -1
+			}
+			if s.from.After(d) {
+				return 1
+			}
+			return 0
+		})
+		if i < len(ss) && !ss[i].from.After(d) && !ss[i].until.Before(d) {
+			return &ss[i]
+		}
+		return nil
+	}
+	var out []PriceChange
+	for i := 0; i+1 < len(cuts); i++ {
+		sa, sb := at(a, cuts[i]), at(b, cuts[i])
+		if sa == nil && sb == nil || sa != nil && sb != nil && sa.fp == sb.fp {
+			continue
+		}
+		c := PriceChange{DateRange: DateRange{Start: cuts[i], End: cuts[i+1]}}
+		if sa != nil {
+			c.Prior = sa.prices
+		}
+		if sb != nil {
+			c.Next = sb.prices
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ChangedPriceDays are PriceChanges as day ranges, merged when adjacent.
+func ChangedPriceDays(prior, next []PriceScheduleEntry, tags []string) []DateRange {
+	var out []DateRange
+	for _, c := range PriceChanges(prior, next, tags) {
+		if n := len(out); n > 0 && out[n-1].End.Equal(c.Start) {
+			out[n-1].End = c.End
+			continue
+		}
+		out = append(out, c.DateRange)
+	}
+	return out
+}

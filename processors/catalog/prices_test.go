@@ -1,0 +1,157 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+func TestLookAhead(t *testing.T) {
+	today := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	day := func(n int) time.Time { return today.AddDate(0, 0, n) }
+	r := func(a, b int) catalogstore.DateRange { return catalogstore.DateRange{Start: day(a), End: day(b)} }
+	tests := []struct {
+		name string
+		in   []catalogstore.DateRange
+		days int
+		want []catalogstore.DateRange
+	}{
+		{"inside", []catalogstore.DateRange{r(1, 3)}, 7, []catalogstore.DateRange{r(1, 3)}},
+		{"in the past: dropped", []catalogstore.DateRange{r(-5, -1)}, 7, nil},
+		{"started yesterday: clipped to today", []catalogstore.DateRange{r(-1, 2)}, 7, []catalogstore.DateRange{r(0, 2)}},
+		{"ends past the window: clipped", []catalogstore.DateRange{r(5, 30)}, 7, []catalogstore.DateRange{r(5, 7)}},
+		{"starts on the window's end: dropped", []catalogstore.DateRange{r(7, 9)}, 7, nil},
+		{"0 days means the default 7", []catalogstore.DateRange{r(6, 9)}, 0, []catalogstore.DateRange{r(6, 7)}},
+		{"one day window", []catalogstore.DateRange{r(0, 5)}, 1, []catalogstore.DateRange{r(0, 1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LookAhead(tt.in, today, tt.days); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// priceNotes reads the priceschedule notifications of the last drain as
+// "subscriber start..end" (dates).
+func priceNotes(t *testing.T, h *harness) []string {
+	t.Helper()
+	names := map[string]string{h.e.Reseller1.ID: "R1", h.e.Reseller1b.ID: "R1b", h.e.Reseller2.ID: "R2"}
+	notes, _ := splitTopics(t, h.notes.Messages())
+	var out []string
+	for _, m := range notes {
+		var n schemas.Notification
+		var p schemas.PriceSchedulePayload
+		if err := json.Unmarshal(m.Value, &n); err != nil || json.Unmarshal(n.Payload, &p) != nil {
+			t.Fatalf("bad notification %s", m.Value)
+		}
+		if n.Type != schemas.TypePriceSchedule || p.SupplierID != "s1" || p.ProductID != "p1" || n.EntityKey != "s1/p1" {
+			t.Fatalf("unexpected notification %s / %s", m.Value, n.Payload)
+		}
+		out = append(out, names[n.Subscriber]+" "+p.Start[:10]+".."+p.End[:10])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestPriceSchedule_NotifiesBoundSubscribersInsideTheirLookAhead: an
+// operator's price schedule change notifies the subscribers whose channel
+// has the rate bound, for the changed days inside maxLookAheadDays, as
+// their binding's priceTags let them see the prices; rule filters apply.
+func TestPriceSchedule_NotifiesBoundSubscribersInsideTheirLookAhead(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	h.rules.set(e.Reseller1.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 7})
+	h.rules.set(e.Reseller1b.ID, schemas.TypePriceSchedule, registry.Config{RateIDs: []string{"r2"}})
+	h.rules.set(e.Reseller2.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 30})
+	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r2", "R2"))
+	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{"rateIds":["r1"]}`)
+	e.Must(t, 201, "POST", p1+"/channels/chan-b", e.Operator, `{"priceTags":["b2b"]}`)
+	h.drain(t)
+
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	day := func(n int) string { return today.AddDate(0, 0, n).Format(time.DateOnly) }
+	schedule := func(publicRetail, b2bRetail string) string {
+		return fmt.Sprintf(`{"entries":[
+{"from":%q,"until":%q,"prices":[{"id":"a","labels":["public"],"retail":{"amount":%s,"currency":"EUR"}},{"id":"b","labels":["b2b"],"retail":{"amount":%s,"currency":"EUR"}}]},
+{"from":%q,"until":%q,"prices":[{"id":"a","labels":["public"],"retail":{"amount":%s,"currency":"EUR"}}]}]}`,
+			day(2), day(4), publicRetail, b2bRetail, day(20), day(22), publicRetail)
+	}
+	steps := []struct {
+		name, path, body string
+		want             []string
+	}{
+		{"first schedule: R1 inside 7 days, R2 (b2b prices) inside 30 days", p1 + "/rates/r1/priceschedule", schedule("10", "5"),
+			[]string{"R1 " + day(2) + ".." + day(5), "R2 " + day(2) + ".." + day(5), "R2 " + day(20) + ".." + day(23)}},
+		{"the same schedule again: nothing", p1 + "/rates/r1/priceschedule", schedule("10", "5"), nil},
+		{"public price changed: R1 only (R2's binding shows b2b prices)", p1 + "/rates/r1/priceschedule", schedule("11", "5"),
+			[]string{"R1 " + day(2) + ".." + day(5)}},
+		{"b2b price changed: R2, and R1 whose binding shows every price", p1 + "/rates/r1/priceschedule", schedule("11", "6"),
+			[]string{"R1 " + day(2) + ".." + day(5), "R2 " + day(2) + ".." + day(5)}},
+		// The second entry shows chan-b no price, where it saw the rate's
+		// own: an entry added is a change even so.
+		{"r2 is not bound to chan-a: R1b's filter on r2 hears nothing; chan-b has it", p1 + "/rates/r2/priceschedule", schedule("1", "2"),
+			[]string{"R2 " + day(2) + ".." + day(5), "R2 " + day(20) + ".." + day(23)}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			e.Must(t, 200, "PUT", s.path, e.Operator, s.body)
+			h.drain(t)
+			if got := priceNotes(t, h); !slices.Equal(got, s.want) {
+				t.Errorf("notifications %q, want %q", got, s.want)
+			}
+		})
+	}
+}
+
+// TestPriceSchedule_HistoryRowsPerChangedPrice: each changed price of each
+// run of days is one price.changed history event with old and new amounts.
+func TestPriceSchedule_HistoryRowsPerChangedPrice(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	body := func(a, b string) string {
+		return `{"entries":[{"from":"2027-01-01","until":"2027-01-31","prices":[{"id":"a","retail":{"amount":` + a +
+			`,"currency":"EUR"}},{"id":"b","retail":{"amount":` + b + `,"currency":"EUR"},"net":{"amount":1,"currency":"EUR"}}]}]}`
+	}
+	e.Must(t, 200, "PUT", p1+"/rates/r1/priceschedule", e.Operator, body("10", "20"))
+	h.drain(t)
+	e.Must(t, 200, "PUT", p1+"/rates/r1/priceschedule", e.Operator, body("10", "25"))
+	h.drain(t)
+	_, hist := splitTopics(t, h.notes.Messages())
+	var rows []schemas.PriceChanged
+	for _, m := range hist {
+		var env schemas.Envelope
+		var pc schemas.PriceChanged
+		if json.Unmarshal(m.Value, &env) != nil || env.Type != schemas.HistoryPriceChanged {
+			continue
+		}
+		if err := json.Unmarshal(env.Data, &pc); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, pc)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("price.changed rows = %+v, want one (price b; a did not change)", rows)
+	}
+	r := rows[0]
+	if r.PriceID != "b" || r.OldRetail != 20 || r.NewRetail != 25 || r.OldNet != 1 || r.NewNet != 1 || r.Currency != "EUR" ||
+		r.Start.Format(time.DateOnly) != "2027-01-01" || r.End.Format(time.DateOnly) != "2027-02-01" || r.RateID != "r1" {
+		t.Errorf("row %+v", r)
+	}
+}
