@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
@@ -231,5 +232,41 @@ func FuzzChannelBody(f *testing.F) {
 		}
 		c := Channel{ID: "c", Name: in.Name, CompanyName: in.CompanyName, Config: in.Config, Ext: in.Ext, LogoURL: in.LogoURL, URL: in.URL, Version: 1}
 		roundTrip(t, &c)
+	})
+}
+
+func FuzzPriceScheduleBody(f *testing.F) {
+	f.Add([]byte(`{"entries":[{"from":"2027-01-01","until":"2027-01-31","prices":[{"id":"a","labels":["x"],"retail":{"amount":10,"currency":"EUR"}}]},{"from":"2026-12-01","until":"2026-12-01","prices":[]}]}`))
+	f.Add([]byte(`{"entries":[{"from":"2027-01-01","until":"2026-01-31","prices":[]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in struct {
+			Entries []PriceScheduleEntry `json:"entries"`
+		}
+		if httpapi.DecodeJSON(body, &in) != nil || validatePriceSchedule(in.Entries) != nil {
+			return
+		}
+		// Accepted: sorted, never overlapping, a schedule is no change
+		// to itself, and against nothing every entry's days changed.
+		days := 0
+		for i, e := range in.Entries {
+			if i > 0 && e.From <= in.Entries[i-1].Until {
+				t.Fatalf("accepted overlapping or unsorted entries %v", in.Entries)
+			}
+			from, _ := time.Parse(DateLayout, e.From)
+			until, _ := time.Parse(DateLayout, e.Until)
+			days += int(until.Sub(from)/(24*time.Hour)) + 1
+		}
+		if got := ChangedPriceDays(in.Entries, in.Entries, nil); len(got) != 0 {
+			t.Fatalf("a schedule differs from itself on %v", got)
+		}
+		changed := 0
+		for _, r := range ChangedPriceDays(nil, in.Entries, nil) {
+			changed += int(r.End.Sub(r.Start) / (24 * time.Hour))
+		}
+		if changed != days {
+			t.Fatalf("first schedule changed %d days, its entries cover %d", changed, days)
+		}
+		ps := PriceSchedule{SupplierID: "s", ProductID: "p", RateID: "r", Entries: in.Entries, Version: 1}
+		roundTrip(t, &ps)
 	})
 }
