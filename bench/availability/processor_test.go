@@ -1,0 +1,120 @@
+package availability
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/stream"
+	procavail "github.com/switchbackhq/switchback/processors/availability"
+	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// counting is a Publisher that keeps nothing: the benchmark measures the
+// processor, not a broker.
+type counting struct{ notes, history atomic.Int64 }
+
+func (c *counting) Publish(_ context.Context, msgs ...stream.Message) error {
+	for _, m := range msgs {
+		switch m.Topic {
+		case schemas.TopicNotifications:
+			c.notes.Add(1)
+		case schemas.TopicHistory:
+			c.history.Add(1)
+		}
+	}
+	return nil
+}
+
+// BenchmarkSnapshotsThroughProcessor: partner snapshots of 64 rates (21
+// windows over 7 days, one window changing each time) through
+// processors/availability.Processor.Handle with a real redis-server (state
+// WATCH/GET/SET per snapshot), the real catalog's bindings and principals
+// (two resellers of the channel with an availability rule): decode, diff,
+// match, build notifications and history, save the state. Rates are split
+// over 16 goroutines, each handling its rates' snapshots in order (as a
+// consumer handles one partition).
+func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
+	const rates, workers = 64, 16
+	e := catalogtest.Start(b, catalogtest.Options{Quiet: true})
+	e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"))
+	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
+	var body strings.Builder
+	body.WriteString(`{"rates":[`)
+	for i := range rates {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.WriteString(catalogtest.RateBody("r"+strconv.Itoa(i), "Rate"))
+	}
+	body.WriteString(`]}`)
+	e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator, body.String())
+	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/"+catalogtest.ChannelA, e.Operator, `{}`)
+
+	t0 := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, 1)
+	clock := func() time.Time { return t0 }
+	pub := &counting{}
+	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},
+		Rules: oneRule{registry.Config{MaxLookAheadDays: 7}}, Publisher: pub, Clock: clock})
+
+	// Every snapshot is built before the timer: encoding is the producer's
+	// cost, not the processor's.
+	msgs := make([][]stream.Message, workers)
+	for i := range b.N {
+		rate, round := i%rates, i/rates
+		s := partner.Snapshot{SupplierID: "s1", ProductID: "p1", RateID: "r" + strconv.Itoa(rate), Start: t0, End: t0.AddDate(0, 0, 7),
+			Retrieved: t0.Add(time.Duration(round) * time.Second), Expires: t0.Add(time.Hour)}
+		for d := range 7 {
+			for _, h := range []int{9, 13, 17} {
+				c := 10
+				if d == 1 && h == 13 {
+					c = 2 + round%2 // the window that changes every round
+				}
+				start := t0.Add(time.Duration(d*24+h) * time.Hour)
+				s.Availabilities = append(s.Availabilities, partner.Availability{ID: "a" + strconv.Itoa(d*24+h), Start: start, End: start.Add(2 * time.Hour), Capacity: c})
+			}
+		}
+		m, err := partner.SnapshotMessage(s, t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs[rate%workers] = append(msgs[rate%workers], m)
+	}
+	ctx := context.Background()
+	var failed atomic.Value
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for _, m := range msgs[w] {
+				if err := proc.Handle(ctx, m); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	// Every snapshot after a rate's first (its baseline) changes one
+	// window: two resellers hear of it.
+	if changed := int64(b.N - min(b.N, rates)); pub.notes.Load() != 2*changed {
+		b.Fatalf("notifications = %d, want %d", pub.notes.Load(), 2*changed)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "snapshots/s")
+	b.ReportMetric(float64(pub.notes.Load())/elapsed.Seconds(), "notifications/s")
+}
