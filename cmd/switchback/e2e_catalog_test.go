@@ -130,6 +130,9 @@ func TestE2E_CatalogBindingsNotifySubscribers(t *testing.T) {
 	if n := len(sk.on("/cb")); n != 3 {
 		t.Errorf("channelbinding notifications = %d, want exactly 3", n)
 	}
+	if n := len(sk.on("/product")); n != 1 {
+		t.Errorf("product notifications = %d, want exactly 1", n)
+	}
 	p.stop(t)
 }
 

@@ -296,6 +296,9 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 
 	t.Run("backlog bound sets disableAll automatically", func(t *testing.T) {
 		admin := client{t, api, "demo-admin", "demo-admin-secret"}
+		if status, ch, _ := admin.do("POST", "/admin/v1/channels", `{"id":"channel-down","name":"Down channel","companyName":"Down Co"}`); status != 201 {
+			t.Fatalf("create channel: %d %v", status, ch)
+		}
 		status, created, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Down subscriber","channelId":"channel-down"}`)
 		if status != 201 {
 			t.Fatalf("create reseller: %d %v", status, created)

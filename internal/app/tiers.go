@@ -95,7 +95,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Registry:     reg,
 		Principals:   store,
 	})
-	admin.Register(srv, store)
+	admin.Register(srv, store, sh.catalog)
 	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)

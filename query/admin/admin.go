@@ -1,7 +1,7 @@
 // Package admin maps the admin API (/admin/v1, admin principals only) to
 // calls on the principals store: create, list and revoke API credentials
 // (ARCHITECTURE.md, "Admin bootstrap"). Sales channels (POST
-// /admin/v1/channels) will join it.
+// /admin/v1/channels) are query/channel's RegisterAdmin.
 //
 // It must not hold rules: which roles exist, what scope each needs and how
 // secrets are made and stored live in internal/principals; this package
@@ -10,10 +10,13 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 
@@ -25,6 +28,12 @@ type Principals interface {
 	List() []principals.Principal
 }
 
+// Channels tells whether a sales channel exists (*catalog.Store implements
+// it): a reseller principal belongs to one existing channel.
+type Channels interface {
+	Channel(ctx context.Context, id string) (catalog.Channel, error)
+}
+
 // writeTimeout bounds a write's wait for the broker's acknowledgement, so
 // that an unreachable Kafka answers 503 instead of holding the request.
 const writeTimeout = 10 * time.Second
@@ -32,15 +41,18 @@ const writeTimeout = 10 * time.Second
 var adminOnly = []principals.Role{principals.RoleAdmin}
 
 // Register adds the admin routes to s.
-func Register(s *httpapi.Server, p Principals) {
-	h := handlers{p: p}
+func Register(s *httpapi.Server, p Principals, ch Channels) {
+	h := handlers{p: p, ch: ch}
 	g := s.Group(httpapi.BaseAdminV1)
 	g.Handle(http.MethodPost, "/principals", adminOnly, h.create)
 	g.Handle(http.MethodGet, "/principals", adminOnly, h.list)
 	g.Handle(http.MethodDelete, "/principals/{id}", adminOnly, h.revoke)
 }
 
-type handlers struct{ p Principals }
+type handlers struct {
+	p  Principals
+	ch Channels
+}
 
 // createBody is POST /admin/v1/principals:
 // {"role":"reseller","channelId":"..."} | {"role":"operator","name":"..."} | {"role":"admin"}.
@@ -78,6 +90,15 @@ func (h handlers) create(r *httpapi.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
+	if req.Role == principals.RoleReseller && req.ChannelID != "" {
+		// A reseller sees what its channel is bound to: one on a channel
+		// that does not exist would see nothing, silently.
+		if _, err := h.ch.Channel(ctx, req.ChannelID); errors.Is(err, catalog.ErrNotFound) {
+			return apierror.Invalid("channelId", "is not a known sales channel (POST /admin/v1/channels creates one)")
+		} else if err != nil {
+			return err
+		}
+	}
 	p, secret, err := h.p.Create(ctx, req)
 	if err != nil {
 		return err

@@ -1,10 +1,13 @@
 package admin
 
 import (
+	"fmt"
+
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"io"
 	"net"
 	"net/http"
@@ -44,6 +47,16 @@ func (r *recorder) setFail(v bool) {
 
 type cred struct{ key, secret string }
 
+// knownChannels is the catalog's channel lookup for these tests.
+type knownChannels map[string]bool
+
+func (k knownChannels) Channel(_ context.Context, id string) (catalog.Channel, error) {
+	if !k[id] {
+		return catalog.Channel{}, fmt.Errorf("channel %s: %w", id, catalog.ErrNotFound)
+	}
+	return catalog.Channel{ID: id}, nil
+}
+
 type env struct {
 	url    string
 	client *http.Client
@@ -60,7 +73,7 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	s := httpapi.New(httpapi.Options{Principals: store})
-	Register(s, store)
+	Register(s, store, knownChannels{"ch-1": true, "ch-9": true})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +219,7 @@ func TestCreatePrincipal_RejectsBadBodiesWith400(t *testing.T) {
 		{"missing role", `{}`, apierror.InvalidField, "role"},
 		{"unknown role", `{"role":"superuser"}`, apierror.InvalidField, "role"},
 		{"reseller without channelId", `{"role":"reseller"}`, apierror.InvalidField, "channelId"},
+		{"reseller on an unknown channel", `{"role":"reseller","channelId":"no-such-channel"}`, apierror.InvalidField, "channelId"},
 		{"channelId on an operator", `{"role":"operator","channelId":"ch"}`, apierror.InvalidField, "channelId"},
 		{"misspelled field", `{"role":"reseller","chanelId":"ch"}`, apierror.InvalidField, "chanelId"},
 		{"role of the wrong type", `{"role":1}`, apierror.InvalidField, "role"},
