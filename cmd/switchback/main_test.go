@@ -217,6 +217,8 @@ func TestBinary_RunStartsServesAndStopsCleanly(t *testing.T) {
 		if out, err := check.CombinedOutput(); err != nil {
 			t.Errorf("promtool check metrics on a live scrape: %v\n%s", err, out)
 		}
+	} else if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {
+		t.Errorf("promtool not installed (Debian package prometheus) and SWITCHBACK_REQUIRE_INTEGRATION=1: live scrape not linted")
 	} else {
 		t.Log("promtool not installed; live scrape not linted")
 	}

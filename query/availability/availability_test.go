@@ -122,7 +122,7 @@ func TestFreshness_FreshServedFromCacheThenOneCallAfterMaxAge(t *testing.T) {
 		t.Fatalf("after the refresh: err %v, calls %d", err, e.sim.Calls())
 	}
 	// Every refresh published one snapshot per bound rate, never R3.
-	msgs := e.pub.Messages()
+	msgs := onTopic(e.pub.Messages(), schemas.TopicAvailability)
 	if len(msgs) != 4 {
 		t.Fatalf("snapshots = %d, want 4", len(msgs))
 	}

@@ -11,6 +11,14 @@
 // has not expired is served (and the refresh finishes in the background),
 // no usable entry is 503.
 //
+// Every partner availability call of a refresh is also one
+// schemas.HistoryPartnerCall event on TopicHistory (history_partner_calls
+// in ClickHouse): with the snapshots, in the same publish, when the call
+// succeeded; from a background goroutine when it failed, so that a failure
+// never holds a waiting read for a Kafka round trip. The event carries the
+// supplier, operation, status, latency and outcome; never the connection's
+// URL, credentials or the partner's response text.
+//
 // It must not diff or notify (processors/availability does), nor write
 // the catalog. Only rates bound to the reseller's channel are visible.
 package availability
@@ -38,6 +46,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Catalog is what the cache needs of the catalog; *catalog.Store
@@ -82,9 +91,17 @@ type Options struct {
 	Clock func() time.Time
 	// Logger: default discard.
 	Logger *slog.Logger
-	// Registerer gets switchback_availability_cache_total; nil: none.
+	// Registerer gets the switchback_availability_* metrics of the cache;
+	// nil: none.
 	Registerer prometheus.Registerer
 }
+
+// Source is Envelope.Source of the history events the cache publishes.
+const Source = "query/availability"
+
+// maxHistoryInFlight bounds the goroutines publishing the history events
+// of failed partner calls; past it an event is dropped (and counted).
+const maxHistoryInFlight = 64
 
 // Service is the availability cache and the reads built on it.
 type Service struct {
@@ -94,6 +111,9 @@ type Service struct {
 	local   local
 	cache   *prometheus.CounterVec
 	publish *prometheus.CounterVec
+	// historyDropped counts partner-call history events not published.
+	historyDropped prometheus.Counter
+	historySlots   chan struct{}
 }
 
 // New returns a service.
@@ -134,10 +154,22 @@ func New(opts Options) *Service {
 			Name: "switchback_availability_refresh_total",
 			Help: "Availability refreshes, by result (ok, partner_error, publish_error, lock_busy).",
 		}, []string{"result"}),
+		historyDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchback_availability_history_dropped_total",
+			Help: "Partner-call history events not published (publish failed, or too many failed calls waiting to be published).",
+		}),
+		historySlots: make(chan struct{}, maxHistoryInFlight),
 	}
 	if opts.Registerer != nil {
 		s.cache = registerCounter(opts.Registerer, s.cache)
 		s.publish = registerCounter(opts.Registerer, s.publish)
+		if err := opts.Registerer.Register(s.historyDropped); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+			s.historyDropped = are.ExistingCollector.(prometheus.Counter)
+		}
 	}
 	return s
 }
@@ -464,7 +496,25 @@ func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w wi
 	if err != nil {
 		return err
 	}
-	byRate, expires, retrieved, fromPartner, err := s.fetch(ctx, reqID, &sup, pid, rid, rates, w)
+	byRate, expires, retrieved, call, err := s.fetch(ctx, reqID, &sup, pid, rid, rates, w)
+	fromPartner := call != nil
+	// The call's history event: batched with the snapshots below, else
+	// (failed call, failed write-back) published in the background.
+	var history *stream.Message
+	if call != nil {
+		m, herr := call.message()
+		if herr != nil {
+			s.log.Warn("partner call history not encoded", "supplier", sid, "err", herr)
+			s.historyDropped.Inc()
+		} else {
+			history = &m
+			defer func() {
+				if history != nil {
+					s.publishLater(*history)
+				}
+			}()
+		}
+	}
 	if err != nil {
 		s.publish.WithLabelValues("partner_error").Inc()
 		s.log.Warn("availability refresh failed", "supplier", sid, "product", pid, "err", err)
@@ -496,11 +546,18 @@ func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w wi
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("write availability cache: %w: %w", ErrUnavailable, err)
 	}
+	if history != nil {
+		msgs = append(msgs, *history)
+		history = nil
+	}
 	if len(msgs) > 0 {
 		// The cache is written first: a reader must not wait for Kafka.
 		// A lost snapshot delays change detection to the next refresh.
 		if err := s.opts.Publisher.Publish(ctx, msgs...); err != nil {
 			s.publish.WithLabelValues("publish_error").Inc()
+			if fromPartner {
+				s.historyDropped.Inc()
+			}
 			s.log.Warn("availability snapshot not published", "supplier", sid, "product", pid, "err", err)
 			return nil
 		}
@@ -510,16 +567,18 @@ func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w wi
 }
 
 // fetch reads the window of the rates: from the partner for a partner
-// supplier, else from what the operator pushed (the catalog).
+// supplier, else from what the operator pushed (the catalog). For a
+// partner it returns the call's record (nil when no call was made), also
+// when the call failed.
 func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier, pid, rid string, rates []string, w window) (
-	map[string][]partner.Availability, time.Time, time.Time, bool, error) {
+	map[string][]partner.Availability, time.Time, time.Time, *partnerCall, error) {
 	now := s.opts.Clock()
 	out := make(map[string][]partner.Availability, len(rates))
 	if sup.Connection.Kind != catalog.ConnectionPartner {
 		for _, r := range rates {
 			set, err := s.opts.Catalog.Availabilities(ctx, adminPrincipal, sup.ID, pid, r)
 			if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-				return nil, now, now, false, err
+				return nil, now, now, nil, err
 			}
 			as := []partner.Availability{}
 			for _, a := range set.Availabilities {
@@ -529,19 +588,22 @@ func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier
 			}
 			out[r] = as
 		}
-		return out, now.Add(s.opts.MaxAge), now, false, nil
+		return out, now.Add(s.opts.MaxAge), now, nil, nil
 	}
 	c := sup.Connection
 	conn := partner.Connection{BaseURL: c.BaseURL, APIKey: c.Credentials.APIKey, APISecret: c.Credentials.APISecret}
+	started := time.Now()
 	l, err := s.opts.Partner.Availabilities(ctx, conn, partner.AvailabilitiesRequest{SupplierID: sup.ID, ProductID: pid,
 		Start: w.start, End: w.end, RateID: rid, RequestID: reqID})
+	call := newPartnerCall(sup.ID, opAvailabilities, now, time.Since(started), err)
 	if err != nil {
-		return nil, now, now, true, err
+		return nil, now, now, call, err
 	}
 	for _, r := range rates {
 		as, ok := l.ForRate(r, rid != "")
 		if !ok {
-			return nil, now, now, true, fmt.Errorf("partner answered byProduct only, without rate ids: %w", partner.ErrUnavailable)
+			call.rec.Outcome, call.rec.Error = schemas.CallError, partner.KindMalformed+": byProduct without rate ids"
+			return nil, now, now, call, fmt.Errorf("partner answered byProduct only, without rate ids: %w", partner.ErrUnavailable)
 		}
 		kept := make([]partner.Availability, 0, len(as))
 		for _, a := range as {
@@ -552,7 +614,88 @@ func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier
 		slices.SortFunc(kept, func(a, b partner.Availability) int { return a.Start.Compare(b.Start) })
 		out[r] = kept
 	}
-	return out, l.Expires, l.Retrieved, true, nil
+	return out, l.Expires, l.Retrieved, call, nil
+}
+
+// opAvailabilities is PartnerCall.Operation of an availability read (spec
+// doc 2, GET .../availabilities).
+const opAvailabilities = "availabilities"
+
+// partnerCall is one partner call to record in history.
+type partnerCall struct {
+	at  time.Time // when it started (the service's clock)
+	rec schemas.PartnerCall
+}
+
+// newPartnerCall records a call's outcome from its error. The error text
+// is the failure kind and status only: a transport error's text can name
+// the partner's address, and a partner's body is not ours to store.
+func newPartnerCall(sid, op string, at time.Time, took time.Duration, err error) *partnerCall {
+	c := &partnerCall{at: at, rec: schemas.PartnerCall{System: schemas.SystemPartner, SupplierID: sid, Operation: op,
+		LatencyMs: took.Milliseconds(), Outcome: schemas.CallOK, Status: 200}}
+	if err == nil {
+		return c
+	}
+	c.rec.Status = 0
+	var ce *partner.CallError
+	switch {
+	case errors.As(err, &ce):
+		c.rec.Status = ce.Status
+		c.rec.Error = ce.Kind
+		switch ce.Kind {
+		case partner.KindTimeout:
+			c.rec.Outcome = schemas.CallTimeout
+		case partner.KindBreaker:
+			c.rec.Outcome = schemas.CallBreakerOpen
+		default:
+			c.rec.Outcome = schemas.CallError
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		c.rec.Outcome, c.rec.Error = schemas.CallTimeout, partner.KindTimeout
+	case errors.Is(err, partner.ErrRejected):
+		c.rec.Outcome, c.rec.Status, c.rec.Error = schemas.CallError, 400, partner.KindStatus
+	case errors.Is(err, partner.ErrNotFound):
+		c.rec.Outcome, c.rec.Status, c.rec.Error = schemas.CallError, 404, partner.KindStatus
+	default:
+		c.rec.Outcome, c.rec.Error = schemas.CallError, "other"
+	}
+	return c
+}
+
+// message is the call's history event (schemas.NewHistoryEvent, keyed by
+// supplier), for TopicHistory.
+func (c *partnerCall) message() (stream.Message, error) {
+	env, err := schemas.NewHistoryEvent(schemas.HistoryPartnerCall, c.rec.SupplierID, c.rec, c.at)
+	if err != nil {
+		return stream.Message{}, err
+	}
+	env.Source = Source
+	b, err := json.Marshal(env)
+	if err != nil {
+		return stream.Message{}, fmt.Errorf("encode partner call history: %w", err)
+	}
+	return stream.Message{Topic: schemas.TopicHistory, Key: []byte(env.Key), Value: b, Time: env.Time}, nil
+}
+
+// publishLater publishes a history event from its own goroutine, off the
+// path of the reads waiting for the refresh; at most maxHistoryInFlight at
+// once, past that it is dropped and counted.
+func (s *Service) publishLater(m stream.Message) {
+	select {
+	case s.historySlots <- struct{}{}:
+	default:
+		s.historyDropped.Inc()
+		return
+	}
+	go func() {
+		defer func() { <-s.historySlots }()
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
+		defer cancel()
+		if err := s.opts.Publisher.Publish(ctx, m); err != nil {
+			s.historyDropped.Inc()
+			s.log.Warn("partner call history not published", "key", string(m.Key), "err", err)
+		}
+	}()
 }
 
 func randomToken() string {
