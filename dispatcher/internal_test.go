@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
@@ -229,5 +232,58 @@ func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
 		if !slices.Contains([]string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped}, o) {
 			t.Errorf("outcome %q unknown to schemas", o)
 		}
+	}
+}
+
+// TestReleaseLane_HoldsTheLeaseForTheRestOfTheThrottleGap: the last send
+// time is in one instance's memory; releasing with a hold keeps another
+// instance off the subscriber's lane until the throttle gap has passed.
+func TestReleaseLane_HoldsTheLeaseForTheRestOfTheThrottleGap(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	v := &view{rdb: rdb, prefix: "p:"}
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		hold      time.Duration
+		freeAfter time.Duration // fast-forward after which B may take it
+	}{
+		{"no throttle gap left: released at once", 0, 0},
+		{"a gap left: held for it", 400 * time.Millisecond, 400 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := "sub-" + tt.name
+			if ok, err := v.acquireLane(ctx, sub, "A", time.Minute); err != nil || !ok {
+				t.Fatalf("A acquire: %v %v", ok, err)
+			}
+			if err := v.releaseLane(ctx, sub, "A", tt.hold); err != nil {
+				t.Fatal(err)
+			}
+			ok, err := v.acquireLane(ctx, sub, "B", time.Minute)
+			if err != nil || ok != (tt.freeAfter == 0) {
+				t.Fatalf("B acquire right after release = %v (%v), want %v", ok, err, tt.freeAfter == 0)
+			}
+			if tt.freeAfter > 0 {
+				mr.FastForward(tt.freeAfter)
+				if ok, err := v.acquireLane(ctx, sub, "B", time.Minute); err != nil || !ok {
+					t.Fatalf("B acquire after the gap = %v (%v), want true", ok, err)
+				}
+			}
+		})
+	}
+	// Releasing a lease another owner holds changes nothing.
+	if err := v.releaseLane(ctx, "sub-x", "A", 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := v.acquireLane(ctx, "sub-y", "B", time.Minute); !ok {
+		t.Fatal("B acquire sub-y")
+	}
+	if err := v.releaseLane(ctx, "sub-y", "A", 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := v.acquireLane(ctx, "sub-y", "C", time.Minute); ok {
+		t.Fatal("A's release freed B's lease")
 	}
 }

@@ -87,15 +87,16 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 	if err != nil || !ok {
 		return // another instance has it, or Redis is away: polled again
 	}
+	var throttle time.Duration // as last read
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(hard), 2*time.Second)
-		_ = d.v.releaseLane(rctx, sub, d.owner)
+		_ = d.v.releaseLane(rctx, sub, d.owner, time.Until(d.lastSendOf(sub).Add(throttle)))
 		cancel()
 	}()
 
 	errDelay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		throttle, disableAll, err := d.o.Subscriptions.Settings(hard, sub)
+		th, disableAll, err := d.o.Subscriptions.Settings(hard, sub)
 		if err != nil {
 			d.log.Warn("read subscriber settings failed", "subscriber", sub, "error", err)
 			if sleep(ctx, errDelay) != nil {
@@ -105,6 +106,7 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 			continue
 		}
 		errDelay = 100 * time.Millisecond
+		throttle = th
 
 		limit := d.o.LaneConcurrency
 		switch {

@@ -119,8 +119,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `)
 
+// release: KEYS lane; ARGV owner holdMs. With holdMs > 0 the lease is
+// kept (unrenewed) for that long instead of deleted: the rest of the
+// subscriber's throttleDelay gap, so that no other instance sends sooner.
 var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  if tonumber(ARGV[2]) > 0 then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  return redis.call('DEL', KEYS[1])
+end
 return 0
 `)
 
@@ -330,8 +336,15 @@ func (v *view) renewLane(ctx context.Context, sub, owner string, ttl time.Durati
 	return n == 1, nil
 }
 
-func (v *view) releaseLane(ctx context.Context, sub, owner string) error {
-	return releaseScript.Run(ctx, v.rdb, []string{v.laneKey(sub)}, owner).Err()
+// releaseLane gives the lease up, at once or after hold (the rest of the
+// throttle gap: the last send time lives in this instance's memory, and
+// the lease carries it to the others).
+func (v *view) releaseLane(ctx context.Context, sub, owner string, hold time.Duration) error {
+	ms := int64(0)
+	if hold > 0 {
+		ms = max(hold.Milliseconds(), 1)
+	}
+	return releaseScript.Run(ctx, v.rdb, []string{v.laneKey(sub)}, owner, ms).Err()
 }
 
 // allBacklogs returns every subscriber's pending count (metrics).

@@ -83,11 +83,13 @@ type Metadata struct {
 // Throttle is ThrottleDelay parsed; a stored value always parses, so an
 // error here means a corrupt record and the delay is 0.
 func (m Metadata) Throttle() time.Duration {
-	d, err := ParseThrottleDelay(m.ThrottleDelay)
-	if err != nil {
+	// Stored values were validated when written; a value written before
+	// the grammar was enforced exactly ("0") still reads as what it says.
+	d, err := time.ParseDuration(m.ThrottleDelay)
+	if err != nil || d < 0 {
 		return 0
 	}
-	return d
+	return min(d, MaxThrottleDelay)
 }
 
 // DefaultMetadata is the metadata of a subscriber that never set it: no

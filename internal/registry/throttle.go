@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -11,16 +12,24 @@ import (
 // (docs/decisions.md).
 const MaxThrottleDelay = 24 * time.Hour
 
-// ParseThrottleDelay parses a throttleDelay (spec doc 1, "Metadata"): "a
-// possibly signed sequence of decimal numbers, each with optional fraction
-// and a unit suffix; units ns, us (or µs), ms, s, m, h". That is exactly
-// the grammar of time.ParseDuration (which also admits a bare "0"), so it
-// is used as is. A negative delay is refused: there is no sending before
-// the notification exists. So is one over MaxThrottleDelay.
+// throttleGrammar is the spec's grammar of throttleDelay (spec doc 1,
+// "Metadata"): "a possibly signed sequence of decimal numbers, each with
+// optional fraction and a unit suffix; units ns, us (or µs), ms, s, m, h".
+// µ is U+00B5 (micro sign), as the spec writes it. time.ParseDuration
+// admits more (a bare "0", U+03BC Greek mu), so the grammar is checked
+// first and ParseDuration only computes the value.
+var throttleGrammar = regexp.MustCompile(`^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\x{00B5}s|ms|s|m|h))+$`)
+
+// ParseThrottleDelay parses a throttleDelay exactly as the spec describes
+// it. A negative delay is refused: there is no sending before the
+// notification exists. So is one over MaxThrottleDelay.
 func ParseThrottleDelay(s string) (time.Duration, error) {
+	if !throttleGrammar.MatchString(s) {
+		return 0, fmt.Errorf("is not a duration such as 0s, 500ms, 2s or 1m30s (decimal numbers each with a unit: ns, us, µs, ms, s, m, h)")
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("is not a duration such as 500ms, 2s or 1m30s (units ns, us, µs, ms, s, m, h)")
+		return 0, fmt.Errorf("is out of range")
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("must not be negative")

@@ -458,7 +458,7 @@ func TestMetadata_DefaultsUpdatesAndValidation(t *testing.T) {
 	}
 
 	valid := []struct{ body, throttle string }{
-		{`{"throttleDelay":"0"}`, "0"},
+		{`{"throttleDelay":"0s"}`, "0s"},
 		{`{"throttleDelay":"1.5s"}`, "1.5s"},
 		{`{"throttleDelay":"250ms"}`, "250ms"},
 		{`{"throttleDelay":"2h45m"}`, "2h45m"},
