@@ -59,7 +59,7 @@ func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 	e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator, body.String())
 	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/"+catalogtest.ChannelA, e.Operator, `{}`)
 
-	t0 := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, 1)
+	t0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	clock := func() time.Time { return t0 }
 	pub := &counting{}
 	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},

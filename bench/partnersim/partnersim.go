@@ -1,8 +1,8 @@
 // Package partnersim is a simulated partner (spec doc 2, "Partner
 // interface (version 1.2)"): GET /suppliers/{s}/products/{p}/availabilities
-// with generated inventory for any supplier and product, configurable
-// latency, error rate and change rate. Tests, benchmarks and the demo use
-// it; it is not production code.
+// with generated inventory for any supplier and product, and holds and
+// bookings (transactions.go); configurable latency, error rate and change
+// rate. Tests, benchmarks and the demo use it; it is not production code.
 //
 // Inventory: every rate has windows of SlotLength starting at the hours of
 // SlotHours of every day. A window's capacity is a hash of (supplier,
@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Config configures a Server. Zero values take the defaults.
@@ -54,6 +56,8 @@ type Config struct {
 	Clock func() time.Time
 	// Seed of the generated inventory.
 	Seed uint64
+	// TxConfig: holds and bookings (transactions.go).
+	TxConfig
 }
 
 // Server is the simulated partner; it is an http.Handler.
@@ -63,6 +67,7 @@ type Server struct {
 	calls atomic.Int64
 	rnd   *rand.Rand
 	rndMu sync.Mutex
+	tx    txState
 }
 
 // New returns a server.
@@ -88,7 +93,9 @@ func New(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Server{cfg: cfg, rnd: rand.New(rand.NewPCG(cfg.Seed, 7))}
+	s := &Server{cfg: cfg, rnd: rand.New(rand.NewPCG(cfg.Seed, 7))}
+	s.tx.holds, s.tx.bookings = map[string]*schemas.Hold{}, map[string]*simBooking{}
+	return s
 }
 
 // Calls is the number of availabilities calls answered (any status).
@@ -132,6 +139,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(errorBody{Code: code, Message: msg, Meta: map[string]string{"reqId": reqID}})
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if parts[0] == "holds" || parts[0] == "bookings" {
+		s.serveTx(w, r, cfg, parts)
+		return
+	}
 	if r.Method != http.MethodGet || len(parts) != 5 || parts[0] != "suppliers" || parts[2] != "products" || parts[4] != "availabilities" {
 		fail(http.StatusNotFound, "NOT_FOUND", "no such route")
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/ingest/partner"
+	internalbooking "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -20,10 +21,12 @@ import (
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	processorsavailability "github.com/switchbackhq/switchback/processors/availability"
+	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
 	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
 	"github.com/switchbackhq/switchback/processors/history"
 	"github.com/switchbackhq/switchback/query/admin"
 	queryavailability "github.com/switchbackhq/switchback/query/availability"
+	querybooking "github.com/switchbackhq/switchback/query/booking"
 	"github.com/switchbackhq/switchback/query/channel"
 	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -49,6 +52,9 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	if err != nil {
 		return nil, err
 	}
+	// One partner client per process: one circuit breaker per partner,
+	// whichever tier calls it.
+	sh.partner = partner.NewClient(partner.Options{Registerer: reg})
 	for _, tier := range tiers {
 		tlog := log.With("tier", tier)
 		switch tier {
@@ -107,12 +113,21 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	queryavailability.Register(srv, queryavailability.New(queryavailability.Options{
 		Redis:      d.redis,
 		Catalog:    sh.catalog,
-		Partner:    partner.NewClient(partner.Options{Registerer: reg}),
+		Partner:    sh.partner,
 		Publisher:  d.producer,
 		Logger:     log.With("part", "availability"),
 		Registerer: reg,
 	}))
 	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
+	// Holds and bookings, forwarded to the supplier's partner; their
+	// states go to TopicHolds/TopicBookings (processors/booking notifies).
+	querybooking.Register(srv, internalbooking.New(internalbooking.Options{
+		Redis:     d.redis,
+		Publisher: d.producer,
+		Partner:   partner.Suppliers{Client: sh.partner, Catalog: sh.catalog},
+		Catalog:   sh.catalog,
+		Logger:    log,
+	}))
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -207,6 +222,7 @@ type shared struct {
 	registry   *registry.Registry
 	catalog    *catalog.Store
 	sender     *webhook.Sender
+	partner    *partner.Client
 }
 
 // startShared builds the registry and rebuilds its Redis view from the
@@ -303,6 +319,29 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Registerer:  reg,
 	})
 	runWorker(closers, "availability processor (commit)", failed, ap.Run)
+
+	// Holds and bookings: the view, the booking notifications and history,
+	// and the poller that waits for the tickets of accepted bookings.
+	bookings := internalbooking.New(internalbooking.Options{
+		Redis:     d.redis,
+		Publisher: d.producer,
+		Partner:   partner.Suppliers{Client: sh.partner, Catalog: sh.catalog},
+		Catalog:   sh.catalog,
+		Source:    "processors/booking",
+		Logger:    log,
+	})
+	bp := processorsbooking.New(processorsbooking.Options{
+		Brokers:     d.brokers,
+		Store:       bookings,
+		Subscribers: processorscatalog.Resellers{Principals: sh.principals},
+		Rules:       sh.registry,
+		Publisher:   d.producer,
+		Logger:      log.With("part", "booking-processor"),
+		Registerer:  reg,
+	})
+	runWorker(closers, "booking processor (commit)", failed, bp.Run)
+	runWorker(closers, "booking poller", failed, processorsbooking.NewPoller(processorsbooking.PollerOptions{
+		Bookings: bookings, Logger: log, Registerer: reg}).Run)
 
 	if d.clickhouse == nil {
 		log.Warn("history sink not started: no ClickHouse; history is parked on its topic")

@@ -1,0 +1,293 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Result is a booking as an API call answers it; Accepted is true while
+// the partner accepted it (202) and its tickets are not attached yet.
+type Result struct {
+	Booking  schemas.Booking
+	Accepted bool
+}
+
+func result(rec schemas.BookingRecord) Result {
+	return Result{Booking: rec.Booking, Accepted: rec.AwaitingTickets}
+}
+
+// CreateBooking validates a reseller's booking, checks its hold (spec doc
+// 2, rule 5: a hold is required and must succeed before a booking),
+// forwards it to the supplier's partner and records it.
+//
+// Idempotency: the booking id may be given (spec doc 2: "optional; when
+// omitted the response id is a random UUID"). A retry with the same id and
+// data returns the booking of the first request and never makes a second
+// one; concurrent retries wait on the booking's lock. The same id with
+// other data is BAD_REQUEST; another channel's booking id is CONFLICT.
+//
+// The hold: holdId is required (400); a hold that is not the channel's is
+// 400; RELEASED, expired or already used by another booking is 409; items
+// it does not cover are 400.
+func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, reqID string, in schemas.Booking) (Result, error) {
+	now := s.now()
+	item := func(i int) (itemRef, int) {
+		it := in.Items[i]
+		return itemRef{it.SupplierID, it.ProductID, it.RateID}, it.Quantity
+	}
+	sid, err := checkItems("booking", len(in.Items), item)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case in.ChannelID != "" && in.ChannelID != p.ChannelID:
+		return Result{}, invalid("booking.channelId", "is not your channel")
+	case len(in.ResellerBookingRef) > MaxRefLen:
+		return Result{}, invalid("booking.resellerBookingRef", fmt.Sprintf("is longer than %d characters", MaxRefLen))
+	case in.Status != "" || len(in.Tickets) > 0 || len(in.Timeline) > 0 || in.Cancelable != nil:
+		return Result{}, invalid("booking", "status, tickets, timeline and cancelable are set by the supplier's system")
+	}
+	if err := checkID("booking.id", in.ID, false); err != nil {
+		return Result{}, err
+	}
+	if err := checkID("booking.holdId", in.HoldID, true); err != nil {
+		if in.HoldID == "" {
+			return Result{}, invalid("booking.holdId", "is required: acquire a hold with POST /holds before booking")
+		}
+		return Result{}, err
+	}
+	in.ChannelID = p.ChannelID
+	fp, err := fingerprint(in)
+	if err != nil {
+		return Result{}, err
+	}
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	unlock, err := s.lock(ctx, "b", in.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	old, ver, err := s.loadBooking(ctx, in.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	if ver > 0 {
+		switch {
+		case old.ChannelID != p.ChannelID:
+			return Result{}, conflictf("booking id %s is already in use", in.ID)
+		case old.Fingerprint != fp:
+			return Result{}, badRequestf("booking id %s was already used with different data", in.ID)
+		}
+		return result(old), nil
+	}
+	if err := s.checkVisible(ctx, "booking", p.ChannelID, len(in.Items), item, now); err != nil {
+		return Result{}, err
+	}
+	unlockHold, err := s.lock(ctx, "h", in.HoldID)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlockHold()
+	hold, hver, err := s.loadHold(ctx, in.HoldID)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case hver == 0 || hold.ChannelID != p.ChannelID:
+		return Result{}, invalid("booking.holdId", "is not a hold of yours: acquire a hold with POST /holds before booking")
+	case hold.BookingID != "" && hold.BookingID != in.ID:
+		return Result{}, conflictf("hold %s was already used by booking %s", in.HoldID, hold.BookingID)
+	case hold.Hold.Status != schemas.HoldActive:
+		return Result{}, conflictf("hold %s is %s, not ACTIVE", in.HoldID, hold.Hold.Status)
+	case !now.Before(hold.Hold.Expires):
+		return Result{}, conflictf("hold %s expired at %s", in.HoldID, hold.Hold.Expires.UTC().Format(time.RFC3339))
+	}
+	if i, ok := covers(hold.Hold, in.Items); !ok {
+		return Result{}, invalid(fmt.Sprintf("booking.items[%d]", i), "is not covered by hold "+in.HoldID+" (supplier, product, rate, availability, start time and quantity)")
+	}
+
+	out := in
+	out.HoldID = partnerHoldID(hold)
+	got, accepted, err := s.opts.Partner.CreateBooking(ctx, sid, out, reqID)
+	if err != nil {
+		return Result{}, fmt.Errorf("create booking: %w", fromPartner(err))
+	}
+	// The reseller's ids win over the partner's echo.
+	got.ID, got.HoldID, got.ChannelID = in.ID, in.HoldID, p.ChannelID
+	if got.ResellerBookingRef == "" {
+		got.ResellerBookingRef = in.ResellerBookingRef
+	}
+	if got.Status == "" {
+		got.Status = schemas.BookingOpen
+		if accepted {
+			got.Status = schemas.BookingPending
+		}
+	}
+	if len(got.Timeline) == 0 {
+		got.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: got.Status}}
+	}
+	rec := schemas.BookingRecord{Booking: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
+		Accepted: accepted, AwaitingTickets: accepted && len(got.Tickets) == 0 && got.Status != schemas.BookingCancelled,
+		Change: schemas.ChangeCreated, RequestID: reqID, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	hold.BookingID, hold.UpdatedAt, hold.PreviousStatus = in.ID, now.UTC(), hold.Hold.Status
+	if err := s.commit(ctx, now, bookingChange(rec, 1), holdChange(hold, hver+1)); err != nil {
+		return Result{}, err
+	}
+	return result(rec), nil
+}
+
+// Record returns the recorded booking as it is, without asking the
+// partner or checking a channel (processors, tests, operations).
+func (s *Service) Record(ctx context.Context, id string) (schemas.BookingRecord, error) {
+	rec, ver, err := s.loadBooking(ctx, id)
+	if err == nil && ver == 0 {
+		err = fmt.Errorf("booking %s: %w", id, ErrNotFound)
+	}
+	return rec, err
+}
+
+// ownBooking loads a booking of the principal's channel; another
+// channel's is not found.
+func (s *Service) ownBooking(ctx context.Context, p principals.Principal, id string) (schemas.BookingRecord, error) {
+	rec, ver, err := s.loadBooking(ctx, id)
+	if err != nil {
+		return rec, err
+	}
+	if ver == 0 || rec.ChannelID != p.ChannelID {
+		return rec, fmt.Errorf("booking %s: %w", id, ErrNotFound)
+	}
+	return rec, nil
+}
+
+// Booking returns a booking of the principal's channel, first reconciled
+// with the partner (Refresh): a cancellation or tickets the partner has
+// are recorded (and notified by processors/booking). When the partner
+// cannot answer, the recorded booking is returned.
+func (s *Service) Booking(ctx context.Context, p principals.Principal, reqID, id string) (Result, error) {
+	rec, err := s.ownBooking(ctx, p, id)
+	if err != nil {
+		return Result{}, err
+	}
+	if rec.Booking.Status == schemas.BookingCancelled {
+		return result(rec), nil
+	}
+	fresh, _, err := s.Refresh(ctx, reqID, id)
+	if err != nil {
+		s.log.Warn("booking: not refreshed from the partner; serving the recorded one", "booking", id, "err", err)
+		return result(rec), nil
+	}
+	return result(fresh), nil
+}
+
+// CancelBooking cancels a booking of the principal's channel at the
+// partner (PUT /bookings/cancel/{id}) and records it CANCELLED, which
+// processors/booking turns into the booking canceled notification.
+// Cancelling a cancelled booking returns it unchanged (no second
+// notification); a booking the partner marked cancelable=false is
+// CONFLICT.
+func (s *Service) CancelBooking(ctx context.Context, p principals.Principal, reqID, id string) (Result, error) {
+	if _, err := s.ownBooking(ctx, p, id); err != nil {
+		return Result{}, err
+	}
+	unlock, err := s.lock(ctx, "b", id)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	rec, ver, err := s.loadBooking(ctx, id)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case rec.Booking.Status == schemas.BookingCancelled:
+		return result(rec), nil
+	case rec.Booking.Cancelable != nil && !*rec.Booking.Cancelable:
+		return Result{}, conflictf("booking %s is not cancelable", id)
+	}
+	if err := s.opts.Partner.CancelBooking(ctx, rec.SupplierID, id, reqID); err != nil {
+		return Result{}, fmt.Errorf("cancel booking: %w", fromPartner(err))
+	}
+	now := s.now()
+	cancelled(&rec, now, schemas.CanceledByReseller, reqID)
+	if err := s.commit(ctx, now, bookingChange(rec, ver+1)); err != nil {
+		return Result{}, err
+	}
+	return result(rec), nil
+}
+
+func cancelled(rec *schemas.BookingRecord, now time.Time, by, reqID string) {
+	rec.PreviousStatus = rec.Booking.Status
+	rec.Booking.Status = schemas.BookingCancelled
+	rec.Booking.Timeline = append(slices.Clone(rec.Booking.Timeline), schemas.TimelineEntry{Timestamp: now.UTC(), TypeOf: schemas.BookingCancelled})
+	rec.Change, rec.CanceledBy, rec.AwaitingTickets, rec.RequestID, rec.UpdatedAt = schemas.ChangeCanceled, by, false, reqID, now.UTC()
+}
+
+// Refresh reads a booking from its partner and records what changed
+// there: a cancellation (change canceled, by the partner), the tickets of
+// an accepted booking (change tickets-added), another status (change
+// updated). It reports whether it recorded a change. The booking poller
+// of processors/booking calls it for bookings awaiting tickets.
+func (s *Service) Refresh(ctx context.Context, reqID, id string) (schemas.BookingRecord, bool, error) {
+	rec, ver, err := s.loadBooking(ctx, id)
+	if err != nil || ver == 0 || rec.Booking.Status == schemas.BookingCancelled {
+		if err == nil && ver == 0 {
+			err = fmt.Errorf("booking %s: %w", id, ErrNotFound)
+		}
+		return rec, false, err
+	}
+	got, err := s.opts.Partner.GetBooking(ctx, rec.SupplierID, id, reqID)
+	if err != nil {
+		return rec, false, fmt.Errorf("refresh booking %s: %w", id, fromPartner(err))
+	}
+	unlock, err := s.lock(ctx, "b", id)
+	if err != nil {
+		return rec, false, err
+	}
+	defer unlock()
+	rec, ver, err = s.loadBooking(ctx, id) // what changed while the partner answered
+	if err != nil {
+		return rec, false, err
+	}
+	now := s.now()
+	switch {
+	case rec.Booking.Status == schemas.BookingCancelled:
+		return rec, false, nil
+	case got.Status == schemas.BookingCancelled:
+		cancelled(&rec, now, schemas.CanceledByPartner, reqID)
+		if len(got.Timeline) > 0 {
+			rec.Booking.Timeline = got.Timeline
+		}
+	case rec.AwaitingTickets && len(got.Tickets) > 0:
+		rec.PreviousStatus = rec.Booking.Status
+		rec.Booking.Tickets = got.Tickets
+		if got.Status != "" {
+			rec.Booking.Status = got.Status
+		}
+		if len(got.Timeline) > 0 {
+			rec.Booking.Timeline = got.Timeline
+		}
+		rec.Change, rec.AwaitingTickets, rec.RequestID, rec.UpdatedAt = schemas.ChangeTicketsAdded, false, reqID, now.UTC()
+	case got.Status != "" && got.Status != rec.Booking.Status:
+		rec.PreviousStatus = rec.Booking.Status
+		rec.Booking.Status = got.Status
+		if len(got.Timeline) > 0 {
+			rec.Booking.Timeline = got.Timeline
+		}
+		rec.Change, rec.RequestID, rec.UpdatedAt = schemas.ChangeUpdated, reqID, now.UTC()
+	default:
+		return rec, false, nil
+	}
+	if err := s.commit(ctx, now, bookingChange(rec, ver+1)); err != nil {
+		return rec, false, err
+	}
+	return rec, true, nil
+}

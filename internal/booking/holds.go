@@ -1,0 +1,195 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// CreateHold validates a reseller's hold, forwards it to the supplier's
+// partner and records the answer. The hold id may be given: a retry with
+// the same id and data returns the hold made by the first request (no
+// second partner call); the same id with other data is BAD_REQUEST, an id
+// of another channel's hold CONFLICT.
+func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID string, in schemas.Hold) (schemas.Hold, error) {
+	now := s.now()
+	item := func(i int) (itemRef, int) {
+		it := in.Items[i]
+		return itemRef{it.SupplierID, it.ProductID, it.RateID}, it.Quantity
+	}
+	sid, err := checkItems("hold", len(in.Items), item)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if err := checkID("hold.id", in.ID, false); err != nil {
+		return schemas.Hold{}, err
+	}
+	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() || !in.Expires.IsZero() {
+		return schemas.Hold{}, invalid("hold", "status, timeline, retrieved and expires are set by the supplier's system")
+	}
+	if err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), item, now); err != nil {
+		return schemas.Hold{}, err
+	}
+	fp, err := fingerprint(in)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	unlock, err := s.lock(ctx, "h", in.ID)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	defer unlock()
+	old, ver, err := s.loadHold(ctx, in.ID)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if ver > 0 {
+		switch {
+		case old.ChannelID != p.ChannelID:
+			return schemas.Hold{}, conflictf("hold id %s is already in use", in.ID)
+		case old.Fingerprint != fp:
+			return schemas.Hold{}, badRequestf("hold id %s was already used with different data", in.ID)
+		}
+		return HoldView(old, now), nil
+	}
+	got, err := s.opts.Partner.CreateHold(ctx, sid, in, reqID)
+	if err != nil {
+		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
+	}
+	rec := schemas.HoldRecord{Hold: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
+		CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	if got.ID != in.ID {
+		rec.PartnerHoldID = got.ID
+		rec.Hold.ID = in.ID
+	}
+	if rec.Hold.Status == "" {
+		rec.Hold.Status = schemas.HoldActive
+	}
+	if rec.Hold.Expires.IsZero() {
+		rec.Hold.Expires = now.Add(s.opts.HoldTTL).UTC()
+	}
+	if len(rec.Hold.Timeline) == 0 {
+		rec.Hold.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: rec.Hold.Status}}
+	}
+	if err := s.commit(ctx, now, holdChange(rec, 1)); err != nil {
+		return schemas.Hold{}, err
+	}
+	return HoldView(rec, now), nil
+}
+
+// partnerHoldID is the id the partner knows the hold by.
+func partnerHoldID(rec schemas.HoldRecord) string {
+	if rec.PartnerHoldID != "" {
+		return rec.PartnerHoldID
+	}
+	return rec.Hold.ID
+}
+
+// ownHold loads a hold of the principal's channel; another channel's is
+// not found (a reseller cannot learn that it exists).
+func (s *Service) ownHold(ctx context.Context, p principals.Principal, id string) (schemas.HoldRecord, int64, error) {
+	rec, ver, err := s.loadHold(ctx, id)
+	if err != nil {
+		return rec, 0, err
+	}
+	if ver == 0 || rec.ChannelID != p.ChannelID {
+		return rec, 0, fmt.Errorf("hold %s: %w", id, ErrNotFound)
+	}
+	return rec, ver, nil
+}
+
+// Hold returns a hold of the principal's channel, refreshed from the
+// partner: a status or expiry the partner changed is recorded. When the
+// partner cannot answer, the recorded hold is returned.
+func (s *Service) Hold(ctx context.Context, p principals.Principal, reqID, id string) (schemas.Hold, error) {
+	rec, _, err := s.ownHold(ctx, p, id)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if rec.Hold.Status == schemas.HoldActive {
+		got, err := s.opts.Partner.GetHold(ctx, rec.SupplierID, partnerHoldID(rec), reqID)
+		if err != nil {
+			s.log.Warn("booking: hold not refreshed from the partner; serving the recorded one", "hold", id, "err", err)
+		} else if got.Status != "" && (got.Status != rec.Hold.Status || (!got.Expires.IsZero() && !got.Expires.Equal(rec.Hold.Expires))) {
+			if updated, err := s.updateHold(ctx, id, func(r *schemas.HoldRecord) bool {
+				r.PreviousStatus = r.Hold.Status
+				r.Hold.Status = got.Status
+				if !got.Expires.IsZero() {
+					r.Hold.Expires = got.Expires.UTC()
+				}
+				if len(got.Timeline) > 0 {
+					r.Hold.Timeline = got.Timeline
+				}
+				return true
+			}); err == nil {
+				rec = updated
+			} else {
+				s.log.Warn("booking: recording the partner's hold status failed", "hold", id, "err", err)
+			}
+		}
+	}
+	return HoldView(rec, s.now()), nil
+}
+
+// updateHold changes a hold under its lock and commits the next version;
+// edit returns false to change nothing.
+func (s *Service) updateHold(ctx context.Context, id string, edit func(*schemas.HoldRecord) bool) (schemas.HoldRecord, error) {
+	unlock, err := s.lock(ctx, "h", id)
+	if err != nil {
+		return schemas.HoldRecord{}, err
+	}
+	defer unlock()
+	rec, ver, err := s.loadHold(ctx, id)
+	if err != nil {
+		return rec, err
+	}
+	if ver == 0 {
+		return rec, fmt.Errorf("hold %s: %w", id, ErrNotFound)
+	}
+	if !edit(&rec) {
+		return rec, nil
+	}
+	now := s.now()
+	rec.UpdatedAt = now.UTC()
+	return rec, s.commit(ctx, now, holdChange(rec, ver+1))
+}
+
+// ReleaseHold releases a hold of the principal's channel at the partner
+// (DELETE /holds/{id}) and records it RELEASED (spec doc 2: ACTIVE →
+// RELEASED). Releasing a released hold is a no-op; a hold already used
+// by a booking is CONFLICT (cancel the booking instead).
+func (s *Service) ReleaseHold(ctx context.Context, p principals.Principal, reqID, id string) error {
+	rec, _, err := s.ownHold(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case rec.Hold.Status == schemas.HoldReleased:
+		return nil
+	case rec.BookingID != "":
+		return conflictf("hold %s was used by booking %s; cancel the booking instead", id, rec.BookingID)
+	}
+	err = s.opts.Partner.ReleaseHold(ctx, rec.SupplierID, partnerHoldID(rec), reqID)
+	if err != nil && !isNotFound(err) { // gone at the partner: released there
+		return fmt.Errorf("release hold: %w", fromPartner(err))
+	}
+	now := s.now()
+	_, err = s.updateHold(ctx, id, func(r *schemas.HoldRecord) bool {
+		if r.Hold.Status == schemas.HoldReleased {
+			return false
+		}
+		r.PreviousStatus = r.Hold.Status
+		r.Hold.Status = schemas.HoldReleased
+		r.Hold.Timeline = append(slices.Clone(r.Hold.Timeline), schemas.TimelineEntry{Timestamp: now.UTC(), TypeOf: schemas.HoldReleased})
+		return true
+	})
+	return err
+}

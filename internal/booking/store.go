@@ -1,0 +1,279 @@
+package booking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Redis layout (prefix "switchback:booking:"):
+//
+//	h:<id>       hash  v (version) | rec (schemas.HoldRecord JSON)
+//	b:<id>       hash  v (version) | rec (schemas.BookingRecord JSON)
+//	pending      zset  booking ids awaiting tickets -> next poll (unix ms)
+//	lock:h:<id>  string write lock of a hold
+//	lock:b:<id>  string write lock of a booking
+func (s *Service) holdKey(id string) string    { return s.opts.KeyPrefix + "h:" + id }
+func (s *Service) bookingKey(id string) string { return s.opts.KeyPrefix + "b:" + id }
+func (s *Service) pendingKey() string          { return s.opts.KeyPrefix + "pending" }
+func (s *Service) lockKey(kind, id string) string {
+	return s.opts.KeyPrefix + "lock:" + kind + ":" + id
+}
+
+// applyScript is the versioned upsert: only a newer version is written, so
+// redelivered or replayed events are no-ops. For bookings it also keeps
+// the pending set (KEYS[2]): added (due at ARGV[4], unless already there)
+// while awaiting tickets, removed otherwise.
+// KEYS: entity, pending ("" for holds). ARGV: version, rec, awaiting, due.
+var applyScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], 'v')
+if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'rec', ARGV[2])
+if KEYS[2] ~= '' then
+  if ARGV[3] == '1' then
+    redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[5])
+  else
+    redis.call('ZREM', KEYS[2], ARGV[5])
+  end
+end
+return 1
+`)
+
+// Apply upserts one hold or booking event into Redis if it is newer than
+// what is there. It reports whether it changed anything.
+func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error) {
+	var key, pending, awaiting string
+	switch env.Type {
+	case schemas.EventHold:
+		var rec schemas.HoldRecord
+		if err := json.Unmarshal(env.Data, &rec); err != nil || rec.Hold.ID == "" {
+			return false, fmt.Errorf("hold event %s: %w", env.ID, ErrInvalidEvent)
+		}
+		key, awaiting = s.holdKey(rec.Hold.ID), "0"
+	case schemas.EventBooking:
+		var rec schemas.BookingRecord
+		if err := json.Unmarshal(env.Data, &rec); err != nil || rec.Booking.ID == "" {
+			return false, fmt.Errorf("booking event %s: %w", env.ID, ErrInvalidEvent)
+		}
+		key, pending, awaiting = s.bookingKey(rec.Booking.ID), s.pendingKey(), "0"
+		if rec.AwaitingTickets {
+			awaiting = "1"
+		}
+	default:
+		return false, fmt.Errorf("event type %q: %w", env.Type, ErrInvalidEvent)
+	}
+	n, err := applyScript.Run(ctx, s.rdb, []string{key, pending}, env.Version, string(env.Data), awaiting,
+		s.now().UnixMilli(), env.Key).Int()
+	if err != nil {
+		return false, fmt.Errorf("apply %s %s: %w: %w", env.Type, env.Key, ErrUnavailable, err)
+	}
+	return n == 1, nil
+}
+
+// HandleMessage applies one record of TopicHolds or TopicBookings; a
+// tombstone is skipped.
+func (s *Service) HandleMessage(ctx context.Context, m stream.Message) error {
+	env, ok, err := DecodeMessage(m)
+	if err != nil || !ok {
+		return err
+	}
+	_, err = s.Apply(ctx, env)
+	return err
+}
+
+// DecodeMessage reads the envelope of a record; ok is false for a
+// tombstone.
+func DecodeMessage(m stream.Message) (schemas.Envelope, bool, error) {
+	var env schemas.Envelope
+	if len(m.Value) == 0 {
+		return env, false, nil
+	}
+	if err := json.Unmarshal(m.Value, &env); err != nil {
+		return env, false, fmt.Errorf("%s offset %d: %w: %w", m.Topic, m.Offset, ErrInvalidEvent, err)
+	}
+	if env.Type != schemas.EventHold && env.Type != schemas.EventBooking {
+		return env, false, fmt.Errorf("%s offset %d: type %q: %w", m.Topic, m.Offset, env.Type, ErrInvalidEvent)
+	}
+	return env, true, nil
+}
+
+// Topics are the topics of holds and bookings, in apply order.
+func Topics() []string { return []string{schemas.TopicHolds, schemas.TopicBookings} }
+
+// Rebuild applies every record of Topics() up to their current end (a
+// fresh or flushed Redis). Unusable records are logged and skipped.
+func (s *Service) Rebuild(ctx context.Context, brokers []string) error {
+	for _, topic := range Topics() {
+		err := stream.ReadAll(ctx, brokers, topic, func(m stream.Message) error {
+			err := s.HandleMessage(ctx, m)
+			if errors.Is(err, ErrInvalidEvent) {
+				s.log.Error("booking: skipping an unusable record", "topic", m.Topic, "offset", m.Offset, "err", err)
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("rebuild holds and bookings: %w", err)
+		}
+	}
+	return nil
+}
+
+// load reads the record of key into rec; it returns its version, 0 when
+// absent.
+func (s *Service) load(ctx context.Context, key string, rec any) (int64, error) {
+	vals, err := s.rdb.HMGet(ctx, key, "v", "rec").Result()
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w: %w", key, ErrUnavailable, err)
+	}
+	vs, _ := vals[0].(string)
+	raw, _ := vals[1].(string)
+	if vs == "" || raw == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: bad version %q", key, vs)
+	}
+	if err := json.Unmarshal([]byte(raw), rec); err != nil {
+		return 0, fmt.Errorf("read %s: %w", key, err)
+	}
+	return v, nil
+}
+
+func (s *Service) loadHold(ctx context.Context, id string) (schemas.HoldRecord, int64, error) {
+	var rec schemas.HoldRecord
+	v, err := s.load(ctx, s.holdKey(id), &rec)
+	return rec, v, err
+}
+
+func (s *Service) loadBooking(ctx context.Context, id string) (schemas.BookingRecord, int64, error) {
+	var rec schemas.BookingRecord
+	v, err := s.load(ctx, s.bookingKey(id), &rec)
+	return rec, v, err
+}
+
+// change is one new state to publish: the entity's next version.
+type change struct {
+	typ, topic, key string
+	version         int64
+	data            any
+}
+
+// commit publishes the changes (one Publish: acks=all for all of them)
+// and then applies them to Redis. A failed publish changes nothing; a
+// failed apply after a publish is logged, the processor applies the event
+// from the topic.
+func (s *Service) commit(ctx context.Context, now time.Time, changes ...change) error {
+	if s.opts.Publisher == nil {
+		return fmt.Errorf("no publisher: %w", ErrUnavailable)
+	}
+	envs := make([]schemas.Envelope, 0, len(changes))
+	msgs := make([]stream.Message, 0, len(changes))
+	for _, c := range changes {
+		data, err := json.Marshal(c.data)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", c.typ, err)
+		}
+		env := schemas.Envelope{ID: uuid.NewString(), Type: c.typ, Key: c.key, Version: c.version, Time: now.UTC(),
+			Source: s.opts.Source, Data: data}
+		b, err := json.Marshal(env)
+		if err != nil {
+			return fmt.Errorf("encode %s envelope: %w", c.typ, err)
+		}
+		envs = append(envs, env)
+		msgs = append(msgs, stream.Message{Topic: c.topic, Key: []byte(c.key), Value: b, Time: env.Time})
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.opts.Publisher.Publish(pctx, msgs...); err != nil {
+		return fmt.Errorf("publish %d hold and booking events: %w: %w", len(msgs), ErrUnavailable, err)
+	}
+	for _, env := range envs {
+		if _, err := s.Apply(context.WithoutCancel(ctx), env); err != nil {
+			s.log.Warn("booking: a published change is not in Redis yet; the processor will apply it", "key", env.Key, "err", err)
+		}
+	}
+	return nil
+}
+
+func holdChange(rec schemas.HoldRecord, version int64) change {
+	return change{typ: schemas.EventHold, topic: schemas.TopicHolds, key: rec.Hold.ID, version: version, data: rec}
+}
+
+func bookingChange(rec schemas.BookingRecord, version int64) change {
+	return change{typ: schemas.EventBooking, topic: schemas.TopicBookings, key: rec.Booking.ID, version: version, data: rec}
+}
+
+const (
+	lockTTL  = 30 * time.Second
+	lockWait = 5 * time.Second
+)
+
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// lock takes the write lock of a hold ("h") or booking ("b"), waiting up
+// to lockWait for a writer holding it (a retry racing the first request
+// waits for it and then sees its booking). The returned func releases it.
+func (s *Service) lock(ctx context.Context, kind, id string) (func(), error) {
+	key, token := s.lockKey(kind, id), uuid.NewString()
+	deadline := time.Now().Add(lockWait)
+	backoff := 5 * time.Millisecond
+	for {
+		ok, err := s.rdb.SetNX(ctx, key, token, lockTTL).Result()
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, err)
+		}
+		if ok {
+			return func() {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				defer cancel()
+				if err := releaseScript.Run(rctx, s.rdb, []string{key}, token).Err(); err != nil && !errors.Is(err, redis.Nil) {
+					s.log.Warn("booking: releasing a lock failed; it expires by itself", "err", err)
+				}
+			}, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("another change of %s is in progress: %w", id, ErrUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// claimScript takes up to ARGV[2] pending bookings due at ARGV[1] and
+// moves their next poll to ARGV[3], atomically, so that two pollers do
+// not ask the partner for the same booking at once.
+var claimScript = redis.NewScript(`
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[3], id) end
+return ids
+`)
+
+// ClaimDue returns up to n bookings awaiting tickets whose poll is due,
+// and pushes their next poll PollLease later.
+func (s *Service) ClaimDue(ctx context.Context, n int) ([]string, error) {
+	now := s.now()
+	ids, err := claimScript.Run(ctx, s.rdb, []string{s.pendingKey()}, now.UnixMilli(), n,
+		now.Add(s.opts.PollLease).UnixMilli()).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("claim pending bookings: %w: %w", ErrUnavailable, err)
+	}
+	return ids, nil
+}
