@@ -37,6 +37,11 @@ import (
 // ErrNotInstalled reports that the server binary is not on this machine.
 var ErrNotInstalled = errors.New("server binary not installed")
 
+// ErrDataDirInUse is a data directory that a live server of another
+// switchback instance uses: never fall back past it (two instances on one
+// data directory would not see each other's data).
+var ErrDataDirInUse = errors.New("another switchback instance uses this data directory")
+
 // childSpec says how to run one supervised server.
 type childSpec struct {
 	name        string   // what logs call it: "redis-server"
@@ -262,7 +267,7 @@ func reapStale(spec childSpec) error {
 		return os.Remove(spec.pidPath)
 	}
 	if ppid := parentPID(pid); ppid != 1 {
-		return fmt.Errorf("%s (pid %d, parent %d) is already running on %s: another switchback instance uses this data directory", spec.name, pid, ppid, spec.dir)
+		return fmt.Errorf("%s (pid %d, parent %d) is already running on %s: %w", spec.name, pid, ppid, spec.dir, ErrDataDirInUse)
 	}
 	spec.log.Warn("killing orphaned child of a previous run", "pid", pid, "dir", spec.dir)
 	_ = syscall.Kill(pid, syscall.SIGKILL)

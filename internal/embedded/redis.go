@@ -76,7 +76,15 @@ func StartRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 		path, err := exec.LookPath("redis-server")
 		switch {
 		case err == nil:
-			return startRedisServer(ctx, path, opts, log)
+			r, serr := startRedisServer(ctx, path, opts, log)
+			if serr == nil || opts.RequireServer || ctx.Err() != nil || errors.Is(serr, ErrDataDirInUse) {
+				return r, serr
+			}
+			// An installed redis-server that will not start (a broken
+			// package, an unwritable data dir) must not stop a one-machine
+			// run: the same fallback as when it is not installed.
+			log.Warn("redis-server did not start; using in-process miniredis (no persistence)", "error", serr)
+			return startMiniredis(opts, log)
 		case opts.RequireServer:
 			return nil, fmt.Errorf("redis-server: %w", ErrNotInstalled)
 		}

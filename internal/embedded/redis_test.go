@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -151,6 +152,37 @@ func TestStartRedis_SecondInstanceOnSameDataDirIsRefused(t *testing.T) {
 	}
 	if err := redisClient(t, r.URL()).Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("first instance hurt by the refused second one: %v", err)
+	}
+}
+
+// TestStartRedis_ServerThatWillNotStartFallsBackToMiniredis: an installed
+// redis-server that fails (here: its data directory is a file) does not
+// stop a one-machine run; a data directory in use by another instance
+// still does.
+func TestStartRedis_ServerThatWillNotStartFallsBackToMiniredis(t *testing.T) {
+	dir := t.TempDir()
+	startRedisServer(t, dir) // skips when redis-server is not installed
+	if _, err := embedded.StartRedis(context.Background(), embedded.RedisOptions{DataDir: dir}); !errors.Is(err, embedded.ErrDataDirInUse) {
+		t.Fatalf("second instance on a data dir in use: err = %v, want ErrDataDirInUse (no fallback)", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := embedded.StartRedis(context.Background(), embedded.RedisOptions{DataDir: file, RequireServer: true}); err == nil {
+		t.Fatal("RequireServer with a broken data dir succeeded")
+	}
+	r, err := embedded.StartRedis(context.Background(), embedded.RedisOptions{DataDir: file})
+	if err != nil {
+		t.Fatalf("StartRedis with a broken data dir: %v, want a miniredis fallback", err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	if r.Kind() != embedded.KindMiniredis {
+		t.Fatalf("kind = %q, want %s", r.Kind(), embedded.KindMiniredis)
+	}
+	if err := redisClient(t, r.URL()).Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 
