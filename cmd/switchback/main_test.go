@@ -51,14 +51,32 @@ func TestCommands_WithoutServers(t *testing.T) {
 	}
 }
 
+// handedOut are the ports freeAddr gave in this test binary: a port just
+// closed may be handed out again by the kernel, and two listeners of one
+// process must not be given the same.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[string]bool{}
+)
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handedOut[addr] {
+			handedOut[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free loopback port")
+	return ""
 }
 
 // binary is built once per test binary run and shared by the tests that
@@ -119,6 +137,24 @@ func startBinary(t *testing.T, extra ...string) *proc {
 		"SWITCHBACK_DEMO=true",
 	)
 	p.env = append(p.env, extra...)
+	launch(t, bin, p)
+	return p
+}
+
+// restartBinary starts `switchback run` again with old's environment: the
+// same data directory and ports, as a user running it twice.
+func restartBinary(t *testing.T, old *proc) *proc {
+	t.Helper()
+	p := &proc{data: old.data, kafka: old.kafka, api: old.api, ops: old.ops, env: old.env,
+		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	launch(t, buildBinary(t), p)
+	return p
+}
+
+// launch starts the binary for p and waits until the API answers; it is
+// killed at cleanup if the test did not stop it.
+func launch(t *testing.T, bin string, p *proc) {
+	t.Helper()
 	p.cmd = exec.Command(bin, "run")
 	p.cmd.Env = p.env
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
@@ -140,12 +176,16 @@ func startBinary(t *testing.T, extra ...string) *proc {
 		resp, err := http.Get("http://" + p.api + "/v1.2/nothing")
 		if err == nil {
 			resp.Body.Close()
-			return p
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("API not up within 90s\n%s", p.stderr.String())
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case err := <-p.exited:
+			t.Fatalf("switchback exited before serving: %v\n%s", err, p.stderr.String())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -81,7 +81,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 		if err != nil {
 			return nil, err
 		}
-		r, err := embedded.StartRedis(ctx, embedded.RedisOptions{DataDir: dir, Logger: log.With("part", "redis")})
+		r, err := embedded.StartRedis(ctx, embedded.RedisOptions{DataDir: dir, Logger: log.With("part", "redis"), PreferMiniredis: !cfg.EmbeddedChildren})
 		if err != nil {
 			return nil, fmt.Errorf("embedded Redis: %w", err)
 		}
@@ -111,7 +111,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	// Optional: without it history waits on its topic.
 	d.chURL = cfg.ClickHouseURL
 	d.chMode = ops.ModeExternal
-	if d.chURL == "" && allowEmbedded {
+	if d.chURL == "" && allowEmbedded && cfg.EmbeddedChildren {
 		dir, err := dataPath(cfg, "")
 		if err != nil {
 			return nil, err

@@ -24,6 +24,10 @@ type Config struct {
 	ClickHouseURL     string
 	DataDir           string
 	EmbeddedKafkaAddr string
+	// EmbeddedChildren: start redis-server and clickhouse-server children
+	// when they are installed; false runs on miniredis with ClickHouse
+	// parked, as a machine with only Go does.
+	EmbeddedChildren bool
 
 	HTTPAddr string
 	OpsAddr  string
@@ -107,6 +111,7 @@ func Settings() []Setting {
 			return nil
 		}},
 		{"SWITCHBACK_EMBEDDED_KAFKA_ADDR", "embedded-kafka-addr", "127.0.0.1:19092", "listen address of the embedded Kafka-protocol broker", hostPort(func(c *Config) *string { return &c.EmbeddedKafkaAddr })},
+		{"SWITCHBACK_EMBEDDED_CHILDREN", "embedded-children", "true", "embedded mode: run installed redis-server / clickhouse-server as children; false: in-process miniredis, history parked", boolean(func(c *Config) *bool { return &c.EmbeddedChildren })},
 		{"SWITCHBACK_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "API listener (reseller, channel, registry, operator, admin)", hostPort(func(c *Config) *string { return &c.HTTPAddr })},
 		{"SWITCHBACK_OPS_ADDR", "ops-addr", "127.0.0.1:9090", "ops listener: /metrics, /healthz, /readyz", hostPort(func(c *Config) *string { return &c.OpsAddr })},
 		{"SWITCHBACK_DEMO", "demo", "false", "demo mode: fixed demo principals (make run sets true)", boolean(func(c *Config) *bool { return &c.Demo })},

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBinary_FreshMachineRunsOnGoAlone is `make run` on a machine with only
+// Go, as SWITCHBACK_EMBEDDED_CHILDREN=false makes it whatever is installed
+// (clickhouse-server is also found outside PATH, in /usr/sbin). The binary serves
+// on miniredis with ClickHouse parked (and says so in its banner and
+// /readyz); after a restart on the same data directory, what was written
+// through the API (a principal, a rule) is rebuilt from the embedded
+// broker's log into the fresh miniredis; the CLI revokes a principal.
+func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
+	noChildren := "SWITCHBACK_EMBEDDED_CHILDREN=false"
+	p := startBinary(t, noChildren, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
+	if out := p.stdout.String() + p.stderr.String(); !strings.Contains(out, "parked") {
+		t.Errorf("banner does not say ClickHouse is parked:\n%s", out)
+	}
+	checkReady := func(p *proc) {
+		t.Helper()
+		resp, err := http.Get("http://" + p.ops + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var rz struct {
+			Dependencies map[string]struct {
+				Status, Mode, Kind string
+			} `json:"dependencies"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("/readyz %d: %+v", resp.StatusCode, rz)
+		}
+		if r := rz.Dependencies["redis"]; r.Mode != "embedded" || r.Kind != "miniredis" {
+			t.Errorf("redis = %+v, want embedded miniredis", r)
+		}
+		if c := rz.Dependencies["clickhouse"]; c.Mode != "parked" {
+			t.Errorf("clickhouse = %+v, want parked", c)
+		}
+	}
+	checkReady(p)
+
+	api := "http://" + p.api
+	admin := client{t, api, "demo-admin", "demo-admin-secret"}
+	status, op, _ := admin.do("POST", "/admin/v1/principals", `{"role":"operator","name":"Fresh operator"}`)
+	if status != 201 {
+		t.Fatalf("create operator: %d %v", status, op)
+	}
+	operator := client{t, api, op["key"].(string), op["secret"].(string)}
+	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	status, rule, _ := reseller.do("POST", "/registry/v1.1/supplier", `{"url":"http://127.0.0.1:9/supplier"}`)
+	if status != 201 {
+		t.Fatalf("create rule: %d %v", status, rule)
+	}
+	p.stop(t)
+
+	// Same data directory and ports: a restart as `make run` twice.
+	q := restartBinary(t, p)
+	checkReady(q)
+	operator.base, reseller.base = "http://"+q.api, "http://"+q.api
+	if status, body, _ := operator.do("GET", "/channel/v1.2/suppliers", ""); status != 200 {
+		t.Errorf("operator created before the restart: %d %v", status, body)
+	}
+	_, _, rules := reseller.do("GET", "/registry/v1.1/supplier", "")
+	if len(rules) != 1 || rules[0].(map[string]any)["id"] != rule["id"] {
+		t.Errorf("rule after the restart = %v, want %v", rules, rule["id"])
+	}
+
+	rv := exec.Command(buildBinary(t), "principals", "revoke", op["id"].(string))
+	rv.Env = q.env
+	if out, err := rv.CombinedOutput(); err != nil {
+		t.Fatalf("principals revoke: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, _, _ := operator.do("GET", "/channel/v1.2/suppliers", "")
+		if status == 401 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("revoked operator still answered %d", status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	q.stop(t)
+	if left := processesUnder(t, q.data); len(left) > 0 {
+		t.Errorf("processes left running after stop: %v", left)
+	}
+}
