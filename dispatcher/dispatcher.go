@@ -106,6 +106,11 @@ type Options struct {
 	// sending it; after a crash it is sent again once the lease ends. It
 	// must exceed the sender's timeout. Default 2m.
 	Lease time.Duration
+	// LaneLease is how long a subscriber's lane stays with this instance
+	// without renewal; it is renewed every LaneLease/3 while the lane runs
+	// (sends in flight included), so after a crash another instance, or
+	// this one restarted, takes the lane over within it. Default 15s.
+	LaneLease time.Duration
 	// PollInterval is how often due deliveries are looked for. Default 100ms.
 	PollInterval time.Duration
 	// DoneTTL is how long a finished delivery id is remembered to filter
@@ -197,6 +202,9 @@ func New(opts Options) (*Dispatcher, error) {
 	}
 	if opts.MaxLanes <= 0 {
 		opts.MaxLanes = DefaultMaxLanes
+	}
+	if opts.LaneLease <= 0 {
+		opts.LaneLease = 15 * time.Second
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -83,7 +84,7 @@ func (d *Dispatcher) startLane(ctx, hard context.Context, sub string) {
 // throttleDelay is the minimum gap between the end of one POST and the
 // start of the next; with one, sends are one at a time.
 func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
-	ok, err := d.v.acquireLane(hard, sub, d.owner, d.o.Lease)
+	ok, err := d.v.acquireLane(hard, sub, d.owner, d.o.LaneLease)
 	if err != nil || !ok {
 		return // another instance has it, or Redis is away: polled again
 	}
@@ -93,6 +94,26 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		_ = d.v.releaseLane(rctx, sub, d.owner, time.Until(d.lastSendOf(sub).Add(throttle)))
 		cancel()
 	}()
+	// Heartbeat: the lease is short (a crashed instance's lanes free up
+	// within LaneLease) and renewed here while sends are in flight, which
+	// can take up to the webhook timeout. Stopped before the release above.
+	var gap atomic.Int64 // the current wait or throttle, for the renewal
+	beat, stopBeat := context.WithCancel(hard)
+	beatDone := make(chan struct{})
+	go func() {
+		defer close(beatDone)
+		t := time.NewTicker(d.o.LaneLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-beat.Done():
+				return
+			case <-t.C:
+				_, _ = d.v.renewLane(beat, sub, d.owner, d.o.LaneLease+time.Duration(gap.Load()))
+			}
+		}
+	}()
+	defer func() { stopBeat(); <-beatDone }()
 
 	errDelay := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -115,7 +136,8 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		case throttle > 0:
 			limit = 1
 			if wait := time.Until(d.lastSendOf(sub).Add(throttle)); wait > 0 {
-				if ok, _ := d.v.renewLane(hard, sub, d.owner, d.o.Lease+wait); !ok {
+				gap.Store(int64(wait))
+				if ok, _ := d.v.renewLane(hard, sub, d.owner, d.o.LaneLease+wait); !ok {
 					return
 				}
 				if sleep(ctx, wait) != nil {
@@ -124,7 +146,8 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 				continue // settings may have changed while waiting
 			}
 		}
-		if ok, err := d.v.renewLane(hard, sub, d.owner, d.o.Lease+max(throttle, 0)); err != nil || !ok {
+		gap.Store(int64(max(throttle, 0)))
+		if ok, err := d.v.renewLane(hard, sub, d.owner, d.o.LaneLease+max(throttle, 0)); err != nil || !ok {
 			return
 		}
 

@@ -275,13 +275,16 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 // once its context ends.
 func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) error {
 	disp, err := dispatcher.New(dispatcher.Options{
-		Brokers:         d.brokers,
-		Redis:           d.redis,
-		Publisher:       d.producer,
-		Subscriptions:   subscriptions{sh.registry},
-		Sender:          sh.sender,
-		Schedule:        cfg.DispatchRetrySchedule,
-		BacklogLimit:    cfg.DispatchBacklogLimit,
+		Brokers:       d.brokers,
+		Redis:         d.redis,
+		Publisher:     d.producer,
+		Subscriptions: subscriptions{sh.registry},
+		Sender:        sh.sender,
+		Schedule:      cfg.DispatchRetrySchedule,
+		BacklogLimit:  cfg.DispatchBacklogLimit,
+		// A claimed delivery is sent again this long after a crash: past
+		// the webhook timeout with room, and not minutes.
+		Lease:           max(3*cfg.WebhookTimeout, 30*time.Second),
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		Logger:          log,
 		Registerer:      reg,
