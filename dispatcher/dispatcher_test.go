@@ -74,6 +74,9 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 	eventually(t, 5*time.Second, "metric", func() bool {
 		return metricValue(t, r.reg, "switchback_dispatcher_deliveries_total", map[string]string{"type": "rate", "outcome": "delivered"}) == 1
 	})
+	if got := metricValue(t, r.reg, "switchback_dispatcher_attempt_seconds", map[string]string{"type": "rate"}); got != 1 {
+		t.Errorf("attempt_seconds observations = %v, want 1 (one POST)", got)
+	}
 }
 
 func TestDispatcher_ThrottleDelaySpacesOneSubscribersSendsOnly(t *testing.T) {

@@ -407,6 +407,9 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 			if g := m.GetGauge(); g != nil {
 				return g.GetValue()
 			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount()) // a histogram: its count
+			}
 			return m.GetCounter().GetValue()
 		}
 	}
