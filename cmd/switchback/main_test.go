@@ -135,6 +135,7 @@ func startBinary(t *testing.T, extra ...string) *proc {
 		"SWITCHBACK_HTTP_ADDR="+p.api,
 		"SWITCHBACK_OPS_ADDR="+p.ops,
 		"SWITCHBACK_DEMO=true",
+		"SWITCHBACK_DEMO_DATA=false", // tests bring their own data; the demo test turns it on
 	)
 	p.env = append(p.env, extra...)
 	launch(t, bin, p)

@@ -47,6 +47,8 @@ type Endpoints struct {
 	Ops   string
 	Kafka []string
 	Redis string
+	// DemoSink is the demo's webhook sink (demo data only).
+	DemoSink string
 }
 
 // tiersOf maps a command to the tiers it runs.
@@ -135,6 +137,13 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	ep := Endpoints{HTTP: t.httpAddr, Ops: opsLn.Addr().String(), Kafka: deps.brokers, Redis: config.RedactURL(deps.redisURL)}
+	if cfg.Demo && cfg.DemoData && opts.Command == "run" && t.httpAddr != "" {
+		d, err := startDemo(cfg, t.httpAddr, log, reg, &closers)
+		if err != nil {
+			return err
+		}
+		ep.DemoSink = d.SinkURL()
+	}
 	printBanner(opts.Stdout, cfg, opts, tiers, deps, ep)
 	log.Info("started", "tiers", strings.Join(tiers, ","), "http", ep.HTTP, "ops", ep.Ops)
 	if opts.Ready != nil {

@@ -27,6 +27,7 @@ func startRun(t *testing.T, dataDir string, env map[string]string) (Endpoints, f
 		"SWITCHBACK_HTTP_ADDR":           "127.0.0.1:0",
 		"SWITCHBACK_OPS_ADDR":            "127.0.0.1:0",
 		"SWITCHBACK_DEMO":                "true",
+		"SWITCHBACK_DEMO_DATA":           "false",
 		"SWITCHBACK_SHUTDOWN_TIMEOUT":    "20s",
 	}
 	for k, v := range env {
@@ -219,8 +220,8 @@ func TestRun_RestartFindsThePreviousData(t *testing.T) {
 	}
 	list := call(t, "GET", api+"/admin/v1/principals", "demo-admin", "demo-admin-secret", "", nil)
 	ps, _ := list.body["principals"].([]any)
-	if len(ps) != 5 {
-		t.Errorf("principals after restart = %d, want 5 (3 demo + 2 created): %v", len(ps), list.body)
+	if want := len(DemoPrincipals()) + 2; len(ps) != want {
+		t.Errorf("principals after restart = %d, want %d (the demo ones + 2 created): %v", len(ps), want, list.body)
 	}
 }
 

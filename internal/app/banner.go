@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/demo"
 	"github.com/switchbackhq/switchback/internal/ops"
 )
 
@@ -42,7 +44,7 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 			b.WriteString("  Webhooks to http:// and private/loopback addresses are ALLOWED (SWITCHBACK_WEBHOOK_ALLOW_HTTP/PRIVATE).\n")
 		}
 		if ep.HTTP != "" {
-			fmt.Fprintf(&b, "\nTry:\n  curl -s -H 'X-API-Key: demo-admin' -H 'X-API-Secret: demo-admin-secret' http://%s/admin/v1/principals\n", ep.HTTP)
+			writeTry(&b, ep)
 		}
 	}
 	if cfg.AdminKey != "" {
@@ -64,4 +66,26 @@ func SettingsMarkdown() string {
 		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s |\n", s.Env, s.Flag, def, s.Usage)
 	}
 	return b.String()
+}
+
+// writeTry prints five copy-paste commands: list suppliers, read
+// availability, create a rule, trigger a test notification, read the
+// delivery log.
+func writeTry(b *strings.Builder, ep Endpoints) {
+	api := "http://" + ep.HTTP
+	r := "-H 'X-API-Key: demo-reseller' -H 'X-API-Secret: demo-reseller-secret'"
+	tomorrow := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+	hook := "http://127.0.0.1:9999/supplier"
+	if ep.DemoSink != "" {
+		fmt.Fprintf(b, "\nDemo data: supplier %s, products %s and %s; a rule of every type (subscriber demo-sink)\n", demo.SupplierID, demo.ProductGlacier, demo.ProductCanyon)
+		fmt.Fprintf(b, "  Webhook sink %s verifies and logs every notification (switchback_demo_sink_received_total)\n", ep.DemoSink)
+		hook = ep.DemoSink + "/yours"
+	}
+	b.WriteString("\nTry (as the demo reseller):\n")
+	fmt.Fprintf(b, "  curl -s %s %s/v1.2/suppliers\n", r, api)
+	fmt.Fprintf(b, "  curl -s %s '%s/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s'\n", r, api, demo.SupplierID, demo.ProductGlacier,
+		tomorrow.Format(time.RFC3339), tomorrow.AddDate(0, 0, 2).Format(time.RFC3339))
+	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"url\":\"%s\"}' %s/registry/v1.1/supplier\n", r, hook, api)
+	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"supplierID\":\"%s\",\"operation\":\"updated\"}' %s/registry/v1.1/supplier/test/<rule id from above>\n", r, demo.SupplierID, api)
+	fmt.Fprintf(b, "  curl -s -H 'X-API-Key: demo-sink' -H 'X-API-Secret: demo-sink-secret' '%s/registry/v1.1/deliveries?limit=10'   (needs ClickHouse)\n", api)
 }

@@ -1,5 +1,15 @@
 package app
 
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/demo"
+)
+
 // DemoChannelID is the sales channel of the demo reseller. It is fixed so
 // that the README's curl commands and the demo data agree across restarts.
 const DemoChannelID = "5e1f7c2a-0d4b-4c3e-9a61-2b7d3f9e8a10"
@@ -17,5 +27,28 @@ func DemoPrincipals() []DemoPrincipal {
 		{Role: "admin", Name: "Demo admin", Key: "demo-admin", Secret: "demo-admin-secret"},
 		{Role: "operator", Name: "Demo operator", Key: "demo-operator", Secret: "demo-operator-secret"},
 		{Role: "reseller", Name: "Demo reseller", Key: "demo-reseller", Secret: "demo-reseller-secret", ChannelID: DemoChannelID},
+		// The demo data's subscriber: its rules point at the built-in sink,
+		// so that demo-reseller's rules stay free for the user's own.
+		{Role: "reseller", Name: "Demo sink subscriber", Key: "demo-sink", Secret: "demo-sink-secret", ChannelID: DemoChannelID},
 	}
+}
+
+// startDemo runs the demo data (internal/demo) against this process's API
+// with the demo operator and the demo sink subscriber.
+func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*demo.Demo, error) {
+	cred := func(key string) demo.Cred {
+		for _, p := range DemoPrincipals() {
+			if p.Key == key {
+				return demo.Cred{Key: p.Key, Secret: p.Secret}
+			}
+		}
+		return demo.Cred{}
+	}
+	d, err := demo.Start(demo.Options{API: "http://" + httpAddr, Operator: cred("demo-operator"), Subscriber: cred("demo-sink"),
+		ChannelID: DemoChannelID, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("demo data: %w", err)
+	}
+	closers.push("demo (changes, sink, simulated partner)", d.Close)
+	return d, nil
 }

@@ -32,7 +32,10 @@ type Config struct {
 	HTTPAddr string
 	OpsAddr  string
 
-	Demo        bool
+	Demo bool
+	// DemoData, with Demo: the simulated partner, demo data, rules of
+	// every type at a built-in webhook sink, and changes every few seconds.
+	DemoData    bool
 	AdminKey    string
 	AdminSecret string
 
@@ -115,6 +118,7 @@ func Settings() []Setting {
 		{"SWITCHBACK_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "API listener (reseller, channel, registry, operator, admin)", hostPort(func(c *Config) *string { return &c.HTTPAddr })},
 		{"SWITCHBACK_OPS_ADDR", "ops-addr", "127.0.0.1:9090", "ops listener: /metrics, /healthz, /readyz", hostPort(func(c *Config) *string { return &c.OpsAddr })},
 		{"SWITCHBACK_DEMO", "demo", "false", "demo mode: fixed demo principals (make run sets true)", boolean(func(c *Config) *bool { return &c.Demo })},
+		{"SWITCHBACK_DEMO_DATA", "demo-data", "true", "with SWITCHBACK_DEMO: simulated partner, demo supplier, rules of every type at a built-in webhook sink, changes every few seconds", boolean(func(c *Config) *bool { return &c.DemoData })},
 		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
 		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
 		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "false", "allow http:// webhook URLs (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowHTTP })},
