@@ -31,6 +31,7 @@ Commands:
   process     start the processors against external servers
   query       start the API (query) tier against external servers
   dispatch    start the webhook dispatcher against external servers
+  broker      run the embedded Kafka-protocol broker alone (tiers apart on one machine)
   migrate     apply the ClickHouse DDL of schemas/ (needs SWITCHBACK_CLICKHOUSE_URL)
   principals  create, list or revoke API credentials (needs a reachable broker)
   verify      check a received webhook's signature (key in SWITCHBACK_VERIFY_KEY)
@@ -70,6 +71,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg, err = config.Load("switchback "+cmd, rest, os.Getenv)
 		if err == nil {
 			err = app.Run(ctx, app.Options{Config: cfg, Command: cmd, Version: version, Stdout: stdout, Stderr: stderr})
+		}
+	case "broker":
+		var cfg config.Config
+		cfg, err = config.Load("switchback broker", rest, os.Getenv)
+		if err == nil {
+			err = app.Broker(ctx, cfg, stdout, stderr)
 		}
 	case "migrate":
 		var cfg config.Config
