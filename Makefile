@@ -30,6 +30,11 @@ run: build
 test:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
+# The end-to-end suite alone: the built binary driven over HTTP with the
+# simulators and a webhook sink (also part of `make test`).
+e2e:
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestE2E|TestBinary|TestTiersApart' ./cmd/switchback/
+
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
