@@ -19,7 +19,7 @@ import (
 type tierProc struct {
 	name           string
 	cmd            *exec.Cmd
-	ops, api       string
+	ops            string
 	stdout, stderr *lockedBuffer
 	exited         chan error
 }

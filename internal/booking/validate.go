@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -155,17 +154,4 @@ func covers(h schemas.Hold, items []schemas.BookingItem) (int, bool) {
 		}
 	}
 	return 0, true
-}
-
-// codeOf is the API code of err ("" when it has none).
-func codeOf(err error) string {
-	var c interface{ ErrorCode() string }
-	if errors.As(err, &c) {
-		return c.ErrorCode()
-	}
-	var fe *domainerr.FieldError
-	if errors.As(err, &fe) {
-		return fe.ErrorCode()
-	}
-	return ""
 }
