@@ -12,9 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	ingestchangerequest "github.com/switchbackhq/switchback/ingest/changerequest"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/changerequest"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
@@ -71,10 +73,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 		case TierProcess:
 			startProcess(cfg, d, sh, tlog, reg, closers, st.failed)
 		case TierIngest:
-			// The workers of these tiers (ingest clients, processors, the
-			// dispatcher) register here as their stage packages land; the
-			// tier itself already runs its dependencies, readiness and
-			// metrics, so that the process topology is in place.
+			startIngest(d, sh, tlog, reg, closers, st.failed)
 			tlog.Info("tier started")
 		}
 	}
@@ -106,6 +105,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
+	operator.RegisterNotifications(srv, sh.catalog, sh.changes)
 	reseller.Register(srv, sh.catalog)
 	// Availability reads: the 5-minute cache in Redis, refreshed from the
 	// supplier's partner (or the operator's pushes) and published as
@@ -223,6 +223,7 @@ type shared struct {
 	catalog    *catalog.Store
 	sender     *webhook.Sender
 	partner    *partner.Client
+	changes    *changerequest.Store
 }
 
 // startShared builds the registry and rebuilds its Redis view from the
@@ -266,8 +267,15 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	}
 	log.Info("catalog view rebuilt from Kafka", "took", time.Since(start).Round(time.Millisecond))
 
+	// The change notifications' view, likewise (their worker applies
+	// every record afterwards).
+	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
+	if err := changes.Rebuild(ctx, d.brokers); err != nil {
+		return nil, fmt.Errorf("rebuild the change notifications view from Kafka: %w", err)
+	}
+
 	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
-	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now)}, nil
+	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes}, nil
 }
 
 // startDispatch runs the webhook dispatcher until shutdown. Its Run commits
@@ -373,4 +381,15 @@ func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ct
 		}
 	}()
 	closers.push(name, func(context.Context) error { cancel(); <-done; return nil })
+}
+
+// startIngest runs what brings changes in: the change notification worker
+// (first in, first out), which refreshes a product from its supplier's
+// system through the same cache and snapshots as a stale read.
+func startIngest(d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
+	avail := queryavailability.New(queryavailability.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
+		Publisher: d.producer, Logger: log.With("part", "availability"), Registerer: reg})
+	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
+		Syncer: changeSyncer{cat: sh.catalog, avail: avail}, Publisher: d.producer, Logger: log, Registerer: reg})
+	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchbackhq/switchback/bench/partnersim"
+	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+)
+
+// TestE2E_ChangeNotificationRefreshesAndNotifies is spec doc 3's change
+// notification over the binary: an operator asks for a refresh of its
+// product (201, WAITING), the worker polls the supplier's system at once
+// and the request ends SUCCEEDED with its timestamps; after the partner's
+// availability changed, a second request leads to an availability webhook
+// at the subscriber's sink. The API's rules: startDate and endDate only
+// together, another operator's product is 404, an unknown request 404.
+func TestE2E_ChangeNotificationRefreshesAndNotifies(t *testing.T) {
+	var skew atomic.Int64
+	sim := partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", ChangeRate: 0.5, ChangeEvery: time.Hour,
+		Rates: map[string][]string{"prod-cn": {"rate-a"}}, Clock: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	ps := httptest.NewServer(sim)
+	t.Cleanup(ps.Close)
+
+	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
+	sk := newSink(t)
+	api := "http://" + p.api
+	admin := client{t, api, "demo-admin", "demo-admin-secret"}
+	operator := client{t, api, "demo-operator", "demo-operator-secret"}
+	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	status, other, _ := admin.do("POST", "/admin/v1/principals", `{"role":"operator","name":"Other operator"}`)
+	if status != 201 {
+		t.Fatalf("create operator: %d %v", status, other)
+	}
+	otherOp := client{t, api, other["key"].(string), other["secret"].(string)}
+
+	const sup, prod = "sup-cn", "prod-cn"
+	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
+	supplier := strings.Replace(catalogtest.SupplierBody(sup, "Change Tours", "CN", "pk", "ps"), "https://partner.example.com/api/", ps.URL, 1)
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", "/channel/v1.2/suppliers", supplier},
+		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Fjord", "d")},
+		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
+		{"POST", base + "/channels/" + app.DemoChannelID, `{}`},
+	} {
+		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
+			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
+		}
+	}
+	status, rule, _ := reseller.do("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"))
+	if status != 201 {
+		t.Fatalf("availability rule: %d %v", status, rule)
+	}
+
+	q := fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s", sup, prod)
+	for _, c := range []struct {
+		who        client
+		path       string
+		want       int
+		wantInBody string
+	}{
+		{operator, q + "&startDate=2026-12-01", 400, "endDate"},
+		{operator, q + "&endDate=2026-12-01", 400, "startDate"},
+		{operator, "/operator/v2/notifications?productId=" + prod, 400, "supplierId"},
+		{otherOp, q, 404, ""},
+		{reseller, q, 403, ""},
+	} {
+		if status, body, _ := c.who.do("POST", c.path, ""); status != c.want || !strings.Contains(fmt.Sprint(body), c.wantInBody) {
+			t.Errorf("POST %s: %d %v, want %d naming %q", c.path, status, body, c.want, c.wantInBody)
+		}
+	}
+	if status, _, _ := operator.do("GET", "/operator/v2/notifications/00000000-0000-4000-8000-000000000000", ""); status != 404 {
+		t.Errorf("unknown request: %d, want 404", status)
+	}
+
+	request := func() string {
+		t.Helper()
+		status, body, _ := operator.do("POST", q, "")
+		if status != 201 {
+			t.Fatalf("POST notifications: %d %v", status, body)
+		}
+		n := body["notification"].(map[string]any)
+		if n["status"] != "WAITING" && n["status"] != "WORKING" && n["status"] != "SUCCEEDED" {
+			t.Fatalf("created notification %v", n)
+		}
+		id := n["id"].(string)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, got, _ := operator.do("GET", "/operator/v2/notifications/"+id, "")
+			n = got["notification"].(map[string]any)
+			if n["status"] == "SUCCEEDED" {
+				if n["beganWorking"] == nil || n["finishedWorking"] == nil || n["inserted"] == nil {
+					t.Fatalf("finished without its timestamps: %v", n)
+				}
+				return id
+			}
+			if n["status"] == "FAILED" || n["status"] == "PARTIAL_FAILURE" || time.Now().After(deadline) {
+				t.Fatalf("notification %s: %v", id, n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	first := request()
+	if calls := sim.Calls(); calls == 0 {
+		t.Fatal("the refresh did not reach the partner")
+	}
+	skew.Store(int64(time.Hour)) // the partner's inventory moves on
+	second := request()
+	got := sk.waitFor(t, "/availability", 1, 30*time.Second)
+	specVerify(t, rule["securityKey"].(string), got[0])
+	if b := got[0].body; b["supplierID"] != sup || b["productID"] != prod || b["rateID"] != "rate-a" {
+		t.Fatalf("availability webhook %s", got[0].raw)
+	}
+	_, list, _ := operator.do("GET", "/operator/v2/notifications?status=SUCCEEDED&limit=10", "")
+	ns, _ := list["notifications"].([]any)
+	if len(ns) != 2 || ns[0].(map[string]any)["id"] != second || ns[1].(map[string]any)["id"] != first {
+		t.Errorf("list = %v, want the two requests newest first", list)
+	}
+	if _, list, _ := otherOp.do("GET", "/operator/v2/notifications", ""); len(list["notifications"].([]any)) != 0 {
+		t.Errorf("another operator sees %v", list)
+	}
+	p.stop(t)
+}
