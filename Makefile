@@ -35,6 +35,12 @@ test:
 e2e:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestE2E|TestBinary|TestTiersApart' ./cmd/switchback/
 
+# Every fuzz target for a longer budget (CI runs each for 20,000 inputs);
+# budgets are execution counts, see scripts/fuzz.sh.
+FUZZTIME ?= 2000000x
+fuzz:
+	bash scripts/fuzz.sh $(FUZZTIME)
+
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
