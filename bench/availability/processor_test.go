@@ -2,6 +2,7 @@ package availability
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,39 +35,68 @@ func (c *counting) Publish(_ context.Context, msgs ...stream.Message) error {
 	return nil
 }
 
-// BenchmarkSnapshotsThroughProcessor: partner snapshots of 64 rates (21
-// windows over 7 days, one window changing each time) through
-// processors/availability.Processor.Handle with a real redis-server (state
-// WATCH/GET/SET per snapshot), the real catalog's bindings and principals
-// (two resellers of the channel with an availability rule): decode, diff,
-// match, build notifications and history, save the state. Rates are split
-// over 16 goroutines, each handling its rates' snapshots in order (as a
-// consumer handles one partition).
+// BenchmarkSnapshotsThroughProcessor: partner snapshots (21 windows over
+// 7 days, one window changing each time) through
+// processors/availability.Processor with a real redis-server, the real
+// catalog's bindings and principals (two resellers of the channel with an
+// availability rule): decode, diff, match, build notifications and
+// history, save the state. Snapshots are encoded before the timer.
+//
+//   - handle: Processor.Handle, one snapshot at a time (state GET and a
+//     compare-and-set per snapshot, one Publish each); 64 rates over 16
+//     goroutines, each handling its rates' snapshots in order (as a
+//     consumer handles one partition).
+//   - batch256: Processor.HandleBatch with 256 snapshots per call, as the
+//     batch consumer hands them over; 1024 rates over 4 goroutines (4
+//     partitions' consumers), so a batch holds 256 different rates: one
+//     state read and write per snapshot, pipelined, no in-batch chaining to
+//     flatter the figure.
+//   - batch256-1consumer: the same with one goroutine, as one process's
+//     consumer runs (one batch at a time: Redis and CPU do not overlap).
 func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
-	const rates, workers = 64, 16
 	e := catalogtest.Start(b, catalogtest.Options{Quiet: true})
 	e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"))
 	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
-	var body strings.Builder
-	body.WriteString(`{"rates":[`)
-	for i := range rates {
-		if i > 0 {
-			body.WriteByte(',')
+	const maxRates = 1024
+	for from := 0; from < maxRates; from += 512 {
+		var body strings.Builder
+		body.WriteString(`{"rates":[`)
+		for i := from; i < from+512; i++ {
+			if i > from {
+				body.WriteByte(',')
+			}
+			body.WriteString(catalogtest.RateBody("r"+strconv.Itoa(i), "Rate"))
 		}
-		body.WriteString(catalogtest.RateBody("r"+strconv.Itoa(i), "Rate"))
+		body.WriteString(`]}`)
+		e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator, body.String())
 	}
-	body.WriteString(`]}`)
-	e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator, body.String())
 	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/"+catalogtest.ChannelA, e.Operator, `{}`)
 
-	t0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+	tests := []struct {
+		name           string
+		rates, workers int
+		batch          int // 0: Handle
+	}{
+		{"handle", 64, 16, 0},
+		{"batch256", maxRates, 4, 256},
+		{"batch256-1consumer", maxRates, 1, 256},
+	}
+	for i, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			// Own state keys per run, so each starts from baselines.
+			t0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+			prefix := "bench" + strconv.Itoa(i) + "." + strconv.Itoa(b.N) + ":"
+			benchProcessor(b, e, t0, prefix, tt.rates, tt.workers, tt.batch)
+		})
+	}
+}
+
+func benchProcessor(b *testing.B, e *catalogtest.Env, t0 time.Time, prefix string, rates, workers, batch int) {
 	clock := func() time.Time { return t0 }
 	pub := &counting{}
 	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},
-		Rules: oneRule{registry.Config{MaxLookAheadDays: 7}}, Publisher: pub, Clock: clock})
+		Rules: oneRule{registry.Config{MaxLookAheadDays: 7}}, Publisher: pub, Clock: clock, KeyPrefix: prefix})
 
-	// Every snapshot is built before the timer: encoding is the producer's
-	// cost, not the processor's.
 	msgs := make([][]stream.Message, workers)
 	for i := range b.N {
 		rate, round := i%rates, i/rates
@@ -96,8 +126,17 @@ func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			for _, m := range msgs[w] {
-				if err := proc.Handle(ctx, m); err != nil {
+			if batch == 0 {
+				for _, m := range msgs[w] {
+					if err := proc.Handle(ctx, m); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+				return
+			}
+			for ms := range slices.Chunk(msgs[w], batch) {
+				if err := proc.HandleBatch(ctx, ms); err != nil {
 					failed.Store(err)
 					return
 				}

@@ -42,6 +42,22 @@ type ConsumerConfig struct {
 	Topics  []string
 	Handler Handler
 
+	// BatchHandler, if set, is called with the messages fetched together
+	// instead of Handler with each: the first message is awaited, then more
+	// are taken while they arrive, up to BatchSize or BatchWait after the
+	// first. A failed batch is retried with the backoff below; after
+	// MaxAttempts its messages are handled one by one through Handler
+	// (which is still required), so that one poison message is retried and
+	// dead-lettered alone. Offsets are committed only after the batch
+	// succeeded (or each message did). The messages of one partition are in
+	// their order in a batch; a batch may hold several partitions'.
+	BatchHandler BatchHandler
+	// BatchSize bounds a batch. Default 500.
+	BatchSize int
+	// BatchWait bounds how long a batch waits for more messages after its
+	// first. Default 5ms.
+	BatchWait time.Duration
+
 	// MaxAttempts is how many times a message is handled before it is
 	// dead-lettered. Default 5.
 	MaxAttempts int
@@ -77,7 +93,8 @@ type ConsumerConfig struct {
 // Consumer runs a handler over a consumer group's messages, at least once:
 // an offset is committed only after the handler returned nil for the
 // message, or the message was dead-lettered. Messages are handled one at a
-// time, so they are handled in order within each partition.
+// time (or, with a BatchHandler, one batch at a time), so they are handled
+// in order within each partition.
 type Consumer struct {
 	cfg ConsumerConfig
 	log *slog.Logger
@@ -108,6 +125,12 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	}
 	if cfg.JoinGroupBackoff <= 0 {
 		cfg.JoinGroupBackoff = 500 * time.Millisecond
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 500
+	}
+	if cfg.BatchWait <= 0 {
+		cfg.BatchWait = 5 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -180,6 +203,9 @@ func (c *Consumer) readerConfig() kafka.ReaderConfig {
 }
 
 func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
+	if c.cfg.BatchHandler != nil {
+		return c.batchLoop(ctx, r)
+	}
 	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
 		km, err := r.FetchMessage(ctx)

@@ -32,3 +32,9 @@ type Publisher interface {
 // retry it (bounded), then dead-letter it; the offset is committed only
 // after the handler returned nil or the message was dead-lettered.
 type Handler func(ctx context.Context, m Message) error
+
+// BatchHandler handles messages fetched together, in their order within
+// each partition. Returning an error makes the runner retry the batch
+// (bounded), then handle its messages one by one with the Handler; the
+// offsets are committed only after the batch returned nil.
+type BatchHandler func(ctx context.Context, msgs []Message) error

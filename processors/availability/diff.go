@@ -137,6 +137,9 @@ func mergeSpans(spans []Span) []Span {
 // Prune drops what ended before cutoff (the past cannot change), so a
 // rate's state stays bounded.
 func (st State) Prune(cutoff time.Time) State {
+	if !st.endsBefore(cutoff) {
+		return st // the common case: nothing to drop, nothing to copy
+	}
 	out := State{Slots: st.Slots[:0:0], Coverage: st.Coverage[:0:0]}
 	for _, s := range st.Slots {
 		if s.End.After(cutoff) {
@@ -152,6 +155,21 @@ func (st State) Prune(cutoff time.Time) State {
 		}
 	}
 	return out
+}
+
+// endsBefore reports whether Prune(cutoff) would drop or cut anything.
+func (st State) endsBefore(cutoff time.Time) bool {
+	for _, s := range st.Slots {
+		if !s.End.After(cutoff) {
+			return true
+		}
+	}
+	for _, c := range st.Coverage {
+		if !c.To.After(cutoff) || c.From.Before(cutoff) {
+			return true
+		}
+	}
+	return false
 }
 
 // Filter keeps the changes an availability rule asks for (spec doc 1,

@@ -89,6 +89,10 @@ type Options struct {
 	// MaxNotifyAge: older events update the state but notify nobody.
 	// Default 7 days.
 	MaxNotifyAge time.Duration
+	// BatchSize and BatchWait bound Run's batches (stream.ConsumerConfig).
+	// Defaults 500 and 5ms.
+	BatchSize int
+	BatchWait time.Duration
 	// KeyPrefix of the state keys. Default "sb:".
 	KeyPrefix  string
 	Clock      func() time.Time
@@ -151,11 +155,15 @@ func New(opts Options) *Processor {
 	return p
 }
 
-// Run consumes TopicAvailability in the consumer group until ctx ends.
+// Run consumes TopicAvailability in the consumer group until ctx ends, in
+// batches (HandleBatch: one state read, one publish and one state write
+// per batch); a batch that keeps failing is handled one message at a time
+// (Handle), so that a poison message is dead-lettered alone.
 func (p *Processor) Run(ctx context.Context) error {
 	return stream.NewConsumer(stream.ConsumerConfig{
 		Brokers: p.opts.Brokers, GroupID: p.opts.GroupID, Topics: []string{schemas.TopicAvailability},
-		Handler: p.Handle, MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream,
+		Handler: p.Handle, BatchHandler: p.HandleBatch, BatchSize: p.opts.BatchSize, BatchWait: p.opts.BatchWait,
+		MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream,
 	}).Run(ctx)
 }
 
@@ -173,26 +181,23 @@ type input struct {
 	deleted       bool
 }
 
-// Handle processes one record; it is the consumer's stream.Handler.
-// Unusable records are logged and skipped; Redis and broker errors are
-// returned (retried).
+// Handle processes one record; it is the consumer's stream.Handler (and
+// the fallback of HandleBatch when a batch keeps failing). It is a batch
+// of one: see HandleBatch.
 func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
-	if len(m.Value) == 0 {
-		return nil
-	}
-	in, ok, err := decode(m.Value)
-	if err != nil {
-		p.log.Error("skipping an unusable availability record", "partition", m.Partition, "offset", m.Offset, "err", err)
-		p.events.WithLabelValues("unknown", "invalid").Inc()
-		return nil
-	}
-	if !ok {
-		return nil
-	}
-	return p.process(ctx, in)
+	return p.HandleBatch(ctx, []stream.Message{m})
 }
 
 func decode(value []byte) (input, bool, error) {
+	if in, ok := decodeSnapshotFast(value); ok {
+		return in, true, nil
+	}
+	return decodeJSON(value)
+}
+
+// decodeJSON is decode with encoding/json: every event type, and the
+// snapshots the fast path leaves to it.
+func decodeJSON(value []byte) (input, bool, error) {
 	var env schemas.Envelope
 	if err := json.Unmarshal(value, &env); err != nil {
 		return input{}, false, err
@@ -229,82 +234,8 @@ func decode(value []byte) (input, bool, error) {
 	return input{}, false, nil // another stage's event on the topic
 }
 
-// stored is the Redis form of a rate's state: the diff state and the last
-// version applied per source (an older event is skipped).
-type stored struct {
-	State
-	Versions map[string]int64 `json:"ver"`
-}
-
 func (p *Processor) stateKey(sid, pid, rid string) string {
 	return p.opts.KeyPrefix + "avstate:{" + sid + "}:" + pid + ":" + rid
-}
-
-// process diffs one event against the rate's state, publishes the
-// notifications and history events, then saves the state (WATCHed, so two
-// consumers of one rate cannot interleave). A crash between publish and
-// save redoes the same diff with the same ids.
-func (p *Processor) process(ctx context.Context, in input) error {
-	key := p.stateKey(in.sid, in.pid, in.rid)
-	var result string
-	txf := func(tx *redis.Tx) error {
-		raw, err := tx.Get(ctx, key).Bytes()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		var st stored
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &st); err != nil {
-				p.log.Warn("discarding an unreadable availability state", "key", key, "err", err)
-				st = stored{}
-			}
-		}
-		if st.Versions == nil {
-			st.Versions = map[string]int64{}
-		}
-		if in.version < st.Versions[in.source] {
-			result = "older"
-			return nil
-		}
-		if in.deleted {
-			result = "deleted"
-			_, err := tx.TxPipelined(ctx, func(pp redis.Pipeliner) error { pp.Del(ctx, key); return nil })
-			return err
-		}
-		now := p.opts.Clock()
-		changes, next := Diff(st.State, in.scope, in.slots)
-		msgs, err := p.messages(ctx, in, changes, now)
-		if err != nil {
-			return err
-		}
-		if len(msgs) > 0 {
-			if err := p.opts.Publisher.Publish(ctx, msgs...); err != nil {
-				return fmt.Errorf("publish %d availability events: %w", len(msgs), err)
-			}
-		}
-		st.State = next.Prune(now.Add(-24 * time.Hour))
-		st.Versions[in.source] = in.version
-		b, err := json.Marshal(st)
-		if err != nil {
-			return err
-		}
-		_, err = tx.TxPipelined(ctx, func(pp redis.Pipeliner) error { pp.Set(ctx, key, b, 0); return nil })
-		result = "diffed"
-		p.changes.Add(float64(len(changes)))
-		return err
-	}
-	for range 5 {
-		err := p.opts.Redis.Watch(ctx, txf, key)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("availability state %s: %w", key, err)
-		}
-		p.events.WithLabelValues(in.source, result).Inc()
-		return nil
-	}
-	return fmt.Errorf("availability state %s: too much contention", key)
 }
 
 var namespace = uuid.MustParse("3c1f6a0e-8d2b-4f7a-9c55-6e0d4b1a7f93")
@@ -315,66 +246,51 @@ func NotificationID(eventID, subscriber string, s Span) string {
 	return uuid.NewSHA1(namespace, fmt.Appendf(nil, "%s\x00%s\x00availability\x00%d\x00%d", eventID, subscriber, s.From.Unix(), s.To.Unix())).String()
 }
 
-// messages builds the history events of the changes and the
-// notifications of the subscribers who should hear of them.
-func (p *Processor) messages(ctx context.Context, in input, changes []Change, now time.Time) ([]stream.Message, error) {
+// messages appends to msgs the history events of the changes and the
+// notifications of the subscribers who should hear of them, and returns
+// how many notifications it added.
+func (p *Processor) messages(ctx context.Context, lk *lookup, in input, changes []Change, now time.Time, msgs []stream.Message) ([]stream.Message, int, error) {
 	if len(changes) == 0 {
-		return nil, nil
+		return msgs, 0, nil
 	}
-	var msgs []stream.Message
 	at := in.env.Time
 	if at.IsZero() {
 		at = now
 	}
+	hkey := []byte(in.sid + "/" + in.pid)
 	for _, c := range changes {
-		env, err := schemas.NewHistoryEvent(schemas.HistoryAvailabilityChanged, in.sid+"/"+in.pid, schemas.AvailabilityChanged{
-			SupplierID: in.sid, ProductID: in.pid, RateID: in.rid, Start: c.Start, End: c.End,
-			OldVacancies: c.Old, NewVacancies: c.New, Source: in.source}, at)
+		b, err := historyValue(in, c, at)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		env.ID = uuid.NewSHA1(namespace, fmt.Appendf(nil, "%s\x00history\x00%d\x00%d", in.env.ID, c.Start.UnixNano(), c.End.UnixNano())).String()
-		env.Source = Source
-		b, err := json.Marshal(env)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, stream.Message{Topic: schemas.TopicHistory, Key: []byte(env.Key), Value: b, Time: env.Time})
+		msgs = append(msgs, stream.Message{Topic: schemas.TopicHistory, Key: hkey, Value: b, Time: at.UTC()})
 	}
 	if now.Sub(at) > p.opts.MaxNotifyAge {
-		return msgs, nil
+		return msgs, 0, nil
 	}
-	notes, err := p.notifications(ctx, in, changes, now)
+	notes, err := p.notifications(ctx, lk, in, changes, now)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for _, n := range notes {
-		b, err := json.Marshal(n)
+		b, hb, err := notificationValues(n)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: b, Time: n.CreatedAt})
-		h, err := schemas.ProducedEvent(n)
-		if err != nil {
-			return nil, err
-		}
-		hb, err := json.Marshal(h)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, stream.Message{Topic: schemas.TopicHistory, Key: []byte(h.Key), Value: hb, Time: h.Time})
+		key := []byte(n.Subscriber)
+		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: key, Value: b, Time: n.CreatedAt},
+			stream.Message{Topic: schemas.TopicHistory, Key: key, Value: hb, Time: n.CreatedAt.UTC()})
 	}
-	p.notes.Add(float64(len(notes)))
-	return msgs, nil
+	return msgs, len(notes), nil
 }
 
 // notifications returns the availability notifications of the changes of
 // one rate: per subscriber of a channel that has the rate bound now, per
 // coalesced range of the changes its rule keeps. Sorted by subscriber.
-func (p *Processor) notifications(ctx context.Context, in input, changes []Change, now time.Time) ([]schemas.Notification, error) {
-	bs, err := p.opts.Bindings.Bindings(ctx, in.sid, in.pid)
+func (p *Processor) notifications(ctx context.Context, lk *lookup, in input, changes []Change, now time.Time) ([]schemas.Notification, error) {
+	bs, err := lk.Bindings(ctx, in.sid, in.pid)
 	if err != nil {
-		return nil, fmt.Errorf("bindings of %s/%s: %w", in.sid, in.pid, err)
+		return nil, err
 	}
 	var out []schemas.Notification
 	seen := map[string]bool{}
@@ -382,23 +298,20 @@ func (p *Processor) notifications(ctx context.Context, in input, changes []Chang
 		if !b.Valid.Contains(now) || !b.Binds(in.rid) {
 			continue
 		}
-		subs, err := p.opts.Subscribers.OnChannel(ctx, b.ChannelID)
+		subs, err := lk.OnChannel(ctx, b.ChannelID)
 		if err != nil {
-			return nil, fmt.Errorf("subscribers of channel %s: %w", b.ChannelID, err)
+			return nil, err
 		}
 		for _, sub := range subs {
 			if seen[sub] {
 				continue
 			}
 			seen[sub] = true
-			rule, err := p.opts.Rules.Rule(ctx, sub, schemas.TypeAvailability)
-			if errors.Is(err, registry.ErrNotFound) {
-				continue
-			}
+			rule, err := lk.Rule(ctx, sub)
 			if err != nil {
-				return nil, fmt.Errorf("availability rule of %s: %w", sub, err)
+				return nil, err
 			}
-			if !matches(rule, in.sid, in.pid, in.rid) {
+			if rule == nil || !matches(*rule, in.sid, in.pid, in.rid) {
 				continue
 			}
 			days := rule.Config.MaxLookAheadDays
@@ -406,8 +319,7 @@ func (p *Processor) notifications(ctx context.Context, in input, changes []Chang
 				days = 7 // spec doc 1 default
 			}
 			for _, s := range Coalesce(Filter(changes, now, days, rule.Config.VacanciesUnder), p.opts.MergeGap) {
-				payload, err := json.Marshal(schemas.AvailabilityPayload{SupplierID: in.sid, ProductID: in.pid, RateID: in.rid,
-					Start: s.From.UTC().Format(time.RFC3339), End: s.To.UTC().Format(time.RFC3339)})
+				payload, err := availabilityPayload(in.sid, in.pid, in.rid, s)
 				if err != nil {
 					return nil, err
 				}

@@ -1,0 +1,139 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// batchLoop is loop when a BatchHandler is configured: it waits for a
+// first message, takes more while they arrive (up to BatchSize, at most
+// BatchWait after the first), hands them to processBatch, and commits.
+func (c *Consumer) batchLoop(ctx context.Context, r *kafka.Reader) error {
+	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		km, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("consumer %s: reader closed: %w", c.cfg.GroupID, err)
+			}
+			c.log.Warn("fetch failed, retrying", "error", truncate(err.Error()))
+			if fetchBackoff.wait(ctx) != nil {
+				return nil
+			}
+			continue
+		}
+		fetchBackoff.reset()
+
+		kms := make([]kafka.Message, 0, min(c.cfg.BatchSize, 64))
+		kms = append(kms, km)
+		wctx, cancel := context.WithTimeout(ctx, c.cfg.BatchWait)
+		for len(kms) < c.cfg.BatchSize {
+			km, err := r.FetchMessage(wctx)
+			if err != nil {
+				// The wait is over (or ctx ended, or the reader failed:
+				// the next blocking fetch reports and backs off). What
+				// was fetched is handled.
+				if wctx.Err() == nil {
+					c.log.Warn("fetch failed while filling a batch", "error", truncate(err.Error()))
+				}
+				break
+			}
+			kms = append(kms, km)
+		}
+		cancel()
+
+		msgs := make([]Message, len(kms))
+		for i, km := range kms {
+			c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1)
+			msgs[i] = fromKafka(km)
+		}
+		if !c.processBatch(ctx, r, kms, msgs) {
+			// Interrupted by shutdown: what was not handled is not
+			// committed, and is delivered again later.
+			return nil
+		}
+	}
+}
+
+// processBatch hands msgs to the BatchHandler with retries and commits
+// them; after MaxAttempts failures it handles them one by one (process:
+// retries, then the dead-letter topic) and commits each after it is done.
+// It returns false if ctx ended first.
+func (c *Consumer) processBatch(ctx context.Context, r *kafka.Reader, kms []kafka.Message, msgs []Message) bool {
+	delay := c.cfg.RetryDelay
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := c.callBatch(ctx, msgs)
+		c.observeBatch(msgs, time.Since(start).Seconds(), err != nil)
+		if err == nil {
+			c.commit(ctx, r, kms...)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		first := msgs[0]
+		attrs := []any{"messages", len(msgs), "topic", first.Topic, "partition", first.Partition, "offset", first.Offset,
+			"attempt", attempt, "error", truncate(err.Error())}
+		if attempt >= c.cfg.MaxAttempts {
+			c.log.Error("batch handler keeps failing, handling the batch's messages one by one", attrs...)
+			break
+		}
+		c.log.Warn("batch handler failed, retrying", attrs...)
+		if sleep(ctx, delay) != nil {
+			return false
+		}
+		delay = min(delay*2, c.cfg.MaxRetryDelay)
+	}
+	for i, m := range msgs {
+		if !c.process(ctx, m) {
+			return false
+		}
+		c.commit(ctx, r, kms[i])
+	}
+	return true
+}
+
+// callBatch runs the batch handler, turning a panic into an error.
+func (c *Consumer) callBatch(ctx context.Context, msgs []Message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("batch handler panicked: %v", p)
+		}
+	}()
+	return c.cfg.BatchHandler(ctx, msgs)
+}
+
+// observeBatch records one handler call per topic of the batch.
+func (c *Consumer) observeBatch(msgs []Message, seconds float64, failed bool) {
+	var seen []string
+	for _, m := range msgs {
+		if !slices.Contains(seen, m.Topic) {
+			seen = append(seen, m.Topic)
+			c.cfg.Metrics.observeHandler(m.Topic, c.cfg.GroupID, seconds, failed)
+		}
+	}
+}
+
+// commit hands the offsets to the reader. ctx may be done by now; what
+// was handled is still committed.
+func (c *Consumer) commit(ctx context.Context, r *kafka.Reader, kms ...kafka.Message) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	err := r.CommitMessages(cctx, kms...)
+	cancel()
+	if err != nil {
+		// Not fatal: the messages are delivered again, and handlers are
+		// idempotent.
+		last := kms[len(kms)-1]
+		c.log.Warn("commit failed", "topic", last.Topic, "partition", last.Partition, "offset", last.Offset, "messages", len(kms), "error", truncate(err.Error()))
+	}
+}
