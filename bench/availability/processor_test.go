@@ -51,8 +51,10 @@ func (c *counting) Publish(_ context.Context, msgs ...stream.Message) error {
 //     partitions' consumers), so a batch holds 256 different rates: one
 //     state read and write per snapshot, pipelined, no in-batch chaining to
 //     flatter the figure.
-//   - batch256-1consumer: the same with one goroutine, as one process's
-//     consumer runs (one batch at a time: Redis and CPU do not overlap).
+//   - batch256-1consumer: the same with one goroutine, as one consumer
+//     runs (one batch at a time: Redis and CPU do not overlap).
+//   - batch256-2consumers: two, as processors/availability.Run starts by
+//     default in one process.
 func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 	e := catalogtest.Start(b, catalogtest.Options{Quiet: true})
 	e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"))
@@ -80,6 +82,7 @@ func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 		{"handle", 64, 16, 0},
 		{"batch256", maxRates, 4, 256},
 		{"batch256-1consumer", maxRates, 1, 256},
+		{"batch256-2consumers", maxRates, 2, 256}, // what Run starts by default
 	}
 	for i, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
