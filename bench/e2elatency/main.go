@@ -1,0 +1,319 @@
+// Command e2elatency measures end-to-end latency: from a change entering
+// Switchback (an operator's PUT of a rate's availabilities) to the
+// availability webhook received at a subscriber's sink, at a steady rate
+// of changes for a fixed time, throttleDelay 0 (issue 8's figure).
+//
+//	go build -o bin/switchback ./cmd/switchback
+//	go run ./bench/e2elatency -bin bin/switchback -rate 1000 -duration 60s
+//
+// It starts the binary itself (`switchback run`, demo principals without
+// demo data, its data in a temp dir, free loopback ports), sets up a
+// supplier with one rate per change slot bound to the demo channel and an
+// availability rule of the demo reseller pointing at its own sink, then
+// sends the changes open-loop on a ticker. Each change moves one rate's
+// only window tomorrow between two vacancies, so every change is one
+// notification for that rate; a webhook is matched to the oldest unmatched
+// change of its rate. The run stops itself; it talks to loopback only.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+const channel = "5e1f7c2a-0d4b-4c3e-9a61-2b7d3f9e8a10" // the demo channel
+
+func main() {
+	bin := flag.String("bin", "bin/switchback", "the switchback binary to start")
+	rate := flag.Int("rate", 1000, "changes per second")
+	duration := flag.Duration("duration", 60*time.Second, "how long to send changes")
+	rates := flag.Int("rates", 2000, "rates the changes rotate over (each change names one)")
+	workers := flag.Int("workers", 64, "concurrent operator requests at most")
+	flag.Parse()
+	if err := run(*bin, *rate, *duration, *rates, *workers); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+type cred struct{ key, secret string }
+
+var (
+	operator = cred{"demo-operator", "demo-operator-secret"}
+	reseller = cred{"demo-reseller", "demo-reseller-secret"}
+	client   = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+)
+
+func call(api string, who cred, method, path, body string) (int, []byte, error) {
+	req, err := http.NewRequest(method, api+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("X-API-Key", who.key)
+	req.Header.Set("X-API-Secret", who.secret)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
+}
+
+// sink records the arrival time of each availability webhook by rate.
+type sink struct {
+	mu      sync.Mutex
+	arrived map[string][]time.Time
+	total   atomic.Int64
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	var body struct {
+		RateID string `json:"rateID"`
+	}
+	raw, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(raw, &body) == nil && body.RateID != "" {
+		s.mu.Lock()
+		s.arrived[body.RateID] = append(s.arrived[body.RateID], now)
+		s.mu.Unlock()
+		s.total.Add(1)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func run(bin string, rate int, duration time.Duration, nRates, workers int) error {
+	tmp, err := os.MkdirTemp("", "switchback-e2elatency-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	apiAddr, err1 := freeAddr()
+	opsAddr, err2 := freeAddr()
+	kafkaAddr, err3 := freeAddr()
+	if err := firstErr(err1, err2, err3); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(), "SWITCHBACK_DATA_DIR="+filepath.Join(tmp, "var"), "SWITCHBACK_HTTP_ADDR="+apiAddr,
+		"SWITCHBACK_OPS_ADDR="+opsAddr, "SWITCHBACK_EMBEDDED_KAFKA_ADDR="+kafkaAddr, "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false",
+		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true", "SWITCHBACK_LOG_LEVEL=warn")
+	logf, err := os.Create(filepath.Join(tmp, "switchback.log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = io.Discard, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	}()
+	api := "http://" + apiAddr
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		if _, _, err := call(api, operator, "GET", "/channel/v1.2/suppliers", ""); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("switchback did not start; log in %s", logf.Name())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	sk := &sink{arrived: map[string][]time.Time{}}
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: sk, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(sl) }()
+	defer srv.Close()
+
+	// Setup: supplier, product, rates in bulk, a whole-product binding, the
+	// rule; then every rate's first push (a baseline: no news).
+	const sup, prod = "lat-sup", "lat-prod"
+	if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers", supplierBody(sup))); err != nil {
+		return fmt.Errorf("supplier: %w", err)
+	}
+	if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", productBody(prod))); err != nil {
+		return fmt.Errorf("product: %w", err)
+	}
+	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
+	for from := 0; from < nRates; from += 500 {
+		var rs []string
+		for i := from; i < min(from+500, nRates); i++ {
+			rs = append(rs, rateBody(rateID(i)))
+		}
+		if err := expect(call(api, operator, "POST", "/channel/v1.2/bulk/suppliers/"+sup+"/products/"+prod+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
+			return fmt.Errorf("rates: %w", err)
+		}
+	}
+	if err := expect(call(api, operator, "POST", base+"/channels/"+channel, `{}`)); err != nil {
+		return fmt.Errorf("binding: %w", err)
+	}
+	if err := expect(call(api, reseller, "POST", "/registry/v1.1/availability", `{"url":"http://`+sl.Addr().String()+`/availability","config":{"maxLookAheadDays":7}}`)); err != nil {
+		return fmt.Errorf("rule: %w", err)
+	}
+	day := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, 1)
+	version := make([]int, nRates)
+	push := func(i int) error {
+		return expect(call(api, operator, "PUT", base+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+version[i]%2)))
+	}
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	var setupErr atomic.Value
+	for i := range nRates {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := push(i); err != nil {
+				setupErr.Store(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := setupErr.Load().(error); err != nil {
+		return fmt.Errorf("baseline pushes: %w", err)
+	}
+	time.Sleep(3 * time.Second) // baselines through the processor: no news
+	sk.mu.Lock()
+	clear(sk.arrived)
+	sk.mu.Unlock()
+	sk.total.Store(0)
+
+	// The load: open loop, one change every 1/rate, each a PUT of the next
+	// rate's window with the other vacancy.
+	fmt.Printf("sending %d changes/s for %s over %d rates (%d workers at most)\n", rate, duration, nRates, workers)
+	var mu sync.Mutex
+	sent := map[string][]time.Time{}
+	var errs, late atomic.Int64
+	interval := time.Second / time.Duration(rate)
+	tick := time.NewTicker(interval)
+	start := time.Now()
+	n := 0
+	for time.Since(start) < duration {
+		<-tick.C
+		i := n % nRates
+		n++
+		version[i]++
+		v := version[i]
+		select {
+		case sem <- struct{}{}:
+		default:
+			late.Add(1) // every worker busy: the change waits (counted)
+			sem <- struct{}{}
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			at := time.Now()
+			if err := expect(call(api, operator, "PUT", base+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+v%2))); err != nil {
+				errs.Add(1)
+				return
+			}
+			mu.Lock()
+			sent[rateID(i)] = append(sent[rateID(i)], at)
+			mu.Unlock()
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	sendTook := time.Since(start)
+	want := int64(n) - errs.Load()
+	for deadline := time.Now().Add(60 * time.Second); sk.total.Load() < want && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Match each rate's webhooks to its changes in order.
+	var lat []time.Duration
+	unmatched := 0
+	sk.mu.Lock()
+	for r, ts := range sent {
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		arr := sk.arrived[r]
+		slices.SortFunc(arr, func(a, b time.Time) int { return a.Compare(b) })
+		for k, t := range ts {
+			if k >= len(arr) {
+				unmatched += len(ts) - k
+				break
+			}
+			lat = append(lat, arr[k].Sub(t))
+		}
+	}
+	sk.mu.Unlock()
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(float64(len(lat))*p))]
+	}
+	fmt.Printf("changes sent: %d in %s (%.0f/s), errors %d, waited for a worker %d\n", n, sendTook.Round(time.Millisecond),
+		float64(n)/sendTook.Seconds(), errs.Load(), late.Load())
+	fmt.Printf("webhooks received: %d, matched %d, missing %d\n", sk.total.Load(), len(lat), unmatched)
+	fmt.Printf("latency change → webhook: p50 %s  p90 %s  p99 %s  max %s\n", pct(0.5).Round(time.Millisecond), pct(0.9).Round(time.Millisecond),
+		pct(0.99).Round(time.Millisecond), pct(1).Round(time.Millisecond))
+	return nil
+}
+
+func expect(status int, body []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	if status >= 300 {
+		return fmt.Errorf("status %d: %.300s", status, body)
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func rateID(i int) string { return fmt.Sprintf("lat-r%05d", i) }
+
+func supplierBody(id string) string {
+	return `{"id":"` + id + `","name":"Latency Tours","code":"LAT","connection":{"kind":"octo","baseUrl":"https://octo.example.com"}}`
+}
+
+func productBody(id string) string {
+	return `{"id":"` + id + `","name":"Latency walk","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
+"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true,"locations":[{"name":"Start","type":"START","order":1}]}`
+}
+
+func rateBody(id string) string {
+	return `{"id":"` + id + `","name":"Rate","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,"prices":[]}`
+}
+
+func availabilityBody(day time.Time, capacity int) string {
+	s := day.Add(9 * time.Hour)
+	return fmt.Sprintf(`{"availabilities":[{"id":"w","start":%q,"end":%q,"capacity":%d}]}`, s.Format(time.RFC3339), s.Add(2*time.Hour).Format(time.RFC3339), capacity)
+}
