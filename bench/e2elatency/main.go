@@ -43,9 +43,10 @@ func main() {
 	rate := flag.Int("rate", 1000, "changes per second")
 	duration := flag.Duration("duration", 60*time.Second, "how long to send changes")
 	rates := flag.Int("rates", 2000, "rates the changes rotate over (each change names one)")
+	suppliers := flag.Int("suppliers", 20, "suppliers the rates are spread over (an operator's writes to one supplier are serialized)")
 	workers := flag.Int("workers", 64, "concurrent operator requests at most")
 	flag.Parse()
-	if err := run(*bin, *rate, *duration, *rates, *workers); err != nil {
+	if err := run(*bin, *rate, *duration, *rates, *suppliers, *workers); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -105,7 +106,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func run(bin string, rate int, duration time.Duration, nRates, workers int) error {
+func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int) error {
 	tmp, err := os.MkdirTemp("", "switchback-e2elatency-")
 	if err != nil {
 		return err
@@ -153,27 +154,29 @@ func run(bin string, rate int, duration time.Duration, nRates, workers int) erro
 	go func() { _ = srv.Serve(sl) }()
 	defer srv.Close()
 
-	// Setup: supplier, product, rates in bulk, a whole-product binding, the
-	// rule; then every rate's first push (a baseline: no news).
-	const sup, prod = "lat-sup", "lat-prod"
-	if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers", supplierBody(sup))); err != nil {
-		return fmt.Errorf("supplier: %w", err)
-	}
-	if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", productBody(prod))); err != nil {
-		return fmt.Errorf("product: %w", err)
-	}
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	for from := 0; from < nRates; from += 500 {
+	// Setup: suppliers, a product each, rates in bulk, whole-product
+	// bindings, the rule; then every rate's first push (a baseline).
+	const prod = "lat-prod"
+	supOf := func(i int) string { return fmt.Sprintf("lat-sup%03d", i%nSup) }
+	pathOf := func(i int) string { return "/channel/v1.2/suppliers/" + supOf(i) + "/products/" + prod }
+	for k := range nSup {
+		sup := supOf(k)
+		if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers", supplierBody(sup))); err != nil {
+			return fmt.Errorf("supplier: %w", err)
+		}
+		if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", productBody(prod))); err != nil {
+			return fmt.Errorf("product: %w", err)
+		}
 		var rs []string
-		for i := from; i < min(from+500, nRates); i++ {
+		for i := k; i < nRates; i += nSup {
 			rs = append(rs, rateBody(rateID(i)))
 		}
 		if err := expect(call(api, operator, "POST", "/channel/v1.2/bulk/suppliers/"+sup+"/products/"+prod+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
 			return fmt.Errorf("rates: %w", err)
 		}
-	}
-	if err := expect(call(api, operator, "POST", base+"/channels/"+channel, `{}`)); err != nil {
-		return fmt.Errorf("binding: %w", err)
+		if err := expect(call(api, operator, "POST", pathOf(k)+"/channels/"+channel, `{}`)); err != nil {
+			return fmt.Errorf("binding: %w", err)
+		}
 	}
 	if err := expect(call(api, reseller, "POST", "/registry/v1.1/availability", `{"url":"http://`+sl.Addr().String()+`/availability","config":{"maxLookAheadDays":7}}`)); err != nil {
 		return fmt.Errorf("rule: %w", err)
@@ -181,7 +184,7 @@ func run(bin string, rate int, duration time.Duration, nRates, workers int) erro
 	day := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, 1)
 	version := make([]int, nRates)
 	push := func(i int) error {
-		return expect(call(api, operator, "PUT", base+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+version[i]%2)))
+		return expect(call(api, operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+version[i]%2)))
 	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -207,37 +210,42 @@ func run(bin string, rate int, duration time.Duration, nRates, workers int) erro
 
 	// The load: open loop, one change every 1/rate, each a PUT of the next
 	// rate's window with the other vacancy.
-	fmt.Printf("sending %d changes/s for %s over %d rates (%d workers at most)\n", rate, duration, nRates, workers)
+	fmt.Printf("sending %d changes/s for %s over %d rates of %d suppliers (%d workers at most)\n", rate, duration, nRates, nSup, workers)
 	var mu sync.Mutex
 	sent := map[string][]time.Time{}
 	var errs, late atomic.Int64
-	interval := time.Second / time.Duration(rate)
-	tick := time.NewTicker(interval)
+	// Ticks every 10 ms with rate/100 changes each: a 1 ms ticker drops
+	// ticks when the sender is late, which undercounts the rate.
+	const tickEvery = 10 * time.Millisecond
+	perTick := max(rate/100, 1)
+	tick := time.NewTicker(tickEvery)
 	start := time.Now()
 	n := 0
 	for time.Since(start) < duration {
 		<-tick.C
-		i := n % nRates
-		n++
-		version[i]++
-		v := version[i]
-		select {
-		case sem <- struct{}{}:
-		default:
-			late.Add(1) // every worker busy: the change waits (counted)
-			sem <- struct{}{}
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			at := time.Now()
-			if err := expect(call(api, operator, "PUT", base+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+v%2))); err != nil {
-				errs.Add(1)
-				return
+		for range perTick {
+			i := n % nRates
+			n++
+			version[i]++
+			v := version[i]
+			select {
+			case sem <- struct{}{}:
+			default:
+				late.Add(1) // every worker busy: the change waits (counted)
+				sem <- struct{}{}
 			}
-			mu.Lock()
-			sent[rateID(i)] = append(sent[rateID(i)], at)
-			mu.Unlock()
-		})
+			wg.Go(func() {
+				defer func() { <-sem }()
+				at := time.Now()
+				if err := expect(call(api, operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+v%2))); err != nil {
+					errs.Add(1)
+					return
+				}
+				mu.Lock()
+				sent[rateID(i)] = append(sent[rateID(i)], at)
+				mu.Unlock()
+			})
+		}
 	}
 	tick.Stop()
 	wg.Wait()
