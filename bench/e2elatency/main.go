@@ -181,7 +181,7 @@ func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int
 	if err := expect(call(api, reseller, "POST", "/registry/v1.1/availability", `{"url":"http://`+sl.Addr().String()+`/availability","config":{"maxLookAheadDays":7}}`)); err != nil {
 		return fmt.Errorf("rule: %w", err)
 	}
-	day := time.Now().UTC().Truncate(24 * time.Hour).AddDate(0, 0, 1)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	version := make([]int, nRates)
 	push := func(i int) error {
 		return expect(call(api, operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+version[i]%2)))

@@ -1,0 +1,118 @@
+package bookingsim_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchbackhq/switchback/bench/bookingsim"
+)
+
+var t0 = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+
+func do(t *testing.T, url, method, key, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var raw json.RawMessage
+	_ = json.NewDecoder(resp.Body).Decode(&raw)
+	return resp.StatusCode, raw
+}
+
+func TestServer_AuthRoutesAndCalls(t *testing.T) {
+	s := bookingsim.New(bookingsim.Config{APIKey: "k", Clock: func() time.Time { return t0 }})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	tests := []struct {
+		name, method, path, key, body string
+		status                        int
+	}{
+		{"no auth", "GET", "/suppliers", "", "", 401},
+		{"wrong key", "GET", "/suppliers", "x", "", 401},
+		{"suppliers", "GET", "/suppliers", "k", "", 200},
+		{"products", "GET", "/suppliers/S1/products", "k", "", 200},
+		{"unknown supplier", "GET", "/suppliers/S3/products", "k", "", 404},
+		{"availability", "GET", "/suppliers/S1/availability?productId=S1-P1&optionId=S1-P1-O1&localDateStart=2026-11-23&localDateEnd=2026-11-24", "k", "", 200},
+		{"availability RFC 3339 dates", "GET", "/suppliers/S1/availability?productId=S1-P1&optionId=S1-P1-O1&localDateStart=2026-11-23T00:00:00Z&localDateEnd=2026-11-24T00:00:00Z", "k", "", 200},
+		{"availability bad window", "GET", "/suppliers/S1/availability?productId=S1-P1&optionId=S1-P1-O1&localDateStart=2026-11-24&localDateEnd=2026-11-23", "k", "", 400},
+		{"booking unknown field", "POST", "/suppliers/S1/bookings", "k", `{"uuid":"0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b","bogus":1}`, 400},
+		{"unknown booking", "GET", "/suppliers/S1/bookings/0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b", "k", "", 404},
+		{"extend unknown order", "POST", "/suppliers/S1/orders/O9/extend", "k", `{}`, 404},
+		{"no route", "GET", "/nowhere", "k", "", 404},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if st, body := do(t, ts.URL+tt.path, tt.method, tt.key, tt.body); st != tt.status {
+				t.Fatalf("status %d, want %d: %s", st, tt.status, body)
+			}
+			if s.Calls() != int64(i+1) {
+				t.Fatalf("Calls = %d", s.Calls())
+			}
+		})
+	}
+}
+
+func TestServer_AvailabilityOfBothTypes(t *testing.T) {
+	s := bookingsim.New(bookingsim.Config{Clock: func() time.Time { return t0 }})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	for _, tt := range []struct {
+		product string
+		n       int
+		free    bool
+	}{{"S1-P1", 3, false}, {"S1-P2", 2, true}} {
+		_, body := do(t, ts.URL+"/suppliers/S1/availability?productId="+tt.product+"&optionId="+tt.product+"-O1&localDateStart=2026-11-23&localDateEnd=2026-11-24", "GET", "", "")
+		var as []struct {
+			Status    string `json:"status"`
+			Vacancies *int   `json:"vacancies"`
+		}
+		if err := json.Unmarshal(body, &as); err != nil || len(as) != tt.n {
+			t.Fatalf("%s: %s", tt.product, body)
+		}
+		for _, a := range as {
+			if (a.Status == "FREESALE") != tt.free || (a.Vacancies == nil) != tt.free {
+				t.Fatalf("%s: %+v", tt.product, a)
+			}
+		}
+	}
+}
+
+func TestServer_HoldTakesVacancies(t *testing.T) {
+	s := bookingsim.New(bookingsim.Config{Clock: func() time.Time { return t0 }, MaxCapacity: 1000})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	avail := func() (string, int) {
+		_, body := do(t, ts.URL+"/suppliers/S1/availability?productId=S1-P1&optionId=S1-P1-O1&localDateStart=2026-11-23&localDateEnd=2026-11-24", "GET", "", "")
+		var as []struct {
+			ID        string `json:"id"`
+			Status    string `json:"status"`
+			Vacancies *int   `json:"vacancies"`
+		}
+		_ = json.Unmarshal(body, &as)
+		for _, a := range as {
+			if a.Status == "AVAILABLE" && *a.Vacancies > 3 {
+				return a.ID, *a.Vacancies
+			}
+		}
+		t.Fatal("no available slot")
+		return "", 0
+	}
+	id, before := avail()
+	st, body := do(t, ts.URL+"/suppliers/S1/bookings", "POST", "", `{"uuid":"0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b","channelName":"c","channelId":"6f1c3a52-8a0e-4c55-9d57-2f1b0e7b9a10","productId":"S1-P1","optionId":"S1-P1-O1","availabilityId":"`+id+`","unitItems":[{"unitId":"adult"},{"unitId":"child"}],"holdExpirationMinutes":15}`)
+	if st != 200 || !strings.Contains(string(body), `"ON_HOLD"`) {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	if _, after := avail(); after != before-2 {
+		t.Fatalf("vacancies %d → %d, want −2", before, after)
+	}
+}

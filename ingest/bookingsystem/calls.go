@@ -1,0 +1,376 @@
+package bookingsystem
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchbackhq/switchback/internal/domainerr"
+)
+
+// The endpoints of spec doc 3, "Booking system", and the "not shown" ones
+// filled the OCTO way (docs/decisions-bookingsystem.md). Every path is
+// relative to the connection's endpoint. List reads return the valid items
+// and the Problems of the rejected ones; single-object answers that break
+// a rule fail with a *CallError of KindInvalid carrying the Problems.
+
+// Suppliers is GET /suppliers (conn.Endpoint is the platform's address).
+func (c *Client) Suppliers(ctx context.Context, conn Connection) ([]Supplier, []Problem, error) {
+	var out []Supplier
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"suppliers"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseSuppliers(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+// Products is GET /suppliers/{supplierId}/products with X-Capabilities
+// (comma-delimited, only when capabilities are asked for).
+func (c *Client) Products(ctx context.Context, conn Connection, supplierID string, capabilities []string) ([]Product, []Problem, error) {
+	if err := requireIDs("supplierId", supplierID); err != nil {
+		return nil, nil, err
+	}
+	var h map[string]string
+	if len(capabilities) > 0 {
+		h = map[string]string{"X-Capabilities": strings.Join(capabilities, ",")}
+	}
+	var out []Product
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h,
+		segments: []string{"suppliers", supplierID, "products"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseProducts(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+// AvailabilityRequest is GET /suppliers/{supplierId}/availability.
+type AvailabilityRequest struct {
+	SupplierID, ProductID, OptionID string
+	// LocalDateStart (inclusive) and LocalDateEnd (exclusive) are local
+	// dates YYYY-MM-DD (the RFC 3339 full-date form).
+	LocalDateStart, LocalDateEnd string
+	// AvailabilityType of the product, for the status rules (required).
+	AvailabilityType string
+}
+
+// Availability is GET /suppliers/{supplierId}/availability.
+func (c *Client) Availability(ctx context.Context, conn Connection, in AvailabilityRequest) ([]Availability, []Problem, error) {
+	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID); err != nil {
+		return nil, nil, err
+	}
+	s, err1 := time.Parse(time.DateOnly, in.LocalDateStart)
+	e, err2 := time.Parse(time.DateOnly, in.LocalDateEnd)
+	if err1 != nil || err2 != nil || !s.Before(e) {
+		return nil, nil, invalid("localDateStart", "and localDateEnd must be YYYY-MM-DD, start before end")
+	}
+	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
+		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
+	}
+	q := url.Values{}
+	q.Set("productId", in.ProductID)
+	q.Set("optionId", in.OptionID)
+	q.Set("localDateStart", in.LocalDateStart)
+	q.Set("localDateEnd", in.LocalDateEnd)
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+	var out []Availability
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
+		segments: []string{"suppliers", in.SupplierID, "availability"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseAvailability(b, exp)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+// AvailabilityCheck is the body of POST /suppliers/{supplierId}/availability
+// (doc 3, rule 3: is this unit configuration acceptable).
+type AvailabilityCheck struct {
+	SupplierID       string         `json:"-"`
+	AvailabilityType string         `json:"-"` // of the product, for the status rules
+	ProductID        string         `json:"productId"`
+	OptionID         string         `json:"optionId"`
+	AvailabilityIDs  []string       `json:"availabilityIds"`
+	Units            []UnitQuantity `json:"units"`
+}
+
+// CheckAvailability is POST /suppliers/{supplierId}/availability.
+func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in AvailabilityCheck) ([]Availability, []Problem, error) {
+	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID); err != nil {
+		return nil, nil, err
+	}
+	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
+		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
+	}
+	if len(in.AvailabilityIDs) == 0 {
+		return nil, nil, invalid("availabilityIds", "must list the availabilities of interest")
+	}
+	if len(in.Units) == 0 {
+		return nil, nil, invalid("units", "must list the units to reserve")
+	}
+	for _, u := range in.Units {
+		if u.UnitID == "" || u.Quantity < 1 {
+			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
+		}
+	}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	var out []Availability
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
+		segments: []string{"suppliers", in.SupplierID, "availability"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseAvailability(b, exp)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+// BookingRequest is the body of POST /suppliers/{supplierId}/bookings.
+type BookingRequest struct {
+	SupplierID            string     `json:"-"`
+	UUID                  string     `json:"uuid"`
+	ResellerReference     string     `json:"resellerReference,omitempty"`
+	ChannelName           string     `json:"channelName"`
+	ChannelID             string     `json:"channelId"`
+	ProductID             string     `json:"productId"`
+	OptionID              string     `json:"optionId"`
+	AvailabilityID        string     `json:"availabilityId"`
+	UnitItems             []UnitItem `json:"unitItems"`
+	HoldExpirationMinutes int        `json:"holdExpirationMinutes"`
+	OrderID               string     `json:"orderId,omitempty"`
+}
+
+// CreateBooking is POST /suppliers/{supplierId}/bookings: a hold
+// (ON_HOLD), or REJECTED. Idempotent by uuid (doc 3, rule 4): a retry with
+// the same data answers the same booking; with other data the booking
+// system answers 400, which is ErrRejected.
+func (c *Client) CreateBooking(ctx context.Context, conn Connection, in BookingRequest) (Booking, error) {
+	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID,
+		"availabilityId", in.AvailabilityID); err != nil {
+		return Booking{}, err
+	}
+	if _, err := uuid.Parse(in.UUID); err != nil {
+		return Booking{}, invalid("uuid", "must be a UUID")
+	}
+	if _, err := uuid.Parse(in.ChannelID); err != nil {
+		return Booking{}, invalid("channelId", "must be a UUID")
+	}
+	if in.HoldExpirationMinutes < 1 {
+		return Booking{}, invalid("holdExpirationMinutes", "must be at least 1")
+	}
+	if len(in.UnitItems) == 0 {
+		return Booking{}, invalid("unitItems", "must not be empty")
+	}
+	if in.OrderID != "" && checkID(in.OrderID) != "" {
+		return Booking{}, invalid("orderId", "must be at most 1024 characters")
+	}
+	return c.booking(ctx, conn, "createBooking", fasthttp.MethodPost, in,
+		BookingExpect{UUID: in.UUID, Statuses: []string{OnHold, Rejected}}, in.SupplierID, "bookings")
+}
+
+// GetBooking is GET /suppliers/{supplierId}/bookings/{uuid} (not shown in
+// doc 3; OCTO's GET /bookings/{uuid} under the supplier path).
+func (c *Client) GetBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string) (Booking, error) {
+	if err := requireIDs("supplierId", supplierID, "uuid", bookingUUID); err != nil {
+		return Booking{}, err
+	}
+	return c.booking(ctx, conn, "getBooking", fasthttp.MethodGet, nil,
+		BookingExpect{UUID: bookingUUID}, supplierID, "bookings", bookingUUID)
+}
+
+// ConfirmRequest is the body of confirm booking (OCTO's shape).
+type ConfirmRequest struct {
+	ResellerReference string     `json:"resellerReference,omitempty"`
+	Contact           *Contact   `json:"contact,omitempty"`
+	UnitItems         []UnitItem `json:"unitItems,omitempty"`
+}
+
+// ConfirmBooking is POST /suppliers/{supplierId}/bookings/{uuid}/confirm
+// (not shown): ON_HOLD → CONFIRMED, or PENDING when the product has
+// instantConfirmation false.
+func (c *Client) ConfirmBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in ConfirmRequest) (Booking, error) {
+	if err := requireIDs("supplierId", supplierID, "uuid", bookingUUID); err != nil {
+		return Booking{}, err
+	}
+	return c.booking(ctx, conn, "confirmBooking", fasthttp.MethodPost, in,
+		BookingExpect{UUID: bookingUUID, Statuses: []string{Confirmed, Pending}}, supplierID, "bookings", bookingUUID, "confirm")
+}
+
+// Cancellation reasons (OCTO; doc 3 lists the same for orders).
+var cancelReasons = []string{"CUSTOMER", "SUPPLIER", "FRAUD", "OTHER"}
+
+// CancelRequest is the body of cancel booking and cancel order.
+type CancelRequest struct {
+	Reason        string `json:"reason"`
+	ReasonDetails string `json:"reasonDetails,omitempty"`
+}
+
+// CancelBooking is DELETE /suppliers/{supplierId}/bookings/{uuid} (not
+// shown): CONFIRMED → CANCELLED (cancellation and its confirmation in one
+// call), ON_HOLD → EXPIRED (released before confirmation).
+func (c *Client) CancelBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in CancelRequest) (Booking, error) {
+	if err := requireIDs("supplierId", supplierID, "uuid", bookingUUID); err != nil {
+		return Booking{}, err
+	}
+	if !slices.Contains(cancelReasons, in.Reason) {
+		return Booking{}, invalid("reason", "must be CUSTOMER, SUPPLIER, FRAUD or OTHER")
+	}
+	return c.booking(ctx, conn, "cancelBooking", fasthttp.MethodDelete, in,
+		BookingExpect{UUID: bookingUUID, Statuses: []string{Cancelled, Expired}}, supplierID, "bookings", bookingUUID)
+}
+
+func (c *Client) booking(ctx context.Context, conn Connection, op, method string, body any, exp BookingExpect, segments ...string) (Booking, error) {
+	var out Booking
+	err := c.send(ctx, conn, call{op: op, method: method, body: body, segments: append([]string{"suppliers"}, segments...),
+		parse: func(b []byte) error {
+			bk, ps, err := ParseBooking(b, exp)
+			if err != nil {
+				return err
+			}
+			if ps != nil {
+				c.metrics.reject(ps)
+				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+			}
+			out = bk
+			return nil
+		}})
+	return out, err
+}
+
+// GetOrder is GET /suppliers/{supplierId}/orders/{orderId}.
+func (c *Client) GetOrder(ctx context.Context, conn Connection, supplierID, orderID string) (Order, error) {
+	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
+		return Order{}, err
+	}
+	return c.order(ctx, conn, "getOrder", fasthttp.MethodGet, nil, OrderExpect{ID: orderID}, supplierID, orderID)
+}
+
+// ConfirmOrder is POST /suppliers/{supplierId}/orders/{orderId}/confirm
+// (not shown): all bookings confirmed, or none (doc 3, Order).
+func (c *Client) ConfirmOrder(ctx context.Context, conn Connection, supplierID, orderID string, in ConfirmRequest) (Order, error) {
+	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
+		return Order{}, err
+	}
+	return c.order(ctx, conn, "confirmOrder", fasthttp.MethodPost, in,
+		OrderExpect{ID: orderID, Statuses: []string{Confirmed}}, supplierID, orderID, "confirm")
+}
+
+// CancelOrder is DELETE /suppliers/{supplierId}/orders/{orderId}: ON_HOLD
+// → EXPIRED, CONFIRMED → CANCELLED (doc 3, rule 6).
+func (c *Client) CancelOrder(ctx context.Context, conn Connection, supplierID, orderID string, in CancelRequest) (Order, error) {
+	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
+		return Order{}, err
+	}
+	if !slices.Contains(cancelReasons, in.Reason) {
+		return Order{}, invalid("reason", "must be CUSTOMER, SUPPLIER, FRAUD or OTHER")
+	}
+	return c.order(ctx, conn, "cancelOrder", fasthttp.MethodDelete, in,
+		OrderExpect{ID: orderID, Statuses: []string{Cancelled, Expired}}, supplierID, orderID)
+}
+
+// ExtendRequest is the body of POST .../orders/{orderId}/extend.
+type ExtendRequest struct {
+	Reason                string `json:"reason"`
+	ReasonDetails         string `json:"reasonDetails,omitempty"`
+	HoldExpirationMinutes int    `json:"holdExpirationMinutes"`
+}
+
+var extendReasons = []string{"FRAUD_CHECK", "CUSTOMER_REQUESTED", "OTHER"}
+
+// ExtendOrder is POST /suppliers/{supplierId}/orders/{orderId}/extend
+// (doc 3, rule 7): the exact new expiry is in the answer's utcExpiresAt.
+func (c *Client) ExtendOrder(ctx context.Context, conn Connection, supplierID, orderID string, in ExtendRequest) (Order, error) {
+	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
+		return Order{}, err
+	}
+	if !slices.Contains(extendReasons, in.Reason) {
+		return Order{}, invalid("reason", "must be FRAUD_CHECK, CUSTOMER_REQUESTED or OTHER")
+	}
+	if in.HoldExpirationMinutes < 1 {
+		return Order{}, invalid("holdExpirationMinutes", "must be at least 1")
+	}
+	return c.order(ctx, conn, "extendOrder", fasthttp.MethodPost, in,
+		OrderExpect{ID: orderID, Statuses: []string{OnHold}}, supplierID, orderID, "extend")
+}
+
+func (c *Client) order(ctx context.Context, conn Connection, op, method string, body any, exp OrderExpect, supplierID string, rest ...string) (Order, error) {
+	var out Order
+	err := c.send(ctx, conn, call{op: op, method: method, body: body,
+		segments: append([]string{"suppliers", supplierID, "orders"}, rest...),
+		parse: func(b []byte) error {
+			o, ps, err := ParseOrder(b, exp)
+			if err != nil {
+				return err
+			}
+			if ps != nil {
+				c.metrics.reject(ps)
+				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+			}
+			out = o
+			return nil
+		}})
+	return out, err
+}
+
+// PriceScheduleRequest is the price-schedule read (not shown in doc 3).
+type PriceScheduleRequest struct {
+	SupplierID, ProductID string
+	// LocalDateStart (inclusive) and LocalDateEnd (exclusive), YYYY-MM-DD.
+	LocalDateStart, LocalDateEnd string
+}
+
+// PriceSchedule is GET /suppliers/{supplierId}/products/{productId}/pricing
+// ?localDateStart&localDateEnd (docs/decisions-bookingsystem.md).
+func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceScheduleRequest) ([]PriceEntry, []Problem, error) {
+	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID); err != nil {
+		return nil, nil, err
+	}
+	s, err1 := time.Parse(time.DateOnly, in.LocalDateStart)
+	e, err2 := time.Parse(time.DateOnly, in.LocalDateEnd)
+	if err1 != nil || err2 != nil || !s.Before(e) {
+		return nil, nil, invalid("localDateStart", "and localDateEnd must be YYYY-MM-DD, start before end")
+	}
+	q := url.Values{}
+	q.Set("localDateStart", in.LocalDateStart)
+	q.Set("localDateEnd", in.LocalDateEnd)
+	var out []PriceEntry
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "priceSchedule", method: fasthttp.MethodGet, query: q,
+		segments: []string{"suppliers", in.SupplierID, "products", in.ProductID, "pricing"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParsePriceSchedule(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+// requireIDs checks name/value pairs: every id present, at most 1024.
+func requireIDs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if r := checkID(pairs[i+1]); r != "" {
+			return invalid(pairs[i], fmt.Sprintf("must be 1 to %d characters", MaxIDLength))
+		}
+	}
+	return nil
+}
+
+// invalid is our own request breaking a rule: nothing is sent.
+func invalid(field, reason string) error {
+	return &CallError{Kind: KindRequest, domain: domainerr.Field(field, reason)}
+}

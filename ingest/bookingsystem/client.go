@@ -1,0 +1,418 @@
+// Package bookingsystem is the client of the operator booking-system
+// interface v2 (spec doc 3, "Booking system"): suppliers, products,
+// availability (read and unit-configuration check), bookings and orders of
+// suppliers whose connection is a booking system, plus the "not shown"
+// endpoints filled the OCTO way (docs/decisions-bookingsystem.md).
+//
+// It owns the wire format, the strict parsing of answers, the data rules of
+// doc 3 (rules.go: invalid items are rejected one by one and reported, the
+// valid ones returned), the mapping of failures to domain errors (never the
+// remote body or our credentials), a circuit breaker per booking system and
+// the switchback_ingest_bookingsystem_* metrics.
+//
+// It must not cache, publish or map into the catalog: callers do. The API
+// key is sent as "Authorization: Bearer <apiKey>" and never logged or put
+// into an error.
+package bookingsystem
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchbackhq/switchback/internal/domainerr"
+)
+
+// Domain errors of booking-system calls. Callers see the code and this
+// message only; the remote status and body stay out of errors.
+var (
+	// ErrUnavailable: the booking system failed, timed out, answered
+	// garbage, refused our credentials or its breaker is open (503).
+	ErrUnavailable = domainerr.New("UNAVAILABLE", "the supplier's booking system is temporarily unavailable")
+	// ErrRejected: the booking system answered 400, including a retried
+	// createBooking whose data differs from the first (doc 3, rule 4).
+	ErrRejected = domainerr.New("BAD_REQUEST", "the supplier's booking system rejected the request")
+	// ErrNotFound: the booking system answered 404.
+	ErrNotFound = domainerr.New("NOT_FOUND", "not found at the supplier's booking system")
+	// ErrInvalid is an INVALID_FIELD sentinel: our own request broke a
+	// rule before it was sent (errors.Is matches *domainerr.FieldError).
+	ErrInvalid = domainerr.New(domainerr.CodeInvalidField, "invalid booking-system request")
+)
+
+// Failure kinds, the label of switchback_ingest_bookingsystem_errors_total.
+const (
+	KindTimeout   = "timeout"
+	KindTransport = "transport"
+	KindStatus    = "status"
+	KindMalformed = "malformed"
+	KindInvalid   = "invalid" // a single-object answer broke a data rule
+	KindAuth      = "auth"
+	KindBreaker   = "breaker_open"
+	KindRequest   = "request" // our request was invalid; nothing was sent
+)
+
+// CallError is a failed call: Kind for metrics and tests, the domain error
+// it maps to for callers (errors.Is(err, ErrUnavailable)). It never holds
+// the remote body; Problems lists the data rules a single-object answer
+// (a booking, an order) broke, by id and rule.
+type CallError struct {
+	Kind     string
+	Status   int // remote HTTP status, 0 when there was none
+	Problems []Problem
+	domain   error
+	cause    error
+}
+
+func (e *CallError) Error() string {
+	switch {
+	case e.cause != nil:
+		return fmt.Sprintf("booking system call: %s: %v", e.Kind, e.cause)
+	case len(e.Problems) > 0:
+		return fmt.Sprintf("booking system call: %s: %s", e.Kind, e.Problems[0])
+	}
+	return fmt.Sprintf("booking system call: %s (status %d)", e.Kind, e.Status)
+}
+
+// Unwrap gives the domain error (and the cause, for errors.Is on it).
+func (e *CallError) Unwrap() []error { return []error{e.domain, e.cause} }
+
+// ErrorCode is the domain error's code (apierror.From maps it).
+func (e *CallError) ErrorCode() string {
+	var c interface{ ErrorCode() string }
+	if errors.As(e.domain, &c) {
+		return c.ErrorCode()
+	}
+	return "UNAVAILABLE"
+}
+
+// Connection is how to reach one supplier's booking system: its endpoint
+// (doc 3: prepended to every path, no trailing "/") and our API key. For
+// GET /suppliers, Endpoint is the platform's base address. String never
+// shows the key or any userinfo of the URL.
+type Connection struct {
+	Endpoint string
+	APIKey   string
+}
+
+func (c Connection) String() string {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return "bookingsystem{invalid endpoint}"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return "bookingsystem{" + u.String() + "}"
+}
+
+// system is the breaker key: scheme and host of the endpoint. Suppliers of
+// one booking system share a host (their endpoints differ in path), and a
+// dead booking system is dead for all of them.
+func (c Connection) system() string {
+	u, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return c.Endpoint
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// MaxResponseBytes bounds any answer of a booking system.
+const MaxResponseBytes = 8 << 20
+
+// Options configures NewClient.
+type Options struct {
+	// Timeout of one call. Default 5 s (booking writes are slower than
+	// the partner's availability reads).
+	Timeout time.Duration
+	// HTTP is the fasthttp client. Default: one with sane pool limits
+	// and MaxResponseBodySize = MaxResponseBytes.
+	HTTP *fasthttp.Client
+	// BreakerFailures consecutive failures open a booking system's
+	// breaker for BreakerCooldown; then one trial call (half-open) closes
+	// or reopens it. Defaults 5 and 10 s.
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	// Registerer gets the switchback_ingest_bookingsystem_* metrics.
+	Registerer prometheus.Registerer
+	// Clock for the breaker. Default time.Now.
+	Clock func() time.Time
+}
+
+// Client calls booking systems. Safe for concurrent use.
+type Client struct {
+	opts     Options
+	http     *fasthttp.Client
+	metrics  *metrics
+	mu       sync.Mutex
+	breakers map[string]*breaker // by Connection.system()
+}
+
+// NewClient returns a client.
+func NewClient(opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.BreakerFailures <= 0 {
+		opts.BreakerFailures = 5
+	}
+	if opts.BreakerCooldown <= 0 {
+		opts.BreakerCooldown = 10 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	h := opts.HTTP
+	if h == nil {
+		h = &fasthttp.Client{
+			Name:                "switchback",
+			MaxConnsPerHost:     256,
+			MaxIdleConnDuration: 30 * time.Second,
+			MaxResponseBodySize: MaxResponseBytes,
+		}
+	}
+	return &Client{opts: opts, http: h, metrics: newMetrics(opts.Registerer), breakers: map[string]*breaker{}}
+}
+
+// call is one booking-system call: what send needs.
+type call struct {
+	op       string // metrics label: "products", "createBooking", ...
+	method   string
+	segments []string   // path segments after the endpoint, escaped by send
+	query    url.Values // optional
+	body     any        // JSON request body; nil for none
+	headers  map[string]string
+	// parse reads the 200 answer; a *CallError it returns is kept as is
+	// (KindInvalid), any other error is KindMalformed.
+	parse func(body []byte) error
+}
+
+// send runs one call through the booking system's breaker: the Bearer
+// key, the timeout (shortened by ctx's deadline), the latency and error
+// metrics by op, and the remote status mapped to a domain error. 400 and
+// 404 are the booking system working correctly and do not count against
+// its breaker; neither does an answer that breaks a data rule.
+func (c *Client) send(ctx context.Context, conn Connection, in call) error {
+	u, err := endpointURL(conn.Endpoint, in.segments, in.query)
+	if err != nil {
+		c.metrics.errors.WithLabelValues(KindRequest).Inc()
+		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+	}
+	var body []byte
+	if in.body != nil {
+		if body, err = json.Marshal(in.body); err != nil {
+			return &CallError{Kind: KindRequest, domain: ErrInvalid, cause: fmt.Errorf("encode %s: %w", in.op, err)}
+		}
+	}
+	br := c.breaker(conn.system())
+	if !br.allow(c.opts.Clock()) {
+		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
+		return &CallError{Kind: KindBreaker, domain: ErrUnavailable}
+	}
+	timeout := c.opts.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if timeout <= 0 {
+		br.done(c.opts.Clock(), true, c.metrics)
+		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
+		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(u)
+	req.Header.SetMethod(in.method)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+conn.APIKey)
+	for k, v := range in.headers {
+		req.Header.Set(k, v)
+	}
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
+	start := time.Now()
+	err = c.http.DoTimeout(req, resp, timeout)
+	c.metrics.seconds.WithLabelValues(in.op).Observe(time.Since(start).Seconds())
+	status := resp.StatusCode()
+	ce := classify(err, status)
+	if ce == nil && in.parse != nil {
+		if perr := in.parse(resp.Body()); perr != nil {
+			if !errors.As(perr, &ce) {
+				ce = &CallError{Kind: KindMalformed, domain: ErrUnavailable, cause: perr}
+			}
+			ce.Status = status
+		}
+	}
+	failed := ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindInvalid
+	br.done(c.opts.Clock(), failed, c.metrics)
+	if ce != nil {
+		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
+		return ce
+	}
+	return nil
+}
+
+func classify(err error, status int) *CallError {
+	switch {
+	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
+		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: err}
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return &CallError{Kind: KindMalformed, domain: ErrUnavailable, cause: err}
+	case err != nil:
+		return &CallError{Kind: KindTransport, domain: ErrUnavailable, cause: err}
+	case status == fasthttp.StatusOK:
+		return nil
+	case status == fasthttp.StatusBadRequest:
+		return &CallError{Kind: KindStatus, Status: status, domain: ErrRejected}
+	case status == fasthttp.StatusNotFound:
+		return &CallError{Kind: KindStatus, Status: status, domain: ErrNotFound}
+	case status == fasthttp.StatusUnauthorized || status == fasthttp.StatusForbidden:
+		// Our stored key is wrong or lacks rights: not the caller's fault.
+		return &CallError{Kind: KindAuth, Status: status, domain: ErrUnavailable}
+	}
+	return &CallError{Kind: KindStatus, Status: status, domain: ErrUnavailable}
+}
+
+// endpointURL joins the endpoint and the path segments, each escaped.
+// The endpoint must be an absolute http(s) URL; a trailing "/" (which doc 3
+// says it SHOULD NOT have) is tolerated.
+func endpointURL(endpoint string, segments []string, q url.Values) (string, error) {
+	b, err := url.Parse(endpoint)
+	if err != nil || (b.Scheme != "http" && b.Scheme != "https") || b.Host == "" {
+		return "", errors.New("connection endpoint is not an http(s) URL")
+	}
+	b.RawQuery, b.Fragment = "", ""
+	var sb strings.Builder
+	sb.WriteString(strings.TrimSuffix(b.String(), "/"))
+	for _, s := range segments {
+		if s == "" {
+			return "", errors.New("empty path segment")
+		}
+		sb.WriteByte('/')
+		sb.WriteString(url.PathEscape(s))
+	}
+	if len(q) > 0 {
+		sb.WriteByte('?')
+		sb.WriteString(q.Encode())
+	}
+	return sb.String(), nil
+}
+
+func (c *Client) breaker(system string) *breaker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.breakers[system]
+	if b == nil {
+		b = &breaker{failures: c.opts.BreakerFailures, cooldown: c.opts.BreakerCooldown}
+		c.breakers[system] = b
+	}
+	return b
+}
+
+// BreakerOpen reports whether the breaker of conn's booking system is open
+// or half-open (for tests and health pages).
+func (c *Client) BreakerOpen(conn Connection) bool {
+	b := c.breaker(conn.system())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state != stateClosed
+}
+
+// decodeStrict reads exactly one JSON value of body into v: at most
+// MaxResponseBytes, no trailing data. Unknown object fields are ignored
+// (capabilities add fields, doc 3 X-Capabilities); wrong types are not.
+func decodeStrict(body []byte, v any) error {
+	if len(body) > MaxResponseBytes {
+		return fmt.Errorf("%w: body of %d bytes", ErrMalformed, len(body))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, jsonReason(err))
+	}
+	if dec.InputOffset() != int64(len(bytes.TrimRight(body, " \t\r\n"))) {
+		return fmt.Errorf("%w: trailing data", ErrMalformed)
+	}
+	return nil
+}
+
+// jsonReason keeps the kind of a JSON error without quoting the body
+// (encoding/json errors may quote remote values).
+func jsonReason(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at offset %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("wrong type for %s", te.Field)
+	}
+	return "invalid JSON"
+}
+
+// ErrMalformed is an answer that is not the JSON doc 3 describes; callers
+// see it as UNAVAILABLE.
+var ErrMalformed = errors.New("malformed booking-system response")
+
+type metrics struct {
+	seconds  *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+	rejected *prometheus.CounterVec
+	open     prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_ingest_bookingsystem_seconds",
+			Help:    "Latency of booking-system (interface v2) calls, by operation.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
+		}, []string{"op"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_bookingsystem_errors_total",
+			Help: "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request).",
+		}, []string{"kind"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_bookingsystem_rejected_items_total",
+			Help: "Items of booking-system answers rejected by a data rule of spec doc 3, by rule.",
+		}, []string{"rule"}),
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_ingest_bookingsystem_breaker_open",
+			Help: "Booking systems whose circuit breaker is open or half-open.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.seconds, m.errors, m.rejected, m.open} {
+			if err := reg.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+				switch c {
+				case m.seconds:
+					m.seconds = are.ExistingCollector.(*prometheus.HistogramVec)
+				case m.errors:
+					m.errors = are.ExistingCollector.(*prometheus.CounterVec)
+				case m.rejected:
+					m.rejected = are.ExistingCollector.(*prometheus.CounterVec)
+				case m.open:
+					m.open = are.ExistingCollector.(prometheus.Gauge)
+				}
+			}
+		}
+	}
+	return m
+}
+
+func (m *metrics) reject(ps []Problem) {
+	for _, p := range ps {
+		m.rejected.WithLabelValues(p.Rule).Inc()
+	}
+}

@@ -1,0 +1,201 @@
+package bookingsystem
+
+import "time"
+
+// Wire shapes of spec doc 3, "Resources and their fields". Nested objects
+// whose fields doc 3 counts but does not show take the OCTO names
+// (docs/decisions-bookingsystem.md, "Nested objects").
+
+// Availability types of a Product.
+const (
+	StartTime    = "START_TIME"
+	OpeningHours = "OPENING_HOURS"
+)
+
+// Availability statuses.
+const (
+	Freesale  = "FREESALE"
+	Available = "AVAILABLE"
+	Limited   = "LIMITED"
+	SoldOut   = "SOLD_OUT"
+	Closed    = "CLOSED"
+)
+
+// Booking statuses (doc 3, Booking).
+const (
+	OnHold    = "ON_HOLD"
+	Expired   = "EXPIRED"
+	Pending   = "PENDING"
+	Rejected  = "REJECTED"
+	Confirmed = "CONFIRMED"
+	Cancelled = "CANCELLED"
+)
+
+// Supplier is one supplier of a booking platform (GET /suppliers).
+type Supplier struct {
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Endpoint string          `json:"endpoint"`
+	Contact  SupplierContact `json:"contact"`
+}
+
+// SupplierContact: doc 3 counts 6 fields without showing them.
+type SupplierContact struct {
+	Website   *string `json:"website"`
+	Email     *string `json:"email"`
+	Telephone *string `json:"telephone"`
+	Address   *string `json:"address"`
+	City      *string `json:"city"`
+	Country   *string `json:"country"`
+}
+
+// Product is one product of a supplier.
+type Product struct {
+	ID                  string       `json:"id"`
+	InternalName        string       `json:"internalName"`
+	Reference           *string      `json:"reference"`
+	Locale              string       `json:"locale"`
+	TimeZone            string       `json:"timeZone"`
+	InstantConfirmation bool         `json:"instantConfirmation"`
+	InstantDelivery     bool         `json:"instantDelivery"`
+	AvailabilityType    string       `json:"availabilityType"`
+	DeliveryFormats     []string     `json:"deliveryFormats"`
+	DeliveryMethods     []string     `json:"deliveryMethods"`
+	RedemptionMethod    string       `json:"redemptionMethod"`
+	Capabilities        []Capability `json:"capabilities"`
+	Options             []Option     `json:"options"`
+}
+
+// Capability: doc 3 counts 3 fields (OCTO: id, revision, required).
+type Capability struct {
+	ID       string `json:"id"`
+	Revision int    `json:"revision"`
+	Required bool   `json:"required"`
+}
+
+// Option is a variant of a Product (Switchback's rate); doc 3 counts 4
+// fields (OCTO: id, default, internalName, units).
+type Option struct {
+	ID           string `json:"id"`
+	Default      bool   `json:"default"`
+	InternalName string `json:"internalName"`
+	Units        []Unit `json:"units"`
+}
+
+// Unit is a unit type of an option (OCTO: id, internalName, type).
+type Unit struct {
+	ID           string `json:"id"`
+	InternalName string `json:"internalName"`
+	Type         string `json:"type"`
+}
+
+// Availability is one availability of an option. Times are local
+// (RFC 3339 with the product's offset) with fractions of a second dropped.
+type Availability struct {
+	ID                 string    `json:"id"`
+	OptionID           string    `json:"optionId"`
+	LocalDateTimeStart time.Time `json:"localDateTimeStart"`
+	LocalDateTimeEnd   time.Time `json:"localDateTimeEnd"`
+	Status             string    `json:"status"`
+	Vacancies          *int      `json:"vacancies,omitempty"`
+	// Available is OCTO's answer of the POST unit-configuration check
+	// (doc 3 rule 3 does not name the field): false when the requested
+	// units do not fit this availability.
+	Available *bool `json:"available,omitempty"`
+}
+
+// UnitQuantity is one element of POST availability's units.
+type UnitQuantity struct {
+	UnitID   string `json:"unitId"`
+	Quantity int    `json:"quantity"`
+}
+
+// BookingAvailability: doc 3 counts 4 fields (OCTO: id,
+// localDateTimeStart, localDateTimeEnd, allDay).
+type BookingAvailability struct {
+	ID                 string    `json:"id"`
+	LocalDateTimeStart time.Time `json:"localDateTimeStart"`
+	LocalDateTimeEnd   time.Time `json:"localDateTimeEnd"`
+	AllDay             bool      `json:"allDay"`
+}
+
+// UnitItem: doc 3 counts 4 fields (OCTO: uuid, unitId,
+// resellerReference, supplierReference).
+type UnitItem struct {
+	UUID              string  `json:"uuid,omitempty"`
+	UnitID            string  `json:"unitId"`
+	ResellerReference *string `json:"resellerReference,omitempty"`
+	SupplierReference *string `json:"supplierReference,omitempty"`
+}
+
+// CancellationRequest: doc 3 counts 7 fields (OCTO names).
+type CancellationRequest struct {
+	Status         string     `json:"status"`
+	Reason         string     `json:"reason"`
+	ReasonDetails  *string    `json:"reasonDetails"`
+	Refund         *string    `json:"refund"`
+	UTCRequestedAt *time.Time `json:"utcRequestedAt"`
+	UTCResolvedAt  *time.Time `json:"utcResolvedAt"`
+	ResolvedBy     *string    `json:"resolvedBy"`
+}
+
+// Contact: doc 3 counts 5 fields (OCTO names).
+type Contact struct {
+	FullName     *string `json:"fullName"`
+	FirstName    *string `json:"firstName"`
+	LastName     *string `json:"lastName"`
+	EmailAddress *string `json:"emailAddress"`
+	PhoneNumber  *string `json:"phoneNumber"`
+}
+
+// Booking is one booking (doc 3, Booking).
+type Booking struct {
+	UUID                string               `json:"uuid"`
+	ResellerReference   *string              `json:"resellerReference"`
+	ChannelName         string               `json:"channelName"`
+	ChannelID           string               `json:"channelId"`
+	SupplierReference   *string              `json:"supplierReference"`
+	Status              string               `json:"status"`
+	Cancellable         bool                 `json:"cancellable"`
+	UTCHoldExpiration   *time.Time           `json:"utcHoldExpiration"`
+	RefreshFrequency    *string              `json:"refreshFrequency"`
+	ProductID           string               `json:"productId"`
+	OptionID            string               `json:"optionId"`
+	Availability        *BookingAvailability `json:"availability"`
+	DeliveryMethod      *string              `json:"deliveryMethod"`
+	UnitItems           []UnitItem           `json:"unitItems"`
+	CancellationRequest *CancellationRequest `json:"cancellationRequest"`
+	Contact             *Contact             `json:"contact,omitempty"`
+}
+
+// Order statuses: doc 3's Order table lists ON_HOLD, CONFIRMED, CANCELLED,
+// EXPIRED; its transition table adds REJECTED (a failed confirmOrder).
+var orderStatuses = []string{OnHold, Confirmed, Cancelled, Expired, Rejected}
+
+// Order groups bookings (doc 3, Order).
+type Order struct {
+	ID             string     `json:"id"`
+	Status         string     `json:"status"`
+	UTCExpiresAt   *time.Time `json:"utcExpiresAt"`
+	UTCConfirmedAt *time.Time `json:"utcConfirmedAt"`
+	Bookings       []Booking  `json:"bookings"`
+}
+
+// PriceEntry is one element of the price-schedule read (not shown in
+// doc 3; docs/decisions-bookingsystem.md): the unit prices of an option
+// for the local dates [localDateStart, localDateEnd).
+type PriceEntry struct {
+	OptionID       string      `json:"optionId"`
+	LocalDateStart string      `json:"localDateStart"`
+	LocalDateEnd   string      `json:"localDateEnd"`
+	UnitPricing    []UnitPrice `json:"unitPricing"`
+}
+
+// UnitPrice is a price in minor units (OCTO pricing capability shape).
+type UnitPrice struct {
+	UnitID            string `json:"unitId"`
+	Currency          string `json:"currency"`
+	CurrencyPrecision int    `json:"currencyPrecision"`
+	Retail            int64  `json:"retail"`
+	Net               *int64 `json:"net,omitempty"`
+}
