@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
@@ -123,6 +124,79 @@ func TestE2E_ChangeNotificationRefreshesAndNotifies(t *testing.T) {
 	}
 	if _, list, _ := otherOp.do("GET", "/operator/v2/notifications", ""); len(list["notifications"].([]any)) != 0 {
 		t.Errorf("another operator sees %v", list)
+	}
+	p.stop(t)
+}
+
+// TestE2E_ChangeNotificationFromABookingSystem is issue 6's end to end:
+// an operator's change notification for a product whose availability
+// changed in the simulated booking system (spec doc 3) ends SUCCEEDED and
+// leads to an availability webhook at a subscriber's local sink. The first
+// request is the baseline (nothing was known); the second, after the
+// booking system's inventory moved, is news.
+func TestE2E_ChangeNotificationFromABookingSystem(t *testing.T) {
+	var skew atomic.Int64
+	sim := bookingsim.New(bookingsim.Config{APIKey: "bs-token", ChangeRate: 0.5, ChangeEvery: time.Hour,
+		Clock: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	bs := httptest.NewServer(sim)
+	t.Cleanup(bs.Close)
+
+	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
+	sk := newSink(t)
+	api := "http://" + p.api
+	operator := client{t, api, "demo-operator", "demo-operator-secret"}
+	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+
+	// The simulator's names: supplier S1, product S1-P1 (START_TIME),
+	// options S1-P1-O1 and -O2 (our rates).
+	const sup, prod = "S1", "S1-P1"
+	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
+	supplier := `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"` + bs.URL + `","credentials":{"bearerToken":"bs-token"}}}`
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", "/channel/v1.2/suppliers", supplier},
+		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Glacier", "d")},
+		{"POST", base + "/rates", catalogtest.RateBody("S1-P1-O1", "Option 1")},
+		{"POST", base + "/rates", catalogtest.RateBody("S1-P1-O2", "Option 2")},
+		{"POST", base + "/channels/" + app.DemoChannelID, `{}`},
+	} {
+		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
+			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
+		}
+	}
+	status, rule, _ := reseller.do("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"))
+	if status != 201 {
+		t.Fatalf("availability rule: %d %v", status, rule)
+	}
+	q := fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s", sup, prod)
+	request := func() {
+		t.Helper()
+		status, body, _ := operator.do("POST", q, "")
+		if status != 201 {
+			t.Fatalf("POST notifications: %d %v", status, body)
+		}
+		id := body["notification"].(map[string]any)["id"].(string)
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			_, got, _ := operator.do("GET", "/operator/v2/notifications/"+id, "")
+			n := got["notification"].(map[string]any)
+			if n["status"] == "SUCCEEDED" {
+				return
+			}
+			if n["status"] == "FAILED" || n["status"] == "PARTIAL_FAILURE" || time.Now().After(deadline) {
+				t.Fatalf("notification %s: %v", id, n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	request()
+	if status, body, _ := operator.do("GET", base+"/rates/S1-P1-O1/availabilities", ""); status != 200 || !strings.Contains(fmt.Sprint(body), "capacity") {
+		t.Fatalf("availabilities after the refresh: %d %v", status, body)
+	}
+	skew.Store(int64(time.Hour))
+	request()
+	got := sk.waitFor(t, "/availability", 1, 30*time.Second)
+	specVerify(t, rule["securityKey"].(string), got[0])
+	if b := got[0].body; b["supplierID"] != sup || b["productID"] != prod {
+		t.Fatalf("availability webhook %s", got[0].raw)
 	}
 	p.stop(t)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	ingestchangerequest "github.com/switchbackhq/switchback/ingest/changerequest"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
@@ -390,6 +391,7 @@ func startIngest(d *deps, sh *shared, log *slog.Logger, reg prometheus.Registere
 	avail := queryavailability.New(queryavailability.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
 		Publisher: d.producer, Logger: log.With("part", "availability"), Registerer: reg})
 	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
-		Syncer: changeSyncer{cat: sh.catalog, avail: avail}, Publisher: d.producer, Logger: log, Registerer: reg})
+		Syncer:    changeSyncer{cat: sh.catalog, avail: avail, bs: bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})},
+		Publisher: d.producer, Logger: log, Registerer: reg})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 }
