@@ -28,6 +28,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
@@ -61,6 +62,9 @@ const (
 	RateAdult      = "demo-adult"
 	RateChild      = "demo-child"
 	RateDay        = "demo-day"
+	// On the simulated booking system (its own names).
+	BookingSupplierID = "S1"
+	BookingProductID  = "S1-P1"
 )
 
 // ruleTypes: notification type → registry path of its CRUD (spec doc 1:
@@ -83,6 +87,8 @@ type Demo struct {
 	sim      *partnersim.Server
 	partner  *http.Server
 	partURL  string
+	booking  *http.Server // the simulated booking system (spec doc 3)
+	bookURL  string
 	sink     *http.Server
 	sinkURL  string
 	received *prometheus.CounterVec
@@ -124,6 +130,17 @@ func Start(opts Options) (*Demo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo partner listener: %w", err)
 	}
+	bl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		pl.Close()
+		return nil, fmt.Errorf("demo booking system listener: %w", err)
+	}
+	d.bookURL = "http://" + bl.Addr().String()
+	// Its inventory moves every minute, so each change notification the
+	// demo sends finds news.
+	d.booking = &http.Server{Handler: bookingsim.New(bookingsim.Config{APIKey: "demo-booking-token", Suppliers: 1, ProductsPerSupplier: 2,
+		ChangeRate: 0.3, ChangeEvery: time.Minute}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = d.booking.Serve(bl) }()
 	addr := opts.SinkAddr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -131,6 +148,7 @@ func Start(opts Options) (*Demo, error) {
 	sl, err := net.Listen("tcp", addr)
 	if err != nil {
 		pl.Close()
+		_ = d.booking.Close()
 		return nil, fmt.Errorf("demo sink listener on %s: %w", addr, err)
 	}
 	d.partURL, d.sinkURL = "http://"+pl.Addr().String(), "http://"+sl.Addr().String()
@@ -169,7 +187,7 @@ func (d *Demo) Close(ctx context.Context) error {
 	case <-d.done:
 	case <-ctx.Done():
 	}
-	return errors.Join(d.sink.Shutdown(ctx), d.partner.Shutdown(ctx))
+	return errors.Join(d.sink.Shutdown(ctx), d.partner.Shutdown(ctx), d.booking.Shutdown(ctx))
 }
 
 // receive is the webhook sink: the path names the type; the signature is
@@ -257,6 +275,13 @@ func (d *Demo) setup(ctx context.Context) error {
 		{"POST", prodPath(ProductCanyon) + "/rates", rateBody(RateDay, "Day pass", 0)},
 		{"POST", prodPath(ProductGlacier) + "/channels/" + d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["` + RateAdult + `","` + RateChild + `"]}`},
 		{"POST", prodPath(ProductCanyon) + "/channels/" + d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE"}`},
+		// A supplier on the simulated booking system (spec doc 3): its
+		// names are the simulator's (S1, S1-P1, options S1-P1-O1/O2).
+		{"POST", "/channel/v1.2/suppliers", bookingSupplierBody(d.bookURL)},
+		{"POST", "/channel/v1.2/suppliers/" + BookingSupplierID + "/products", productBody(BookingProductID, "Fjord cruise", "START_TIME", 0)},
+		{"POST", bookingProdPath() + "/rates", rateBody(BookingProductID+"-O1", "Deck", 0)},
+		{"POST", bookingProdPath() + "/rates", rateBody(BookingProductID+"-O2", "Cabin", 0)},
+		{"POST", bookingProdPath() + "/channels/" + d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE"}`},
 	}
 	// Rules first, so that the bindings below already notify the sink.
 	for _, r := range ruleTypes {
@@ -277,6 +302,9 @@ func (d *Demo) setup(ctx context.Context) error {
 	// supplier at this one.
 	if status, body, err := d.call(ctx, op, "PUT", "/channel/v1.2/suppliers/"+SupplierID, supplierBody(d.partURL, 0)); err != nil || status != http.StatusOK {
 		return fmt.Errorf("point the demo supplier at the simulated partner: %d %s %v", status, body, err)
+	}
+	if status, body, err := d.call(ctx, op, "PUT", "/channel/v1.2/suppliers/"+BookingSupplierID, bookingSupplierBody(d.bookURL)); err != nil || status != http.StatusOK {
+		return fmt.Errorf("point the demo booking-system supplier at the simulator: %d %s %v", status, body, err)
 	}
 	return nil
 }
@@ -363,6 +391,11 @@ func (d *Demo) round(ctx context.Context, tick int) error {
 		}
 		do(op, "PUT", prodPath(ProductGlacier)+"/channels/"+d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":`+rates+`}`, 200)
 	case 5:
+		// The operator's change notification: the booking system is read
+		// at once for the next week, and what moved is notified.
+		start := day.Format(time.DateOnly)
+		do(op, "POST", fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s&startDate=%s&endDate=%s", BookingSupplierID, BookingProductID,
+			start, day.AddDate(0, 0, 7).Format(time.DateOnly)), "", 201)
 		d.book(ctx, tick, day, false, &errs) // then cancelled: canceled
 		d.book(ctx, tick, day, true, &errs)  // accepted (202): tickets-added later
 	}
@@ -484,4 +517,13 @@ func availabilityBody(day time.Time, tick int) string {
 func priceScheduleBody(day time.Time, tick int) string {
 	return fmt.Sprintf(`{"entries":[{"from":%q,"until":%q,"prices":[{"id":"std","labels":["public"],"name":"Standard","retail":{"amount":%d,"currency":"CHF"}}]}]}`,
 		day.Format(time.DateOnly), day.AddDate(0, 0, 9).Format(time.DateOnly), 40+tick%7)
+}
+
+func bookingProdPath() string {
+	return "/channel/v1.2/suppliers/" + BookingSupplierID + "/products/" + BookingProductID
+}
+
+func bookingSupplierBody(endpoint string) string {
+	return fmt.Sprintf(`{"id":%q,"name":"Fjord Lines","code":"FJORD","title":"Fjord Lines (demo, booking system v2)",
+"connection":{"kind":"bookingsystem","baseUrl":%q,"credentials":{"bearerToken":"demo-booking-token"}}}`, BookingSupplierID, endpoint)
 }
