@@ -23,12 +23,12 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 )
 
@@ -150,8 +150,7 @@ type Client struct {
 	opts     Options
 	http     *fasthttp.Client
 	metrics  *metrics
-	mu       sync.Mutex
-	breakers map[string]*breaker // by Connection.system()
+	breakers *breaker.Set // by Connection.system()
 }
 
 // NewClient returns a client.
@@ -177,7 +176,8 @@ func NewClient(opts Options) *Client {
 			MaxResponseBodySize: MaxResponseBytes,
 		}
 	}
-	return &Client{opts: opts, http: h, metrics: newMetrics(opts.Registerer), breakers: map[string]*breaker{}}
+	m := newMetrics(opts.Registerer)
+	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
 }
 
 // call is one booking-system call: what send needs.
@@ -210,8 +210,8 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 			return &CallError{Kind: KindRequest, domain: ErrInvalid, cause: fmt.Errorf("encode %s: %w", in.op, err)}
 		}
 	}
-	br := c.breaker(conn.system())
-	if !br.allow(c.opts.Clock()) {
+	br := c.breakers.Get(conn.system())
+	if !br.Allow(c.opts.Clock()) {
 		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
 		return &CallError{Kind: KindBreaker, domain: ErrUnavailable}
 	}
@@ -220,7 +220,7 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
-		br.done(c.opts.Clock(), true, c.metrics)
+		br.Done(c.opts.Clock(), true)
 		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
 		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
 	}
@@ -252,7 +252,7 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 		}
 	}
 	failed := ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindInvalid
-	br.done(c.opts.Clock(), failed, c.metrics)
+	br.Done(c.opts.Clock(), failed)
 	if ce != nil {
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
 		return ce
@@ -306,24 +306,10 @@ func endpointURL(endpoint string, segments []string, q url.Values) (string, erro
 	return sb.String(), nil
 }
 
-func (c *Client) breaker(system string) *breaker {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.breakers[system]
-	if b == nil {
-		b = &breaker{failures: c.opts.BreakerFailures, cooldown: c.opts.BreakerCooldown}
-		c.breakers[system] = b
-	}
-	return b
-}
-
 // BreakerOpen reports whether the breaker of conn's booking system is open
 // or half-open (for tests and health pages).
 func (c *Client) BreakerOpen(conn Connection) bool {
-	b := c.breaker(conn.system())
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state != stateClosed
+	return c.breakers.Open(conn.system())
 }
 
 // decodeStrict reads exactly one JSON value of body into v: at most

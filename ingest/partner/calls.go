@@ -45,8 +45,8 @@ type call struct {
 // 401/403 is the partner working correctly and does not count against its
 // breaker.
 func (c *Client) send(ctx context.Context, conn Connection, in call) (int, error) {
-	br := c.breaker(conn.BaseURL)
-	if !br.allow(c.opts.Clock()) {
+	br := c.breakers.Get(conn.BaseURL)
+	if !br.Allow(c.opts.Clock()) {
 		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
 		return 0, &CallError{Kind: KindBreaker, domain: ErrUnavailable}
 	}
@@ -55,7 +55,7 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) (int, error
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
-		br.done(c.opts.Clock(), true, c.metrics)
+		br.Done(c.opts.Clock(), true)
 		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
 		return 0, &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
 	}
@@ -84,7 +84,7 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) (int, error
 			ce = &CallError{Kind: KindMalformed, Status: status, domain: ErrUnavailable, cause: perr}
 		}
 	}
-	br.done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable, c.metrics)
+	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable)
 	if ce != nil {
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
 		return status, ce

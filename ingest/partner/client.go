@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 )
 
@@ -97,8 +97,7 @@ type Client struct {
 	opts     Options
 	http     *fasthttp.Client
 	metrics  *metrics
-	mu       sync.Mutex
-	breakers map[string]*breaker // by base URL
+	breakers *breaker.Set // by base URL
 }
 
 // NewClient returns a client.
@@ -126,7 +125,8 @@ func NewClient(opts Options) *Client {
 			DisableHeaderNamesNormalizing: false,
 		}
 	}
-	return &Client{opts: opts, http: h, metrics: newMetrics(opts.Registerer), breakers: map[string]*breaker{}}
+	m := newMetrics(opts.Registerer)
+	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
 }
 
 // AvailabilitiesRequest is GET /suppliers/{s}/products/{p}/availabilities.
@@ -169,8 +169,8 @@ func availabilitiesURL(base string, in AvailabilitiesRequest) (string, error) {
 
 // do runs one GET through the partner's breaker.
 func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, parse func([]byte) error) error {
-	br := c.breaker(conn.BaseURL)
-	if !br.allow(c.opts.Clock()) {
+	br := c.breakers.Get(conn.BaseURL)
+	if !br.Allow(c.opts.Clock()) {
 		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
 		return &CallError{Kind: KindBreaker, domain: ErrUnavailable}
 	}
@@ -179,7 +179,7 @@ func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, p
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
-		br.done(c.opts.Clock(), true, c.metrics)
+		br.Done(c.opts.Clock(), true)
 		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
 		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
 	}
@@ -204,7 +204,7 @@ func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, p
 		}
 	}
 	// A 400/404 is the partner working correctly: not a breaker failure.
-	br.done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable, c.metrics)
+	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable)
 	if ce != nil {
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
 		return ce
@@ -231,24 +231,10 @@ func classify(err error, status int) *CallError {
 	return &CallError{Kind: KindStatus, Status: status, domain: ErrUnavailable}
 }
 
-func (c *Client) breaker(base string) *breaker {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.breakers[base]
-	if b == nil {
-		b = &breaker{failures: c.opts.BreakerFailures, cooldown: c.opts.BreakerCooldown}
-		c.breakers[base] = b
-	}
-	return b
-}
-
 // BreakerOpen reports whether the breaker of the partner at baseURL is
 // open (for tests and health pages).
 func (c *Client) BreakerOpen(baseURL string) bool {
-	b := c.breaker(baseURL)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state != stateClosed
+	return c.breakers.Open(baseURL)
 }
 
 type metrics struct {
