@@ -58,6 +58,11 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	// One partner client per process: one circuit breaker per partner,
 	// whichever tier calls it.
 	sh.partner = partner.NewClient(partner.Options{Registerer: reg})
+	// One availability cache service per process too: the query tier's
+	// reads and the ingest tier's refreshes share its in-process copy and
+	// its singleflight.
+	sh.avail = queryavailability.New(queryavailability.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
+		Publisher: d.producer, Logger: log.With("part", "availability"), Registerer: reg})
 	for _, tier := range tiers {
 		tlog := log.With("tier", tier)
 		switch tier {
@@ -111,14 +116,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	// Availability reads: the 5-minute cache in Redis, refreshed from the
 	// supplier's partner (or the operator's pushes) and published as
 	// snapshots for the availability processor.
-	queryavailability.Register(srv, queryavailability.New(queryavailability.Options{
-		Redis:      d.redis,
-		Catalog:    sh.catalog,
-		Partner:    sh.partner,
-		Publisher:  d.producer,
-		Logger:     log.With("part", "availability"),
-		Registerer: reg,
-	}))
+	queryavailability.Register(srv, sh.avail)
 	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
 	// Holds and bookings, forwarded to the supplier's partner; their
 	// states go to TopicHolds/TopicBookings (processors/booking notifies).
@@ -224,6 +222,7 @@ type shared struct {
 	catalog    *catalog.Store
 	sender     *webhook.Sender
 	partner    *partner.Client
+	avail      *queryavailability.Service
 	changes    *changerequest.Store
 }
 
@@ -388,10 +387,8 @@ func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ct
 // (first in, first out), which refreshes a product from its supplier's
 // system through the same cache and snapshots as a stale read.
 func startIngest(d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
-	avail := queryavailability.New(queryavailability.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
-		Publisher: d.producer, Logger: log.With("part", "availability"), Registerer: reg})
 	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
-		Syncer:    changeSyncer{cat: sh.catalog, avail: avail, bs: bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})},
+		Syncer:    changeSyncer{cat: sh.catalog, avail: sh.avail, bs: bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})},
 		Publisher: d.producer, Logger: log, Registerer: reg})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 }
