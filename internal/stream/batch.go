@@ -2,9 +2,7 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -17,21 +15,10 @@ import (
 func (c *Consumer) batchLoop(ctx context.Context, r *kafka.Reader) error {
 	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
-		km, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("consumer %s: reader closed: %w", c.cfg.GroupID, err)
-			}
-			c.log.Warn("fetch failed, retrying", "error", truncate(err.Error()))
-			if fetchBackoff.wait(ctx) != nil {
-				return nil
-			}
-			continue
+		km, ok, err := c.fetch(ctx, r, fetchBackoff)
+		if !ok {
+			return err
 		}
-		fetchBackoff.reset()
 
 		kms := make([]kafka.Message, 0, min(c.cfg.BatchSize, 64))
 		kms = append(kms, km)

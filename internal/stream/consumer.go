@@ -208,23 +208,10 @@ func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
 	}
 	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
-		km, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("consumer %s: reader closed: %w", c.cfg.GroupID, err)
-			}
-			// Group join failures surface here; the reader keeps trying
-			// to heal (broker restarting, coordinator moving), so do we.
-			c.log.Warn("fetch failed, retrying", "error", truncate(err.Error()))
-			if fetchBackoff.wait(ctx) != nil {
-				return nil
-			}
-			continue
+		km, ok, err := c.fetch(ctx, r, fetchBackoff)
+		if !ok {
+			return err
 		}
-		fetchBackoff.reset()
 
 		c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1)
 		if !c.process(ctx, fromKafka(km)) {
@@ -336,4 +323,29 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// fetch reads the next message, retrying failed fetches with backoff.
+// ok is false when the loop must end: at shutdown (err nil) or when the
+// reader is closed (err set).
+func (c *Consumer) fetch(ctx context.Context, r *kafka.Reader, backoff *backoff) (kafka.Message, bool, error) {
+	for {
+		km, err := r.FetchMessage(ctx)
+		if err == nil {
+			backoff.reset()
+			return km, true, nil
+		}
+		if ctx.Err() != nil {
+			return km, false, nil
+		}
+		if errors.Is(err, io.EOF) {
+			return km, false, fmt.Errorf("consumer %s: reader closed: %w", c.cfg.GroupID, err)
+		}
+		// Group join failures surface here; the reader keeps trying to
+		// heal (broker restarting, coordinator moving), so do we.
+		c.log.Warn("fetch failed, retrying", "error", truncate(err.Error()))
+		if backoff.wait(ctx) != nil {
+			return km, false, nil
+		}
+	}
 }
