@@ -2,20 +2,13 @@ package app
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/switchbackhq/switchback/dispatcher"
-	"github.com/switchbackhq/switchback/ingest/bookingsystem"
-	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/changerequest"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
-	queryavailability "github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -67,148 +60,4 @@ type replayer struct{ pub stream.Publisher }
 
 func (r replayer) Replay(ctx context.Context, subscriber, typ string, from, to time.Time, ns []schemas.Notification) (int, error) {
 	return dispatcher.Replay(ctx, r.pub, subscriber, typ, from, to, ns)
-}
-
-// changeSyncer refreshes a change notification's product from its
-// supplier's system. A partner supplier (spec doc 2): every rate's
-// availabilities over the window, read at once through the availability
-// cache (which publishes the snapshots the processor diffs), in windows
-// of at most 31 days. The partner interface has no price schedule read, so
-// price-schedule mode fails for partner suppliers with that reason (their
-// schedules are written by the operator). Booking-system suppliers (spec
-// doc 3) are refreshed by their client once it is wired (issue 6).
-type changeSyncer struct {
-	cat   *catalog.Store
-	avail *queryavailability.Service
-	bs    *bookingsystem.Client
-}
-
-var adminPrincipal = principals.Principal{Role: principals.RoleAdmin}
-
-// syncChunk bounds one partner read of a change notification.
-const syncChunk = 31 * 24 * time.Hour
-
-func (c changeSyncer) Sync(ctx context.Context, r changerequest.Request) (changerequest.Result, error) {
-	sid, pid := r.CreateRequest.SupplierID, r.CreateRequest.ProductID
-	sup, err := c.cat.Supplier(ctx, adminPrincipal, sid)
-	if err != nil {
-		return changerequest.Result{}, fmt.Errorf("supplier %s: %w", sid, err)
-	}
-	switch sup.Connection.Kind {
-	case catalog.ConnectionPartner:
-	case catalog.ConnectionBookingSystem:
-		return c.syncBookingSystem(ctx, r, sup)
-	default:
-		return changerequest.Result{}, fmt.Errorf("refreshing from a %q connection is not available yet", sup.Connection.Kind)
-	}
-	if r.Mode == changerequest.ModePriceSchedule {
-		return changerequest.Result{}, errors.New("the partner interface has no price schedule read; a partner supplier's price schedules are written by its operator (PUT .../rates/{rate_id}/priceschedule)")
-	}
-	rates, err := c.cat.Rates(ctx, adminPrincipal, sid, pid)
-	if err != nil {
-		return changerequest.Result{}, fmt.Errorf("rates of %s/%s: %w", sid, pid, err)
-	}
-	ids := make([]string, len(rates))
-	for i, rt := range rates {
-		ids[i] = rt.ID
-	}
-	var res changerequest.Result
-	start, end := r.Window()
-	for from := start; from.Before(end); from = from.Add(syncChunk) {
-		to := from.Add(syncChunk)
-		if to.After(end) {
-			to = end
-		}
-		if err := c.avail.Refresh(ctx, r.ID, sid, pid, ids, from, to); err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("availabilities %s..%s: %v", from.Format(time.DateOnly), to.Format(time.DateOnly), err))
-			continue
-		}
-		res.Items += len(ids)
-	}
-	return res, nil
-}
-
-// FreesaleCapacity is the capacity a FREESALE availability (spec doc 3:
-// no limit) is stored with: more than any booking can ask for.
-const FreesaleCapacity = 1_000_000
-
-// syncBookingSystem refreshes a booking-system supplier's product (spec
-// doc 3): each option (our rates) is read over the window and written to
-// the catalog as the operator's availabilities of the rate, keeping those
-// outside the window, so the availability processor diffs them and
-// subscribers get the usual notifications. Statuses map to capacity:
-// FREESALE unlimited (FreesaleCapacity), AVAILABLE and LIMITED their
-// vacancies, SOLD_OUT and CLOSED 0. Items the client rejects by the data
-// rules are reported, never half-applied (the rest of the option is).
-func (c changeSyncer) syncBookingSystem(ctx context.Context, r changerequest.Request, sup catalog.Supplier) (changerequest.Result, error) {
-	if r.Mode == changerequest.ModePriceSchedule {
-		return changerequest.Result{}, errors.New("price-schedule mode from a booking system is not available yet")
-	}
-	sid, pid := sup.ID, r.CreateRequest.ProductID
-	prod, err := c.cat.Product(ctx, adminPrincipal, sid, pid)
-	if err != nil {
-		return changerequest.Result{}, fmt.Errorf("product %s/%s: %w", sid, pid, err)
-	}
-	rates, err := c.cat.Rates(ctx, adminPrincipal, sid, pid)
-	if err != nil {
-		return changerequest.Result{}, fmt.Errorf("rates of %s/%s: %w", sid, pid, err)
-	}
-	conn := bookingsystem.Connection{Endpoint: sup.Connection.BaseURL, APIKey: sup.Connection.Credentials.APIKey}
-	if sup.Connection.Credentials.BearerToken != "" {
-		conn.APIKey = sup.Connection.Credentials.BearerToken
-	}
-	start, end := r.Window()
-	var res changerequest.Result
-	for _, rt := range rates {
-		avs, problems, err := c.bs.Availability(ctx, conn, bookingsystem.AvailabilityRequest{SupplierID: sid, ProductID: pid, OptionID: rt.ID,
-			LocalDateStart: r.StartDate, LocalDateEnd: r.EndDate, AvailabilityType: prod.AvailabilityType})
-		if err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: %v", rt.ID, err))
-			continue
-		}
-		for _, p := range problems {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: %v", rt.ID, p))
-		}
-		cur, err := c.cat.Availabilities(ctx, adminPrincipal, sid, pid, rt.ID)
-		if err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: read stored availabilities: %v", rt.ID, err))
-			continue
-		}
-		next := make([]catalog.Availability, 0, len(cur.Availabilities)+len(avs))
-		for _, a := range cur.Availabilities {
-			if !a.Start.Before(end) || a.Start.Before(start) {
-				next = append(next, a) // outside the refreshed window: kept
-			}
-		}
-		for _, a := range avs {
-			capacity := 0
-			switch a.Status {
-			case bookingsystem.Freesale:
-				capacity = FreesaleCapacity
-			case bookingsystem.Available, bookingsystem.Limited:
-				if a.Vacancies != nil {
-					capacity = *a.Vacancies
-				}
-			}
-			next = append(next, catalog.Availability{ID: CatalogAvailabilityID(a.ID), Start: a.LocalDateTimeStart, End: a.LocalDateTimeEnd, Capacity: capacity})
-		}
-		if _, err := c.cat.PutAvailabilities(ctx, adminPrincipal, sid, pid, rt.ID, next); err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: write availabilities: %v", rt.ID, err))
-			continue
-		}
-		res.Items += len(avs)
-	}
-	return res, nil
-}
-
-// CatalogAvailabilityID is a booking system's availability id as the
-// catalog stores it: as is when it is a valid catalog id, else (OCTO ids
-// are local date-times such as 2026-11-22T09:00:00+01:00) "b64." and its
-// unpadded base64url, which is reversible, so a booking can name the
-// booking system's id again.
-func CatalogAvailabilityID(id string) string {
-	if catalog.ValidID(id) {
-		return id
-	}
-	return "b64." + base64.RawURLEncoding.EncodeToString([]byte(id))
 }

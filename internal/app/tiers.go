@@ -388,7 +388,8 @@ func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ct
 // system through the same cache and snapshots as a stale read.
 func startIngest(d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
 	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
-		Syncer:    changeSyncer{cat: sh.catalog, avail: sh.avail, bs: bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})},
+		Syncer: ingestchangerequest.Refresher{Catalog: sh.catalog, Partner: sh.avail,
+			BookingSystem: bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})},
 		Publisher: d.producer, Logger: log, Registerer: reg})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 }

@@ -1,4 +1,4 @@
-package app
+package changerequest
 
 import (
 	"encoding/base64"
