@@ -101,6 +101,8 @@ func (e *CallError) ErrorCode() string {
 type Connection struct {
 	Endpoint string
 	APIKey   string
+	// Dialect is DialectV2 (the default when empty) or DialectOCTO.
+	Dialect string
 }
 
 func (c Connection) String() string {

@@ -67,7 +67,7 @@ func (c Refresher) Sync(ctx context.Context, r changerequest.Request) (changereq
 	}
 	switch sup.Connection.Kind {
 	case catalog.ConnectionPartner:
-	case catalog.ConnectionBookingSystem:
+	case catalog.ConnectionBookingSystem, catalog.ConnectionOCTO:
 		return c.syncBookingSystem(ctx, r, sup)
 	default:
 		return changerequest.Result{}, fmt.Errorf("refreshing from a %q connection is not available yet", sup.Connection.Kind)
@@ -124,9 +124,9 @@ func (c Refresher) syncBookingSystem(ctx context.Context, r changerequest.Reques
 	if err != nil {
 		return changerequest.Result{}, fmt.Errorf("rates of %s/%s: %w", sid, pid, err)
 	}
-	conn := bookingsystem.Connection{Endpoint: sup.Connection.BaseURL, APIKey: sup.Connection.Credentials.APIKey}
-	if sup.Connection.Credentials.BearerToken != "" {
-		conn.APIKey = sup.Connection.Credentials.BearerToken
+	conn, err := bookingsystem.ConnectionFor(sup)
+	if err != nil {
+		return changerequest.Result{}, err
 	}
 	start, end := r.Window()
 	var res changerequest.Result

@@ -56,6 +56,18 @@ type Config struct {
 	WebhookTimeout        time.Duration
 
 	HistoryRetentionMonths int
+
+	// SyncInterval is the period of the scheduled full synchronization of
+	// every booking-system supplier (spec doc 3, cron reports); 0 turns it
+	// off. SyncHorizonDays is how far ahead its availability read goes.
+	SyncInterval    time.Duration
+	SyncHorizonDays int
+
+	// RateLimit is the sustained requests per second allowed to one API
+	// key, RateBurst the bucket size; over it the answer is 429 with
+	// Retry-After. 0 turns limiting off.
+	RateLimit int
+	RateBurst int
 }
 
 // Setting describes one configuration variable: its environment name, flag
@@ -163,6 +175,24 @@ func Settings() []Setting {
 			return nil
 		}},
 		{"SWITCHBACK_WEBHOOK_TIMEOUT", "webhook-timeout", "10s", "time allowed for one webhook POST, connect to last byte", positiveDuration(func(c *Config) *time.Duration { return &c.WebhookTimeout })},
+		{"SWITCHBACK_SYNC_INTERVAL", "sync-interval", "6h", "period of the scheduled full sync of every booking-system supplier (cron reports); 0 turns it off", func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || (d > 0 && d < time.Second) {
+				return errors.New("must be 0 or a duration of at least 1s")
+			}
+			c.SyncInterval = d
+			return nil
+		}},
+		{"SWITCHBACK_SYNC_HORIZON_DAYS", "sync-horizon-days", "90", "days of availability the scheduled full sync reads ahead (1 to 366)", func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 366 {
+				return errors.New("must be a whole number of days from 1 to 366")
+			}
+			c.SyncHorizonDays = n
+			return nil
+		}},
+		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},
+		{"SWITCHBACK_RATE_BURST", "rate-burst", "10000", "requests one API key may send at once above the sustained rate", positiveInt(func(c *Config) *int { return &c.RateBurst })},
 	}
 }
 
@@ -263,6 +293,17 @@ func boolean(field func(*Config) *bool) func(*Config, string) error {
 			return errors.New("must be true or false")
 		}
 		*field(c) = b
+		return nil
+	}
+}
+
+func nonNegativeInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errors.New("must be a whole number, 0 or more")
+		}
+		*field(c) = n
 		return nil
 	}
 }
