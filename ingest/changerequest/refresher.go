@@ -2,7 +2,6 @@ package changerequest
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -161,7 +160,7 @@ func (c Refresher) syncBookingSystem(ctx context.Context, r changerequest.Reques
 					capacity = *a.Vacancies
 				}
 			}
-			next = append(next, catalog.Availability{ID: CatalogAvailabilityID(a.ID), Start: a.LocalDateTimeStart, End: a.LocalDateTimeEnd, Capacity: capacity})
+			next = append(next, catalog.Availability{ID: bookingsystem.CatalogAvailabilityID(a.ID), Start: a.LocalDateTimeStart, End: a.LocalDateTimeEnd, Capacity: capacity})
 		}
 		if _, err := c.Catalog.PutAvailabilities(ctx, adminPrincipal, sid, pid, rt.ID, next); err != nil {
 			res.Failures = append(res.Failures, fmt.Sprintf("option %s: write availabilities: %v", rt.ID, err))
@@ -170,16 +169,4 @@ func (c Refresher) syncBookingSystem(ctx context.Context, r changerequest.Reques
 		res.Items += len(avs)
 	}
 	return res, nil
-}
-
-// CatalogAvailabilityID is a booking system's availability id as the
-// catalog stores it: as is when it is a valid catalog id, else (OCTO ids
-// are local date-times such as 2026-11-22T09:00:00+01:00) "b64." and its
-// unpadded base64url, which is reversible, so a booking can name the
-// booking system's id again.
-func CatalogAvailabilityID(id string) string {
-	if catalog.ValidID(id) {
-		return id
-	}
-	return "b64." + base64.RawURLEncoding.EncodeToString([]byte(id))
 }
