@@ -33,6 +33,10 @@ import (
 //     CONFIRMED booking, cancel of a CANCELLED one) answers the current
 //     state: a retry after a lost answer must not fail. Every other
 //     transition is 400 and changes nothing.
+//
+// The OCTO dialect (octo.go) drives the same transitions (book,
+// confirmBooking, cancelBooking, extendBooking) through its own routes and
+// shapes; orders exist in v2 only.
 
 type txState struct {
 	mu       sync.Mutex
@@ -84,6 +88,8 @@ type createBody struct {
 	UnitItems             []wireUnitItem `json:"unitItems"`
 	HoldExpirationMinutes int            `json:"holdExpirationMinutes"`
 	OrderID               string         `json:"orderId"`
+	// Notes: OCTO's booking notes (never in a v2 body).
+	Notes string `json:"-"`
 }
 
 type simBooking struct {
@@ -97,6 +103,11 @@ type simBooking struct {
 	holding    bool // the units are counted in taken
 	start, end time.Time
 	seq        int
+	// What the OCTO shape shows besides doc 3's fields.
+	created, updated, confirmedAt, cancelledAt time.Time
+	cancelReason                               string
+	contact                                    *octoContact // from OCTO's confirm body
+	unitUUIDs                                  []string     // one per unit item
 }
 
 type simOrder struct {
@@ -130,7 +141,7 @@ func (s *Server) lapse(now time.Time) {
 			o.status = "EXPIRED"
 			for _, u := range o.uuids {
 				if b := s.tx.bookings[u]; b.status == "ON_HOLD" {
-					b.status = "EXPIRED"
+					b.status, b.updated = "EXPIRED", o.expiresAt
 					s.release(b)
 				}
 			}
@@ -138,7 +149,7 @@ func (s *Server) lapse(now time.Time) {
 	}
 	for _, b := range s.tx.bookings {
 		if b.status == "ON_HOLD" && b.req.OrderID == "" && !now.Before(b.hold) {
-			b.status = "EXPIRED"
+			b.status, b.updated = "EXPIRED", b.hold
 			s.release(b)
 		}
 	}
@@ -199,6 +210,7 @@ func (s *Server) Decide(bookingUUID string, accept bool) error {
 	if b == nil || b.status != "PENDING" {
 		return errState
 	}
+	b.updated = s.config().Clock()
 	if accept {
 		b.status = "CONFIRMED"
 	} else {
@@ -251,14 +263,7 @@ func (s *Server) serveTx(w http.ResponseWriter, r *http.Request, cfg Config, sid
 		switch {
 		case len(rest) == 2 && r.Method == http.MethodGet:
 		case len(rest) == 3 && rest[2] == "confirm" && r.Method == http.MethodPost:
-			switch b.status {
-			case "ON_HOLD":
-				b.status = "CONFIRMED"
-				if !b.instant {
-					b.status = "PENDING"
-				}
-			case "CONFIRMED", "PENDING": // a retried confirm
-			default:
+			if err := s.confirmBooking(b, now); err != nil {
 				fail(http.StatusBadRequest, "BAD_REQUEST", "booking cannot be confirmed from "+b.status)
 				return
 			}
@@ -271,15 +276,7 @@ func (s *Server) serveTx(w http.ResponseWriter, r *http.Request, cfg Config, sid
 				fail(http.StatusBadRequest, "BAD_REQUEST", "reason must be CUSTOMER, SUPPLIER, FRAUD or OTHER")
 				return
 			}
-			switch b.status {
-			case "CONFIRMED":
-				b.status = "CANCELLED"
-				s.release(b)
-			case "ON_HOLD":
-				b.status = "EXPIRED"
-				s.release(b)
-			case "CANCELLED", "EXPIRED": // a retried cancel
-			default:
+			if err := s.cancelBooking(b, now, in.Reason); err != nil {
 				fail(http.StatusBadRequest, "BAD_REQUEST", "booking cannot be cancelled from "+b.status)
 				return
 			}
@@ -356,6 +353,57 @@ func (s *Server) serveTx(w http.ResponseWriter, r *http.Request, cfg Config, sid
 		return
 	}
 	writeJSON(w, http.StatusOK, s.orderWire(cfg, o))
+}
+
+// confirmBooking: ON_HOLD → CONFIRMED, or PENDING for a product with
+// instantConfirmation false; a confirmed or pending booking is left as it
+// is (a retried confirm); any other status is errState (caller holds
+// tx.mu).
+func (s *Server) confirmBooking(b *simBooking, now time.Time) error {
+	switch b.status {
+	case "ON_HOLD":
+		b.status, b.updated, b.confirmedAt = "CONFIRMED", now, now
+		if !b.instant {
+			b.status = "PENDING"
+		}
+	case "CONFIRMED", "PENDING": // a retried confirm
+	default:
+		return errState
+	}
+	return nil
+}
+
+// cancelBooking: CONFIRMED → CANCELLED, ON_HOLD → EXPIRED (released
+// before confirmation); a cancelled or expired booking is left as it is (a
+// retried cancel); any other status is errState (caller holds tx.mu).
+func (s *Server) cancelBooking(b *simBooking, now time.Time, reason string) error {
+	switch b.status {
+	case "CONFIRMED":
+		b.status, b.updated, b.cancelledAt, b.cancelReason = "CANCELLED", now, now, reason
+		s.release(b)
+	case "ON_HOLD":
+		b.status, b.updated = "EXPIRED", now
+		s.release(b)
+	case "CANCELLED", "EXPIRED": // a retried cancel
+	default:
+		return errState
+	}
+	return nil
+}
+
+// extendBooking holds an ON_HOLD booking that is not part of an order
+// for minutes more from now, capped by MaxExtendMinutes (doc 3 rule 7: the
+// booking system MAY extend by another length); else errState (caller
+// holds tx.mu).
+func (s *Server) extendBooking(cfg Config, b *simBooking, now time.Time, minutes int) error {
+	if b.status != "ON_HOLD" || b.req.OrderID != "" {
+		return errState
+	}
+	if cfg.MaxExtendMinutes > 0 {
+		minutes = min(minutes, cfg.MaxExtendMinutes)
+	}
+	b.hold, b.updated = now.Add(time.Duration(minutes)*time.Minute), now
+	return nil
 }
 
 // cancelOrder moves every booking or none (caller holds tx.mu).
@@ -439,30 +487,51 @@ func (s *Server) createBooking(w http.ResponseWriter, r *http.Request, cfg Confi
 		fail(http.StatusBadRequest, "BAD_REQUEST", "channelId must be a UUID")
 		return
 	}
+	out, serr := s.book(cfg, sid, in, now, func(b *simBooking) any { return b.wire(cfg) })
+	if serr != nil {
+		fail(serr.status, serr.code, serr.msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// simError is a refusal of the simulator: status, error code, message.
+type simError struct {
+	status    int
+	code, msg string
+}
+
+func badRequest(code, msg string) *simError {
+	return &simError{status: http.StatusBadRequest, code: code, msg: msg}
+}
+
+// book is createBooking of either dialect: a new booking ON_HOLD (or
+// REJECTED when the units do not fit), the booking as it is for a replay
+// with the same data, 400 for a replay with other data (doc 3 rule 4). The
+// answer is render(booking), made under the lock.
+func (s *Server) book(cfg Config, sid string, in createBody, now time.Time, render func(*simBooking) any) (any, *simError) {
+	if _, err := uuid.Parse(in.UUID); err != nil {
+		return nil, badRequest("INVALID_BOOKING_UUID", "uuid must be a UUID")
+	}
 	p, ok := cfg.product(sid, in.ProductID)
 	if !ok {
-		fail(http.StatusBadRequest, "INVALID_PRODUCT_ID", "unknown productId")
-		return
+		return nil, badRequest("INVALID_PRODUCT_ID", "unknown productId")
 	}
 	o, ok := p.option(in.OptionID)
 	if !ok {
-		fail(http.StatusBadRequest, "INVALID_OPTION_ID", "unknown optionId")
-		return
+		return nil, badRequest("INVALID_OPTION_ID", "unknown optionId")
 	}
 	if in.HoldExpirationMinutes < 1 || len(in.UnitItems) == 0 {
-		fail(http.StatusBadRequest, "BAD_REQUEST", "holdExpirationMinutes ≥ 1 and unitItems are required")
-		return
+		return nil, badRequest("BAD_REQUEST", "holdExpirationMinutes ≥ 1 and unitItems are required")
 	}
 	for _, u := range in.UnitItems {
 		if !hasUnit(o, u.UnitID) {
-			fail(http.StatusBadRequest, "INVALID_UNIT_ID", "unknown unitId")
-			return
+			return nil, badRequest("INVALID_UNIT_ID", "unknown unitId")
 		}
 	}
 	sl, ok := s.findSlot(cfg, p, in.OptionID, in.AvailabilityID)
 	if !ok {
-		fail(http.StatusBadRequest, "INVALID_AVAILABILITY_ID", "unknown availabilityId")
-		return
+		return nil, badRequest("INVALID_AVAILABILITY_ID", "unknown availabilityId")
 	}
 	s.tx.mu.Lock()
 	defer s.tx.mu.Unlock()
@@ -470,23 +539,27 @@ func (s *Server) createBooking(w http.ResponseWriter, r *http.Request, cfg Confi
 	if b := s.tx.bookings[in.UUID]; b != nil {
 		// Doc 3 rule 4: a retry never fails or duplicates; other data is 400.
 		if b.supplierID != sid || !reflect.DeepEqual(b.req, in) {
-			fail(http.StatusBadRequest, "INVALID_BOOKING_UUID", "uuid already used with other data")
-			return
+			return nil, badRequest("INVALID_BOOKING_UUID", "uuid already used with other data")
 		}
-		writeJSON(w, http.StatusOK, b.wire(cfg))
-		return
+		return render(b), nil
 	}
 	var ord *simOrder
 	if in.OrderID != "" {
 		ord = s.tx.orders[sid+"/"+in.OrderID]
 		if ord != nil && ord.status != "ON_HOLD" {
-			fail(http.StatusBadRequest, "INVALID_ORDER_ID", "the order is not ON_HOLD")
-			return
+			return nil, badRequest("INVALID_ORDER_ID", "the order is not ON_HOLD")
 		}
 	}
 	b := &simBooking{supplierID: sid, req: in, instant: p.wire.InstantConfirmation, availKey: availKey(sid, in.OptionID, in.AvailabilityID),
 		qty: len(in.UnitItems), start: sl.start, end: sl.end, seq: len(s.tx.bookings) + 1,
-		hold: now.Add(time.Duration(in.HoldExpirationMinutes) * time.Minute)}
+		hold: now.Add(time.Duration(in.HoldExpirationMinutes) * time.Minute), created: now, updated: now}
+	for _, u := range in.UnitItems {
+		id := u.UUID
+		if id == "" {
+			id = uuid.NewString()
+		}
+		b.unitUUIDs = append(b.unitUUIDs, id)
+	}
 	// The slot's vacancies were computed before taking tx.mu: compare the
 	// capacity with every unit taken now plus the new ones.
 	if sl.vacancies != nil {
@@ -510,5 +583,5 @@ func (s *Server) createBooking(w http.ResponseWriter, r *http.Request, cfg Confi
 		ord.uuids = append(ord.uuids, in.UUID)
 	}
 	s.tx.bookings[in.UUID] = b
-	writeJSON(w, http.StatusOK, b.wire(cfg))
+	return render(b), nil
 }

@@ -1,6 +1,9 @@
 // Package bookingsim is a simulated operator booking system (spec doc 3,
 // "Booking system", interface v2, with the "not shown" endpoints filled the
-// OCTO way as in docs/decisions-bookingsystem.md): generated suppliers,
+// OCTO way as in docs/decisions.md), or, with Config.Dialect "octo", the
+// same booking system spoken as the public OCTO standard (octo.go: one
+// endpoint per supplier, /supplier, /products, /availability, /bookings).
+// Both dialects serve one inventory and one state machine: generated suppliers,
 // products of both availability types, options and availabilities, and
 // bookings and orders with doc 3's state machine (bookings.go). Bearer
 // auth, configurable latency, error rate, change rate, and data that breaks
@@ -17,7 +20,8 @@
 // a fraction ChangeRate of the slots; status CLOSED for a few slots,
 // SOLD_OUT at 0 vacancies, LIMITED at a quarter of MaxCapacity or less,
 // AVAILABLE above. OPENING_HOURS options are FREESALE for each range of
-// OpeningRanges of every day.
+// OpeningRanges of every day. In the OCTO dialect supplier S<n> is served
+// under the path prefix /S<n> (its OCTO endpoint is <base>/S<n>).
 package bookingsim
 
 import (
@@ -49,11 +53,20 @@ const (
 	BreakFractions       = "fractions"                  // availability: times carry .123456 seconds (valid: dropped by readers)
 )
 
+// Dialects of Config.Dialect (the client's names, spelled again: the
+// simulator shares no code with the client).
+const (
+	DialectV2   = "v2"   // spec doc 3, paths under /suppliers/{supplierId}
+	DialectOCTO = "octo" // the OCTO standard, one endpoint per supplier
+)
+
 // Range is an opening range [From, To) in hours of the local day.
 type Range struct{ From, To int }
 
 // Config configures a Server. Zero values take the defaults.
 type Config struct {
+	// Dialect the server speaks: DialectV2 (default) or DialectOCTO.
+	Dialect string
 	// Suppliers is the number of suppliers. Default 2.
 	Suppliers int
 	// ProductsPerSupplier. Default 4.
@@ -145,6 +158,13 @@ func New(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	switch cfg.Dialect {
+	case "":
+		cfg.Dialect = DialectV2
+	case DialectV2, DialectOCTO:
+	default:
+		panic("bookingsim.New: unknown Config.Dialect " + cfg.Dialect)
+	}
 	s := &Server{cfg: cfg, rnd: rand.New(rand.NewPCG(cfg.Seed, 11))}
 	s.tx.bookings, s.tx.orders, s.tx.taken = map[string]*simBooking{}, map[string]*simOrder{}, map[string]int{}
 	return s
@@ -217,6 +237,9 @@ type (
 		Status             string `json:"status"`
 		Vacancies          *int   `json:"vacancies,omitempty"`
 		Available          *bool  `json:"available,omitempty"`
+		// What only the OCTO shape shows (octo.go), carried along by
+		// spoil's copies and never put on the v2 wire.
+		octo octoExtras
 	}
 )
 
@@ -277,6 +300,7 @@ type slot struct {
 	start, end time.Time
 	status     string
 	vacancies  *int
+	capacity   *int // START_TIME: the slot's capacity before holds
 }
 
 // slots generates the availabilities of an option whose local start date
@@ -307,6 +331,7 @@ func (s *Server) slots(cfg Config, p product, oid string, from, to time.Time, no
 					capacity = int((ch >> 16) % uint64(cfg.MaxCapacity+1))
 				}
 			}
+			c := capacity
 			v := max(0, capacity-s.takenOf(availKey(p.supplierID, oid, id)))
 			status := "AVAILABLE"
 			switch {
@@ -317,7 +342,7 @@ func (s *Server) slots(cfg Config, p product, oid string, from, to time.Time, no
 			case v <= cfg.MaxCapacity/4:
 				status = "LIMITED"
 			}
-			out = append(out, slot{id: id, start: st, end: st.Add(cfg.SlotLength), status: status, vacancies: &v})
+			out = append(out, slot{id: id, start: st, end: st.Add(cfg.SlotLength), status: status, vacancies: &v, capacity: &c})
 		}
 	}
 	return out
@@ -340,7 +365,7 @@ func (sl slot) wire(cfg Config, oid string) wireAvailability {
 		format = func(t time.Time) string { return t.Format("2006-01-02T15:04:05") + ".123456" + t.Format("Z07:00") }
 	}
 	return wireAvailability{ID: sl.id, OptionID: oid, LocalDateTimeStart: format(sl.start),
-		LocalDateTimeEnd: format(sl.end), Status: sl.status, Vacancies: sl.vacancies}
+		LocalDateTimeEnd: format(sl.end), Status: sl.status, Vacancies: sl.vacancies, octo: sl.octoExtras()}
 }
 
 // spoil applies the availability breakages of cfg to the first item.
@@ -428,6 +453,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if cfg.Dialect == DialectOCTO {
+		s.serveOCTO(w, r, cfg, fail)
+		return
+	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) == 1 && parts[0] == "suppliers" && r.Method == http.MethodGet {
 		s.serveSuppliers(w, r, cfg)
@@ -477,6 +506,12 @@ func (s *Server) serveSuppliers(w http.ResponseWriter, r *http.Request, cfg Conf
 }
 
 func (s *Server) serveProducts(w http.ResponseWriter, cfg Config, sid string) {
+	writeJSON(w, http.StatusOK, productList(cfg, sid))
+}
+
+// productList is the products of supplier sid, with cfg's product
+// breakages (either dialect).
+func productList(cfg Config, sid string) []wireProduct {
 	out := []wireProduct{}
 	for i := 1; i <= cfg.ProductsPerSupplier; i++ {
 		p, _ := cfg.product(sid, fmt.Sprintf("%s-P%d", sid, i))
@@ -492,7 +527,7 @@ func (s *Server) serveProducts(w http.ResponseWriter, cfg Config, sid string) {
 		p.wire.ID, p.wire.AvailabilityType = sid+"-PX", "SOMETIMES"
 		out = append(out, p.wire)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // parseDate reads a local date: YYYY-MM-DD, or an RFC 3339 time whose date
@@ -658,7 +693,7 @@ func (s *Server) servePricing(w http.ResponseWriter, r *http.Request, cfg Config
 			}
 			e := wirePrice{OptionID: o.ID, LocalDateStart: ls.Format(time.DateOnly), LocalDateEnd: le.Format(time.DateOnly)}
 			for _, u := range o.Units {
-				retail := int64(2000 + hash(cfg.Seed, o.ID+u.ID, m.Unix(), 0)%8000)
+				retail := retailPrice(cfg, o.ID, u.ID, m)
 				e.UnitPricing = append(e.UnitPricing, struct {
 					UnitID            string `json:"unitId"`
 					Currency          string `json:"currency"`
@@ -671,6 +706,14 @@ func (s *Server) servePricing(w http.ResponseWriter, r *http.Request, cfg Config
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// retailPrice is the price in cents of a unit of an option in the calendar
+// month of date (either dialect: the v2 price schedule and OCTO's
+// per-availability unitPricing agree).
+func retailPrice(cfg Config, optionID, unitID string, date time.Time) int64 {
+	m := time.Date(date.Year(), date.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return int64(2000 + hash(cfg.Seed, optionID+unitID, m.Unix(), 0)%8000)
 }
 
 // decodeBody reads a JSON request body of at most 1 MiB, strictly.

@@ -2,6 +2,7 @@ package bookingsystem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -21,7 +22,11 @@ import (
 // a rule fail with a *CallError of KindInvalid carrying the Problems.
 
 // Suppliers is GET /suppliers (conn.Endpoint is the platform's address).
+// OCTO: GET /supplier, the one supplier of the endpoint, as a list of one.
 func (c *Client) Suppliers(ctx context.Context, conn Connection) ([]Supplier, []Problem, error) {
+	if conn.octo() {
+		return c.octoSupplier(ctx, conn)
+	}
 	var out []Supplier
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"suppliers"},
@@ -34,8 +39,12 @@ func (c *Client) Suppliers(ctx context.Context, conn Connection) ([]Supplier, []
 }
 
 // Products is GET /suppliers/{supplierId}/products with X-Capabilities
-// (comma-delimited, only when capabilities are asked for).
+// (comma-delimited, only when capabilities are asked for). OCTO: GET
+// /products with Octo-Capabilities; supplierID is not sent.
 func (c *Client) Products(ctx context.Context, conn Connection, supplierID string, capabilities []string) ([]Product, []Problem, error) {
+	if conn.octo() {
+		return c.octoProducts(ctx, conn, capabilities)
+	}
 	if err := requireIDs("supplierId", supplierID); err != nil {
 		return nil, nil, err
 	}
@@ -65,8 +74,12 @@ type AvailabilityRequest struct {
 	AvailabilityType string
 }
 
-// Availability is GET /suppliers/{supplierId}/availability.
+// Availability is GET /suppliers/{supplierId}/availability. OCTO: POST
+// /availability by dates (octoAvailability).
 func (c *Client) Availability(ctx context.Context, conn Connection, in AvailabilityRequest) ([]Availability, []Problem, error) {
+	if conn.octo() {
+		return c.octoAvailability(ctx, conn, in)
+	}
 	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID); err != nil {
 		return nil, nil, err
 	}
@@ -108,8 +121,12 @@ type AvailabilityCheck struct {
 	Units            []UnitQuantity `json:"units"`
 }
 
-// CheckAvailability is POST /suppliers/{supplierId}/availability.
+// CheckAvailability is POST /suppliers/{supplierId}/availability. OCTO:
+// POST /availability by availabilityIds with the units.
 func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in AvailabilityCheck) ([]Availability, []Problem, error) {
+	if conn.octo() {
+		return c.octoCheckAvailability(ctx, conn, in)
+	}
 	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID); err != nil {
 		return nil, nil, err
 	}
@@ -153,13 +170,20 @@ type BookingRequest struct {
 	UnitItems             []UnitItem `json:"unitItems"`
 	HoldExpirationMinutes int        `json:"holdExpirationMinutes"`
 	OrderID               string     `json:"orderId,omitempty"`
+	// Notes are OCTO's booking notes (DialectOCTO only; doc 3 has no
+	// such field, so a v2 body never carries them).
+	Notes string `json:"-"`
 }
 
 // CreateBooking is POST /suppliers/{supplierId}/bookings: a hold
 // (ON_HOLD), or REJECTED. Idempotent by uuid (doc 3, rule 4): a retry with
 // the same data answers the same booking; with other data the booking
-// system answers 400, which is ErrRejected.
+// system answers 400, which is ErrRejected. OCTO: POST /bookings (OCTO's
+// reservation); an OrderID is ErrUnsupported.
 func (c *Client) CreateBooking(ctx context.Context, conn Connection, in BookingRequest) (Booking, error) {
+	if conn.octo() {
+		return c.octoCreateBooking(ctx, conn, in)
+	}
 	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID,
 		"availabilityId", in.AvailabilityID); err != nil {
 		return Booking{}, err
@@ -184,8 +208,12 @@ func (c *Client) CreateBooking(ctx context.Context, conn Connection, in BookingR
 }
 
 // GetBooking is GET /suppliers/{supplierId}/bookings/{uuid} (not shown in
-// doc 3; OCTO's GET /bookings/{uuid} under the supplier path).
+// doc 3; OCTO's GET /bookings/{uuid} under the supplier path). OCTO: GET
+// /bookings/{uuid}.
 func (c *Client) GetBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string) (Booking, error) {
+	if conn.octo() {
+		return c.octoBooking(ctx, conn, "getBooking", fasthttp.MethodGet, nil, BookingExpect{UUID: bookingUUID}, bookingUUID)
+	}
 	if err := requireIDs("supplierId", supplierID, "uuid", bookingUUID); err != nil {
 		return Booking{}, err
 	}
@@ -202,8 +230,12 @@ type ConfirmRequest struct {
 
 // ConfirmBooking is POST /suppliers/{supplierId}/bookings/{uuid}/confirm
 // (not shown): ON_HOLD → CONFIRMED, or PENDING when the product has
-// instantConfirmation false.
+// instantConfirmation false. OCTO: POST /bookings/{uuid}/confirm.
 func (c *Client) ConfirmBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in ConfirmRequest) (Booking, error) {
+	if conn.octo() {
+		return c.octoBooking(ctx, conn, "confirmBooking", fasthttp.MethodPost, octoConfirm(in),
+			BookingExpect{UUID: bookingUUID, Statuses: []string{Confirmed, Pending}}, bookingUUID, "confirm")
+	}
 	if err := requireIDs("supplierId", supplierID, "uuid", bookingUUID); err != nil {
 		return Booking{}, err
 	}
@@ -222,8 +254,19 @@ type CancelRequest struct {
 
 // CancelBooking is DELETE /suppliers/{supplierId}/bookings/{uuid} (not
 // shown): CONFIRMED → CANCELLED (cancellation and its confirmation in one
-// call), ON_HOLD → EXPIRED (released before confirmation).
+// call), ON_HOLD → EXPIRED (released before confirmation). OCTO: POST
+// /bookings/{uuid}/cancel (OCTO's cancellation; CANCELLED or EXPIRED too).
 func (c *Client) CancelBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in CancelRequest) (Booking, error) {
+	if conn.octo() {
+		if err := requireIDs("uuid", bookingUUID); err != nil {
+			return Booking{}, err
+		}
+		if !slices.Contains(cancelReasons, in.Reason) {
+			return Booking{}, invalid("reason", "must be CUSTOMER, SUPPLIER, FRAUD or OTHER")
+		}
+		return c.octoBooking(ctx, conn, "cancelBooking", fasthttp.MethodPost, octoCancel(in),
+			BookingExpect{UUID: bookingUUID, Statuses: []string{Cancelled, Expired}}, bookingUUID, "cancel")
+	}
 	if err := requireIDs("supplierId", supplierID, "uuid", bookingUUID); err != nil {
 		return Booking{}, err
 	}
@@ -235,25 +278,37 @@ func (c *Client) CancelBooking(ctx context.Context, conn Connection, supplierID,
 }
 
 func (c *Client) booking(ctx context.Context, conn Connection, op, method string, body any, exp BookingExpect, segments ...string) (Booking, error) {
+	return c.bookingCall(ctx, conn, call{op: op, method: method, body: body, segments: append([]string{"suppliers"}, segments...)},
+		exp, ParseBooking)
+}
+
+// bookingCall sends in and reads its answer, one booking, with parse (the
+// dialect's): a booking that breaks a rule fails the call (KindInvalid).
+func (c *Client) bookingCall(ctx context.Context, conn Connection, in call, exp BookingExpect,
+	parse func([]byte, BookingExpect) (Booking, []Problem, error)) (Booking, error) {
 	var out Booking
-	err := c.send(ctx, conn, call{op: op, method: method, body: body, segments: append([]string{"suppliers"}, segments...),
-		parse: func(b []byte) error {
-			bk, ps, err := ParseBooking(b, exp)
-			if err != nil {
-				return err
-			}
-			if ps != nil {
-				c.metrics.reject(ps)
-				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
-			}
-			out = bk
-			return nil
-		}})
+	in.parse = func(b []byte) error {
+		bk, ps, err := parse(b, exp)
+		if err != nil {
+			return err
+		}
+		if ps != nil {
+			c.metrics.reject(ps)
+			return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+		}
+		out = bk
+		return nil
+	}
+	err := c.send(ctx, conn, in)
 	return out, err
 }
 
-// GetOrder is GET /suppliers/{supplierId}/orders/{orderId}.
+// GetOrder is GET /suppliers/{supplierId}/orders/{orderId}. Core OCTO has
+// no orders: every order call of an OCTO connection is ErrUnsupported.
 func (c *Client) GetOrder(ctx context.Context, conn Connection, supplierID, orderID string) (Order, error) {
+	if conn.octo() {
+		return Order{}, unsupported("orders are not part of core OCTO")
+	}
 	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
 		return Order{}, err
 	}
@@ -263,6 +318,9 @@ func (c *Client) GetOrder(ctx context.Context, conn Connection, supplierID, orde
 // ConfirmOrder is POST /suppliers/{supplierId}/orders/{orderId}/confirm
 // (not shown): all bookings confirmed, or none (doc 3, Order).
 func (c *Client) ConfirmOrder(ctx context.Context, conn Connection, supplierID, orderID string, in ConfirmRequest) (Order, error) {
+	if conn.octo() {
+		return Order{}, unsupported("orders are not part of core OCTO")
+	}
 	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
 		return Order{}, err
 	}
@@ -273,6 +331,9 @@ func (c *Client) ConfirmOrder(ctx context.Context, conn Connection, supplierID, 
 // CancelOrder is DELETE /suppliers/{supplierId}/orders/{orderId}: ON_HOLD
 // → EXPIRED, CONFIRMED → CANCELLED (doc 3, rule 6).
 func (c *Client) CancelOrder(ctx context.Context, conn Connection, supplierID, orderID string, in CancelRequest) (Order, error) {
+	if conn.octo() {
+		return Order{}, unsupported("orders are not part of core OCTO")
+	}
 	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
 		return Order{}, err
 	}
@@ -295,6 +356,9 @@ var extendReasons = []string{"FRAUD_CHECK", "CUSTOMER_REQUESTED", "OTHER"}
 // ExtendOrder is POST /suppliers/{supplierId}/orders/{orderId}/extend
 // (doc 3, rule 7): the exact new expiry is in the answer's utcExpiresAt.
 func (c *Client) ExtendOrder(ctx context.Context, conn Connection, supplierID, orderID string, in ExtendRequest) (Order, error) {
+	if conn.octo() {
+		return Order{}, unsupported("orders are not part of core OCTO")
+	}
 	if err := requireIDs("supplierId", supplierID, "orderId", orderID); err != nil {
 		return Order{}, err
 	}
@@ -335,8 +399,13 @@ type PriceScheduleRequest struct {
 }
 
 // PriceSchedule is GET /suppliers/{supplierId}/products/{productId}/pricing
-// ?localDateStart&localDateEnd (docs/decisions-bookingsystem.md).
+// ?localDateStart&localDateEnd (docs/decisions.md). OCTO has no such read:
+// the schedule is derived from availability read with octo/pricing
+// (octoPriceSchedule).
 func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceScheduleRequest) ([]PriceEntry, []Problem, error) {
+	if conn.octo() {
+		return c.octoPriceSchedule(ctx, conn, in)
+	}
 	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID); err != nil {
 		return nil, nil, err
 	}
@@ -360,6 +429,29 @@ func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceSch
 	return out, ps, err
 }
 
+// ExtendBooking is OCTO's POST /bookings/{uuid}/extend
+// {expirationMinutes}: a longer hold of an ON_HOLD booking; the exact new
+// expiry is the answer's utcHoldExpiration (the booking system MAY choose
+// another length, as doc 3 rule 7 says of orders). The reason is checked as
+// doc 3 rule 7 asks but OCTO has no field for it. Doc 3 extends orders
+// only: for a v2 connection it is ErrUnsupported (use ExtendOrder).
+func (c *Client) ExtendBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in ExtendRequest) (Booking, error) {
+	if !conn.octo() {
+		return Booking{}, unsupported("doc 3 extends orders, not bookings")
+	}
+	if err := requireIDs("uuid", bookingUUID); err != nil {
+		return Booking{}, err
+	}
+	if !slices.Contains(extendReasons, in.Reason) {
+		return Booking{}, invalid("reason", "must be FRAUD_CHECK, CUSTOMER_REQUESTED or OTHER")
+	}
+	if in.HoldExpirationMinutes < 1 {
+		return Booking{}, invalid("holdExpirationMinutes", "must be at least 1")
+	}
+	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octoExtendBody{ExpirationMinutes: in.HoldExpirationMinutes},
+		BookingExpect{UUID: bookingUUID, Statuses: []string{OnHold}}, bookingUUID, "extend")
+}
+
 // requireIDs checks name/value pairs: every id present, at most 1024.
 func requireIDs(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -368,6 +460,12 @@ func requireIDs(pairs ...string) error {
 		}
 	}
 	return nil
+}
+
+// unsupported is a call the connection's dialect does not have: nothing is
+// sent.
+func unsupported(why string) error {
+	return &CallError{Kind: KindRequest, domain: ErrUnsupported, cause: errors.New(why)}
 }
 
 // invalid is our own request breaking a rule: nothing is sent.

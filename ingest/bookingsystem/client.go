@@ -2,7 +2,10 @@
 // interface v2 (spec doc 3, "Booking system"): suppliers, products,
 // availability (read and unit-configuration check), bookings and orders of
 // suppliers whose connection is a booking system, plus the "not shown"
-// endpoints filled the OCTO way (docs/decisions-bookingsystem.md).
+// endpoints filled the OCTO way (docs/decisions.md). A connection of
+// DialectOCTO is spoken as the public OCTO standard instead (octo.go): the
+// same methods and types, OCTO's supplier-less paths and shapes; orders,
+// which core OCTO lacks, are refused with ErrUnsupported.
 //
 // It owns the wire format, the strict parsing of answers, the data rules of
 // doc 3 (rules.go: invalid items are rejected one by one and reported, the
@@ -22,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +50,10 @@ var (
 	// ErrInvalid is an INVALID_FIELD sentinel: our own request broke a
 	// rule before it was sent (errors.Is matches *domainerr.FieldError).
 	ErrInvalid = domainerr.New(domainerr.CodeInvalidField, "invalid booking-system request")
+	// ErrUnsupported: the call does not exist in the connection's dialect
+	// (orders of an OCTO booking system, booking extension in v2);
+	// nothing was sent.
+	ErrUnsupported = domainerr.New("BAD_REQUEST", "the supplier's booking system does not support this operation")
 )
 
 // Failure kinds, the label of switchback_ingest_bookingsystem_errors_total.
@@ -193,6 +201,11 @@ type call struct {
 	// parse reads the 200 answer; a *CallError it returns is kept as is
 	// (KindInvalid), any other error is KindMalformed.
 	parse func(body []byte) error
+	// notFound (OCTO): error codes of a 400 answer's error object that
+	// mean the object asked for does not exist (OCTO answers an unknown
+	// booking 400 INVALID_BOOKING_UUID where doc 3 answers 404): mapped
+	// to ErrNotFound. Only the code is read, never passed on.
+	notFound []string
 }
 
 // send runs one call through the booking system's breaker: the Bearer
@@ -201,6 +214,12 @@ type call struct {
 // 404 are the booking system working correctly and do not count against
 // its breaker; neither does an answer that breaks a data rule.
 func (c *Client) send(ctx context.Context, conn Connection, in call) error {
+	switch conn.Dialect {
+	case "", DialectV2, DialectOCTO:
+	default:
+		c.metrics.errors.WithLabelValues(KindRequest).Inc()
+		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: errors.New("unknown booking-system dialect")}
+	}
 	u, err := endpointURL(conn.Endpoint, in.segments, in.query)
 	if err != nil {
 		c.metrics.errors.WithLabelValues(KindRequest).Inc()
@@ -245,6 +264,9 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 	c.metrics.seconds.WithLabelValues(in.op).Observe(time.Since(start).Seconds())
 	status := resp.StatusCode()
 	ce := classify(err, status)
+	if ce != nil && ce.Status == fasthttp.StatusBadRequest && len(in.notFound) > 0 && slices.Contains(in.notFound, errorCode(resp.Body())) {
+		ce.domain = ErrNotFound
+	}
 	if ce == nil && in.parse != nil {
 		if perr := in.parse(resp.Body()); perr != nil {
 			if !errors.As(perr, &ce) {
@@ -329,6 +351,18 @@ func decodeStrict(body []byte, v any) error {
 		return fmt.Errorf("%w: trailing data", ErrMalformed)
 	}
 	return nil
+}
+
+// errorCode is the "error" of an OCTO error object, "" when the body is
+// not one.
+func errorCode(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	return e.Error
 }
 
 // jsonReason keeps the kind of a JSON error without quoting the body

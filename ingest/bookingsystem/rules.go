@@ -50,7 +50,7 @@ const (
 	RuleHoldExpiration   = "hold_expiration"            // ON_HOLD without utcHoldExpiration
 	RuleOtherOrder       = "other_order"                // another order than the one asked for
 	RuleDate             = "date"                       // a price-schedule date that is not YYYY-MM-DD, or end not after start
-	RulePrice            = "price"                      // a unit price without unit, currency, or negative
+	RulePrice            = "price"                      // a unit price without unit, currency, or negative; OCTO: prices of one day that disagree
 )
 
 // MaxIDLength is doc 3's limit on ids ("at most 1024 characters"). Doc 3
@@ -297,10 +297,22 @@ func ParseAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []P
 	if exp.AvailabilityType != StartTime && exp.AvailabilityType != OpeningHours {
 		return nil, nil, fmt.Errorf("%w: availabilityType %q", ErrInvalid, exp.AvailabilityType)
 	}
-	items, idx, ps, err := decodeItems[Availability](body, "availability")
+	raw, idx, ps, err := decodeItems[v2Availability](body, "availability")
 	if err != nil {
 		return nil, nil, err
 	}
+	items := make([]Availability, len(raw))
+	for k, a := range raw {
+		items[k] = a.availability()
+	}
+	out, ps := checkAvailabilities(items, idx, ps, exp)
+	return out, ps, nil
+}
+
+// checkAvailabilities applies the availability rules to decoded items of
+// either dialect (idx: their positions in the answer) and keeps the valid
+// ones.
+func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp AvailabilityExpect) ([]Availability, []Problem) {
 	bad := map[int][]string{}
 	keys := make([]string, len(items))
 	for k := range items {
@@ -335,14 +347,21 @@ func ParseAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []P
 		if exp.AvailabilityIDs != nil && !slices.Contains(exp.AvailabilityIDs, a.ID) {
 			bad[i] = append(bad[i], RuleNotRequested)
 		}
+		// OCTO only (a v2 answer has no capacity or prices): capacity
+		// below 0, or a price that breaks the price rule.
+		if (a.Capacity != nil && *a.Capacity < 0) || (a.MaxUnits != nil && *a.MaxUnits < 0) {
+			bad[i] = append(bad[i], RuleVacancies)
+		}
+		if badUnitPricing(a.UnitPricing) {
+			bad[i] = append(bad[i], RulePrice)
+		}
 		keys[k] = a.OptionID + "\x00" + a.ID // ids are unique within the option
 	}
 	markDuplicates(keys, idx, bad)
 	if exp.AvailabilityType == OpeningHours {
 		markContiguous(items, idx, bad)
 	}
-	out, ps := keep(items, idx, bad, "availability", func(a Availability) string { return a.ID }, ps)
-	return out, ps, nil
+	return keep(items, idx, bad, "availability", func(a Availability) string { return a.ID }, ps)
 }
 
 // markContiguous enforces doc 3 rule 2: one availability per contiguous
@@ -514,23 +533,49 @@ func ParsePriceSchedule(body []byte) ([]PriceEntry, []Problem, error) {
 	}
 	bad := map[int][]string{}
 	for k := range items {
-		e, i := &items[k], idx[k]
-		if r := checkID(e.OptionID); r != "" {
-			bad[i] = append(bad[i], r)
-		}
-		s, err1 := time.Parse(time.DateOnly, e.LocalDateStart)
-		en, err2 := time.Parse(time.DateOnly, e.LocalDateEnd)
-		if err1 != nil || err2 != nil || !s.Before(en) {
-			bad[i] = append(bad[i], RuleDate)
-		}
-		for _, u := range e.UnitPricing {
-			if checkID(u.UnitID) != "" || !currencyCode(u.Currency) ||
-				u.Retail < 0 || (u.Net != nil && *u.Net < 0) || u.CurrencyPrecision < 0 || u.CurrencyPrecision > 8 {
-				bad[i] = append(bad[i], RulePrice)
-				break
-			}
-		}
+		bad[idx[k]] = priceEntryRules(&items[k])
 	}
 	out, ps := keep(items, idx, bad, "priceEntry", func(e PriceEntry) string { return e.OptionID }, ps)
 	return out, ps, nil
+}
+
+// priceEntryRules returns the rules a price entry breaks: its option id,
+// its dates (YYYY-MM-DD, end after start), its unit prices.
+func priceEntryRules(e *PriceEntry) []string {
+	var rules []string
+	if r := checkID(e.OptionID); r != "" {
+		rules = append(rules, r)
+	}
+	s, err1 := time.Parse(time.DateOnly, e.LocalDateStart)
+	en, err2 := time.Parse(time.DateOnly, e.LocalDateEnd)
+	if err1 != nil || err2 != nil || !s.Before(en) {
+		rules = append(rules, RuleDate)
+	}
+	for _, u := range e.UnitPricing {
+		if badUnitPrice(u) {
+			rules = append(rules, RulePrice)
+			break
+		}
+	}
+	return rules
+}
+
+// badUnitPrice: a price without unit or currency (ISO 4217 form), with a
+// negative amount, or a currency precision outside 0–8.
+func badUnitPrice(u UnitPrice) bool {
+	return checkID(u.UnitID) != "" || !currencyCode(u.Currency) ||
+		u.Retail < 0 || (u.Net != nil && *u.Net < 0) || u.CurrencyPrecision < 0 || u.CurrencyPrecision > 8
+}
+
+// badUnitPricing: one bad price, or two prices of one unit and currency.
+func badUnitPricing(us []UnitPrice) bool {
+	seen := map[[2]string]bool{}
+	for _, u := range us {
+		k := [2]string{u.UnitID, u.Currency}
+		if badUnitPrice(u) || seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
 }

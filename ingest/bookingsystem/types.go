@@ -102,6 +102,33 @@ type Availability struct {
 	// (doc 3 rule 3 does not name the field): false when the requested
 	// units do not fit this availability.
 	Available *bool `json:"available,omitempty"`
+	// Capacity, MaxUnits and AllDay come from DialectOCTO answers only
+	// (octo.go): the slot's total capacity, the most units one booking
+	// may take, and whether the availability spans its whole day.
+	Capacity *int `json:"capacity,omitempty"`
+	MaxUnits *int `json:"maxUnits,omitempty"`
+	AllDay   bool `json:"allDay,omitempty"`
+	// UnitPricing: OCTO's prices of this availability, present when it was
+	// read with the octo/pricing capability (DialectOCTO only).
+	UnitPricing []UnitPrice `json:"unitPricing,omitempty"`
+}
+
+// v2Availability is what a v2 availability answer is decoded into: doc 3's
+// fields only, so that the OCTO additions of Availability never change how
+// a v2 answer is read.
+type v2Availability struct {
+	ID                 string    `json:"id"`
+	OptionID           string    `json:"optionId"`
+	LocalDateTimeStart time.Time `json:"localDateTimeStart"`
+	LocalDateTimeEnd   time.Time `json:"localDateTimeEnd"`
+	Status             string    `json:"status"`
+	Vacancies          *int      `json:"vacancies,omitempty"`
+	Available          *bool     `json:"available,omitempty"`
+}
+
+func (a v2Availability) availability() Availability {
+	return Availability{ID: a.ID, OptionID: a.OptionID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd,
+		Status: a.Status, Vacancies: a.Vacancies, Available: a.Available}
 }
 
 // UnitQuantity is one element of POST availability's units.

@@ -1,0 +1,481 @@
+package bookingsim
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The OCTO dialect (Config.Dialect "octo"): the same inventory and state
+// machine spoken as the public OCTO standard. One endpoint per supplier:
+// supplier S<n> is served under /S<n>, so its endpoint is <base>/S<n>, and
+// no path names a supplier after it.
+//
+//	GET  /supplier                  the supplier
+//	GET  /products                  its products (Octo-Capabilities read)
+//	GET  /products/{id}             one product; 400 INVALID_PRODUCT_ID
+//	POST /availability              {productId, optionId, localDate |
+//	                                localDateStart+localDateEnd (end
+//	                                inclusive, as OCTO) | availabilityIds,
+//	                                units?}: OCTO availability objects;
+//	                                "available" says whether the units (or
+//	                                one unit) fit; unitPricing with the
+//	                                octo/pricing capability
+//	POST /bookings                  {uuid, productId, optionId,
+//	                                availabilityId, unitItems,
+//	                                expirationMinutes?, notes?,
+//	                                resellerReference?}
+//	GET  /bookings/{uuid}
+//	POST /bookings/{uuid}/confirm   {contact (required), resellerReference?, unitItems?}
+//	POST /bookings/{uuid}/cancel    {reason?, force?} (DELETE /bookings/{uuid} too)
+//	POST /bookings/{uuid}/extend    {expirationMinutes?}
+//
+// Errors are OCTO's: 400 with INVALID_PRODUCT_ID, INVALID_OPTION_ID,
+// INVALID_UNIT_ID, INVALID_AVAILABILITY_ID, INVALID_BOOKING_UUID (also for
+// an unknown booking), BAD_REQUEST or UNPROCESSABLE_ENTITY (a transition
+// the state machine refuses); 401, 403, 404 for an unknown path.
+
+// defaultOCTOExpirationMinutes is the hold when a reservation states no
+// expirationMinutes (OCTO: "defaults to the supplier default amount").
+const defaultOCTOExpirationMinutes = 30
+
+type (
+	octoOpeningHours struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	octoUnitPrice struct {
+		UnitID            string `json:"unitId"`
+		Original          int64  `json:"original"`
+		Retail            int64  `json:"retail"`
+		Net               int64  `json:"net"`
+		Currency          string `json:"currency"`
+		CurrencyPrecision int    `json:"currencyPrecision"`
+		IncludedTaxes     []any  `json:"includedTaxes"`
+	}
+	// octoExtras is what an availability shows in OCTO only.
+	octoExtras struct {
+		utcCutoffAt  string
+		capacity     *int
+		openingHours []octoOpeningHours
+		unitPricing  []octoUnitPrice
+	}
+	octoAvailability struct {
+		ID                 string             `json:"id"`
+		LocalDateTimeStart string             `json:"localDateTimeStart"`
+		LocalDateTimeEnd   string             `json:"localDateTimeEnd"`
+		UTCCutoffAt        string             `json:"utcCutoffAt"`
+		AllDay             bool               `json:"allDay"`
+		Available          bool               `json:"available"`
+		Status             string             `json:"status"`
+		Vacancies          *int               `json:"vacancies"`
+		Capacity           *int               `json:"capacity"`
+		MaxUnits           *int               `json:"maxUnits"`
+		OpeningHours       []octoOpeningHours `json:"openingHours"`
+		UnitPricing        []octoUnitPrice    `json:"unitPricing,omitempty"`
+	}
+	octoSupplier struct {
+		ID       string            `json:"id"`
+		Name     string            `json:"name"`
+		Endpoint string            `json:"endpoint"`
+		Contact  map[string]string `json:"contact"`
+	}
+	// octoProduct is the v2 product without doc 3's capabilities list
+	// (a nil field of the outer struct shadows the embedded one) and with
+	// OCTO's availabilityRequired and allowFreesale.
+	octoProduct struct {
+		wireProduct
+		Capabilities         []any `json:"capabilities,omitempty"`
+		AvailabilityRequired bool  `json:"availabilityRequired"`
+		AllowFreesale        bool  `json:"allowFreesale"`
+	}
+	octoContact struct {
+		FullName     *string  `json:"fullName"`
+		FirstName    *string  `json:"firstName"`
+		LastName     *string  `json:"lastName"`
+		EmailAddress *string  `json:"emailAddress"`
+		PhoneNumber  *string  `json:"phoneNumber"`
+		Locales      []string `json:"locales"`
+		PostalCode   *string  `json:"postalCode"`
+		Country      *string  `json:"country"`
+		Notes        *string  `json:"notes"`
+	}
+	octoUnitItem struct {
+		UUID              string      `json:"uuid"`
+		ResellerReference *string     `json:"resellerReference"`
+		SupplierReference *string     `json:"supplierReference"`
+		UnitID            string      `json:"unitId"`
+		Status            string      `json:"status"`
+		UTCRedeemedAt     *string     `json:"utcRedeemedAt"`
+		Contact           octoContact `json:"contact"`
+		Ticket            any         `json:"ticket"`
+	}
+	octoBookingAvailability struct {
+		ID                 string             `json:"id"`
+		LocalDateTimeStart string             `json:"localDateTimeStart"`
+		LocalDateTimeEnd   string             `json:"localDateTimeEnd"`
+		AllDay             bool               `json:"allDay"`
+		OpeningHours       []octoOpeningHours `json:"openingHours"`
+	}
+	octoCancellation struct {
+		Refund         string  `json:"refund"`
+		Reason         *string `json:"reason"`
+		UTCCancelledAt string  `json:"utcCancelledAt"`
+	}
+	octoBooking struct {
+		ID                string                  `json:"id"`
+		UUID              string                  `json:"uuid"`
+		TestMode          bool                    `json:"testMode"`
+		ResellerReference *string                 `json:"resellerReference"`
+		SupplierReference *string                 `json:"supplierReference"`
+		Status            string                  `json:"status"`
+		UTCCreatedAt      string                  `json:"utcCreatedAt"`
+		UTCUpdatedAt      string                  `json:"utcUpdatedAt"`
+		UTCExpiresAt      *string                 `json:"utcExpiresAt"`
+		UTCRedeemedAt     *string                 `json:"utcRedeemedAt"`
+		UTCConfirmedAt    *string                 `json:"utcConfirmedAt"`
+		ProductID         string                  `json:"productId"`
+		OptionID          string                  `json:"optionId"`
+		Cancellable       bool                    `json:"cancellable"`
+		Cancellation      *octoCancellation       `json:"cancellation"`
+		Freesale          bool                    `json:"freesale"`
+		AvailabilityID    string                  `json:"availabilityId"`
+		Availability      octoBookingAvailability `json:"availability"`
+		Contact           octoContact             `json:"contact"`
+		Notes             *string                 `json:"notes"`
+		DeliveryMethods   []string                `json:"deliveryMethods"`
+		Voucher           any                     `json:"voucher"`
+		UnitItems         []octoUnitItem          `json:"unitItems"`
+	}
+	octoUnitBody struct {
+		ID       string `json:"id"`
+		Quantity int    `json:"quantity"`
+	}
+	octoAvailabilityBody struct {
+		ProductID       string         `json:"productId"`
+		OptionID        string         `json:"optionId"`
+		LocalDate       string         `json:"localDate"`
+		LocalDateStart  string         `json:"localDateStart"`
+		LocalDateEnd    string         `json:"localDateEnd"`
+		AvailabilityIDs []string       `json:"availabilityIds"`
+		Units           []octoUnitBody `json:"units"`
+		Currency        *string        `json:"currency"`
+	}
+	octoCreateBody struct {
+		UUID              string         `json:"uuid"`
+		ProductID         string         `json:"productId"`
+		OptionID          string         `json:"optionId"`
+		AvailabilityID    string         `json:"availabilityId"`
+		ExpirationMinutes *int           `json:"expirationMinutes"`
+		Notes             *string        `json:"notes"`
+		UnitItems         []wireUnitItem `json:"unitItems"`
+		ResellerReference string         `json:"resellerReference"`
+	}
+)
+
+// octoExtras of a generated slot: the cutoff is the start (in UTC), the
+// opening hours of an OPENING_HOURS slot are its range.
+func (sl slot) octoExtras() octoExtras {
+	x := octoExtras{utcCutoffAt: sl.start.UTC().Format(time.RFC3339), capacity: sl.capacity, openingHours: []octoOpeningHours{}}
+	if sl.status == "FREESALE" {
+		x.openingHours = []octoOpeningHours{{From: sl.start.Format("15:04"), To: sl.end.Format("15:04")}}
+	}
+	return x
+}
+
+func (a wireAvailability) toOCTO() octoAvailability {
+	return octoAvailability{ID: a.ID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd,
+		UTCCutoffAt: a.octo.utcCutoffAt, Available: a.Available != nil && *a.Available, Status: a.Status,
+		Vacancies: a.Vacancies, Capacity: a.octo.capacity, OpeningHours: a.octo.openingHours, UnitPricing: a.octo.unitPricing}
+}
+
+// capabilities is the Octo-Capabilities header as a set.
+func capabilities(r *http.Request) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range strings.Split(r.Header.Get("Octo-Capabilities"), ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out[c] = true
+		}
+	}
+	return out
+}
+
+func (s *Server) serveOCTO(w http.ResponseWriter, r *http.Request, cfg Config, fail func(int, string, string)) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) < 2 {
+		fail(http.StatusNotFound, "NOT_FOUND", "no such route")
+		return
+	}
+	sid, rest := parts[0], parts[1:]
+	if _, ok := cfg.supplierNumber(sid); !ok {
+		fail(http.StatusNotFound, "NOT_FOUND", "no such supplier endpoint")
+		return
+	}
+	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
+	switch {
+	case len(rest) == 1 && rest[0] == "supplier" && get:
+		writeJSON(w, http.StatusOK, octoSupplier{ID: sid, Name: "Supplier " + strings.TrimPrefix(sid, "S"),
+			Endpoint: baseURL(r, cfg) + "/" + sid,
+			Contact:  map[string]string{"website": "https://example.com", "email": "ops@example.com"}})
+	case len(rest) == 1 && rest[0] == "products" && get:
+		out := []octoProduct{}
+		for _, p := range productList(cfg, sid) {
+			out = append(out, octoProduct{wireProduct: p, AvailabilityRequired: true})
+		}
+		writeJSON(w, http.StatusOK, out)
+	case len(rest) == 2 && rest[0] == "products" && get:
+		p, ok := cfg.product(sid, rest[1])
+		if !ok {
+			fail(http.StatusBadRequest, "INVALID_PRODUCT_ID", "unknown product")
+			return
+		}
+		writeJSON(w, http.StatusOK, octoProduct{wireProduct: p.wire, AvailabilityRequired: true})
+	case len(rest) == 1 && rest[0] == "availability" && post:
+		s.serveOCTOAvailability(w, r, cfg, sid, fail)
+	case len(rest) == 1 && rest[0] == "bookings" && post:
+		s.serveOCTOCreate(w, r, cfg, sid, fail)
+	case len(rest) >= 2 && len(rest) <= 3 && rest[0] == "bookings":
+		s.serveOCTOBooking(w, r, cfg, sid, rest[1:], fail)
+	default:
+		fail(http.StatusNotFound, "NOT_FOUND", "no such route")
+	}
+}
+
+// baseURL is the configured endpoint, else the request's scheme and host.
+func baseURL(r *http.Request, cfg Config) string {
+	if cfg.Endpoint != "" {
+		return strings.TrimSuffix(cfg.Endpoint, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// serveOCTOAvailability is OCTO's POST /availability: a read by dates (end
+// inclusive) or by availabilityIds, with the units to check (none: one
+// unit). A read by dates carries cfg's breakages, as v2's GET does.
+func (s *Server) serveOCTOAvailability(w http.ResponseWriter, r *http.Request, cfg Config, sid string, fail func(int, string, string)) {
+	var in octoAvailabilityBody
+	if err := decodeBody(r, &in); err != nil {
+		fail(http.StatusBadRequest, "BAD_REQUEST", "invalid JSON body")
+		return
+	}
+	p, ok := cfg.product(sid, in.ProductID)
+	if !ok {
+		fail(http.StatusBadRequest, "INVALID_PRODUCT_ID", "unknown productId")
+		return
+	}
+	o, ok := p.option(in.OptionID)
+	if !ok {
+		fail(http.StatusBadRequest, "INVALID_OPTION_ID", "unknown optionId")
+		return
+	}
+	qty := 0
+	for _, u := range in.Units {
+		if !hasUnit(o, u.ID) || u.Quantity < 0 {
+			fail(http.StatusBadRequest, "INVALID_UNIT_ID", "unknown unit id or negative quantity")
+			return
+		}
+		qty += u.Quantity
+	}
+	qty = max(qty, 1)
+	var sls []slot
+	byDates := false
+	switch {
+	case len(in.AvailabilityIDs) > 0:
+		for _, id := range in.AvailabilityIDs {
+			sl, ok := s.findSlot(cfg, p, in.OptionID, id)
+			if !ok {
+				fail(http.StatusBadRequest, "INVALID_AVAILABILITY_ID", "unknown availabilityId")
+				return
+			}
+			sls = append(sls, sl)
+		}
+	default:
+		start, end := in.LocalDateStart, in.LocalDateEnd
+		if in.LocalDate != "" && start == "" && end == "" {
+			start, end = in.LocalDate, in.LocalDate
+		}
+		from, err1 := time.Parse(time.DateOnly, start)
+		last, err2 := time.Parse(time.DateOnly, end)
+		if err1 != nil || err2 != nil || last.Before(from) || last.Sub(from) > 366*24*time.Hour {
+			fail(http.StatusBadRequest, "BAD_REQUEST", "localDate, localDateStart and localDateEnd (inclusive) or availabilityIds are required")
+			return
+		}
+		sls, byDates = s.slots(cfg, p, in.OptionID, from, last.AddDate(0, 0, 1), cfg.Clock()), true
+	}
+	pricing := capabilities(r)["octo/pricing"]
+	as := make([]wireAvailability, 0, len(sls))
+	for _, sl := range sls {
+		a := sl.wire(cfg, in.OptionID)
+		fits := sl.fits(qty)
+		a.Available = &fits
+		if pricing {
+			for _, u := range o.Units {
+				retail := retailPrice(cfg, o.ID, u.ID, sl.start)
+				a.octo.unitPricing = append(a.octo.unitPricing, octoUnitPrice{UnitID: u.ID, Original: retail, Retail: retail,
+					Net: retail * 8 / 10, Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []any{}})
+			}
+		}
+		as = append(as, a)
+	}
+	if byDates {
+		as = spoil(cfg, p.wire.AvailabilityType, as, sls)
+	}
+	out := make([]octoAvailability, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.toOCTO())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// serveOCTOCreate is OCTO's booking reservation, through book.
+func (s *Server) serveOCTOCreate(w http.ResponseWriter, r *http.Request, cfg Config, sid string, fail func(int, string, string)) {
+	var ob octoCreateBody
+	if err := decodeBody(r, &ob); err != nil {
+		fail(http.StatusBadRequest, "BAD_REQUEST", "invalid JSON body")
+		return
+	}
+	in := createBody{UUID: ob.UUID, ResellerReference: ob.ResellerReference, ProductID: ob.ProductID, OptionID: ob.OptionID,
+		AvailabilityID: ob.AvailabilityID, UnitItems: ob.UnitItems, HoldExpirationMinutes: defaultOCTOExpirationMinutes}
+	if ob.ExpirationMinutes != nil {
+		in.HoldExpirationMinutes = *ob.ExpirationMinutes
+	}
+	if ob.Notes != nil {
+		in.Notes = *ob.Notes
+	}
+	out, serr := s.book(cfg, sid, in, cfg.Clock(), func(b *simBooking) any { return b.octoWire(cfg) })
+	if serr != nil {
+		fail(serr.status, serr.code, serr.msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// serveOCTOBooking is get, confirm, cancel and extend of one booking; an
+// unknown uuid is OCTO's 400 INVALID_BOOKING_UUID.
+func (s *Server) serveOCTOBooking(w http.ResponseWriter, r *http.Request, cfg Config, sid string, rest []string, fail func(int, string, string)) {
+	now := cfg.Clock()
+	s.tx.mu.Lock()
+	defer s.tx.mu.Unlock()
+	s.lapse(now)
+	b := s.tx.bookings[rest[0]]
+	if b == nil || b.supplierID != sid {
+		fail(http.StatusBadRequest, "INVALID_BOOKING_UUID", "unknown booking")
+		return
+	}
+	action := ""
+	if len(rest) == 2 {
+		action = rest[1]
+	}
+	refuse := func(what string) {
+		fail(http.StatusBadRequest, "UNPROCESSABLE_ENTITY", "booking cannot be "+what+" from "+b.status)
+	}
+	switch {
+	case action == "" && r.Method == http.MethodGet:
+	case action == "confirm" && r.Method == http.MethodPost:
+		var in struct {
+			Contact           *octoContact   `json:"contact"`
+			ResellerReference *string        `json:"resellerReference"`
+			UnitItems         []wireUnitItem `json:"unitItems"`
+			EmailReceipt      bool           `json:"emailReceipt"`
+		}
+		if err := decodeBody(r, &in); err != nil || in.Contact == nil {
+			fail(http.StatusBadRequest, "BAD_REQUEST", "contact is required")
+			return
+		}
+		if err := s.confirmBooking(b, now); err != nil {
+			refuse("confirmed")
+			return
+		}
+		b.contact = in.Contact
+	case (action == "cancel" && r.Method == http.MethodPost) || (action == "" && r.Method == http.MethodDelete):
+		var in struct {
+			Reason *string `json:"reason"`
+			Force  bool    `json:"force"`
+		}
+		if err := decodeBody(r, &in); err != nil {
+			fail(http.StatusBadRequest, "BAD_REQUEST", "invalid JSON body")
+			return
+		}
+		reason := ""
+		if in.Reason != nil {
+			reason = *in.Reason
+		}
+		if err := s.cancelBooking(b, now, reason); err != nil {
+			refuse("cancelled")
+			return
+		}
+	case action == "extend" && r.Method == http.MethodPost:
+		var in struct {
+			ExpirationMinutes *int `json:"expirationMinutes"`
+		}
+		if err := decodeBody(r, &in); err != nil || (in.ExpirationMinutes != nil && *in.ExpirationMinutes < 1) {
+			fail(http.StatusBadRequest, "BAD_REQUEST", "expirationMinutes must be at least 1")
+			return
+		}
+		m := defaultOCTOExpirationMinutes
+		if in.ExpirationMinutes != nil {
+			m = *in.ExpirationMinutes
+		}
+		if err := s.extendBooking(cfg, b, now, m); err != nil {
+			refuse("extended")
+			return
+		}
+	default:
+		fail(http.StatusNotFound, "NOT_FOUND", "no such route")
+		return
+	}
+	writeJSON(w, http.StatusOK, b.octoWire(cfg))
+}
+
+// octoWire is the booking in OCTO's shape (caller holds tx.mu).
+func (b *simBooking) octoWire(cfg Config) octoBooking {
+	utc := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		v := t.UTC().Format(time.RFC3339)
+		return &v
+	}
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	ref := "SIM-" + strconv.Itoa(b.seq)
+	contact := octoContact{Locales: []string{}}
+	if b.contact != nil {
+		contact = *b.contact
+	}
+	w := octoBooking{
+		ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(b.req.UUID)).String(), UUID: b.req.UUID,
+		ResellerReference: opt(b.req.ResellerReference), SupplierReference: &ref, Status: b.status,
+		UTCCreatedAt: *utc(b.created), UTCUpdatedAt: *utc(b.updated), UTCConfirmedAt: utc(b.confirmedAt),
+		ProductID: b.req.ProductID, OptionID: b.req.OptionID,
+		Cancellable: b.status == "ON_HOLD" || b.status == "CONFIRMED", AvailabilityID: b.req.AvailabilityID,
+		Availability: octoBookingAvailability{ID: b.req.AvailabilityID, LocalDateTimeStart: b.start.Format(time.RFC3339),
+			LocalDateTimeEnd: b.end.Format(time.RFC3339), OpeningHours: []octoOpeningHours{}},
+		Contact: contact, Notes: opt(b.req.Notes), DeliveryMethods: []string{"TICKET"}, UnitItems: []octoUnitItem{},
+	}
+	if b.status == "ON_HOLD" {
+		w.UTCExpiresAt = utc(b.hold)
+	}
+	if b.status == "CANCELLED" {
+		w.Cancellation = &octoCancellation{Refund: "FULL", Reason: opt(b.cancelReason), UTCCancelledAt: *utc(b.cancelledAt)}
+	}
+	for i, u := range b.req.UnitItems {
+		w.UnitItems = append(w.UnitItems, octoUnitItem{UUID: b.unitUUIDs[i], ResellerReference: opt(u.ResellerReference),
+			SupplierReference: &ref, UnitID: u.UnitID, Status: b.status, Contact: octoContact{Locales: []string{}}})
+	}
+	if cfg.breaks(BreakStatus) {
+		w.Status = "MAYBE"
+	}
+	return w
+}

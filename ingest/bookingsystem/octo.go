@@ -1,0 +1,556 @@
+package bookingsystem
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+)
+
+// DialectOCTO: the same calls spoken as the public OCTO standard. OCTO has
+// one endpoint per supplier, so no path names a supplier (the supplierID
+// arguments are not sent); paths are relative to the connection's
+// endpoint:
+//
+//	Suppliers          GET  /supplier                 → a list of one
+//	Products           GET  /products                 Octo-Capabilities header
+//	Availability       POST /availability             {productId, optionId, localDateStart, localDateEnd (inclusive)}
+//	CheckAvailability  POST /availability             {productId, optionId, availabilityIds, units: [{id, quantity}]}
+//	CreateBooking      POST /bookings                 {uuid, productId, optionId, availabilityId, unitItems, expirationMinutes, notes?, resellerReference?}
+//	GetBooking         GET  /bookings/{uuid}
+//	ConfirmBooking     POST /bookings/{uuid}/confirm  {contact, resellerReference?, unitItems?}
+//	CancelBooking      POST /bookings/{uuid}/cancel   {reason}
+//	ExtendBooking      POST /bookings/{uuid}/extend   {expirationMinutes}
+//	PriceSchedule      GET  /products/{productId}, then POST /availability per option with octo/pricing
+//	*Order             ErrUnsupported (core OCTO has no orders)
+//
+// Answers are read into the package's types and checked by the same data
+// rules (rules.go). The mapping is in docs/decisions.md ("OCTO dialect").
+
+// OCTO error codes (the "error" of OCTO's 400 error object) that mean the
+// object asked for does not exist.
+const (
+	octoInvalidBookingUUID = "INVALID_BOOKING_UUID"
+	octoInvalidProductID   = "INVALID_PRODUCT_ID"
+)
+
+// octoPricing is OCTO's pricing capability (prices on availabilities).
+const octoPricing = "octo/pricing"
+
+func (c Connection) octo() bool { return c.Dialect == DialectOCTO }
+
+// Request bodies.
+type (
+	octoUnit struct {
+		ID       string `json:"id"`
+		Quantity int    `json:"quantity"`
+	}
+	octoAvailabilityBody struct {
+		ProductID       string     `json:"productId"`
+		OptionID        string     `json:"optionId"`
+		LocalDateStart  string     `json:"localDateStart,omitempty"`
+		LocalDateEnd    string     `json:"localDateEnd,omitempty"`
+		AvailabilityIDs []string   `json:"availabilityIds,omitempty"`
+		Units           []octoUnit `json:"units,omitempty"`
+	}
+	octoUnitItemBody struct {
+		UUID              string  `json:"uuid,omitempty"`
+		UnitID            string  `json:"unitId"`
+		ResellerReference *string `json:"resellerReference,omitempty"`
+	}
+	octoBookingBody struct {
+		UUID              string             `json:"uuid"`
+		ProductID         string             `json:"productId"`
+		OptionID          string             `json:"optionId"`
+		AvailabilityID    string             `json:"availabilityId"`
+		UnitItems         []octoUnitItemBody `json:"unitItems"`
+		ExpirationMinutes int                `json:"expirationMinutes"`
+		Notes             string             `json:"notes,omitempty"`
+		ResellerReference string             `json:"resellerReference,omitempty"`
+	}
+	octoConfirmBody struct {
+		// Contact is required by OCTO's confirmation: sent empty ({} of
+		// nulls) when the caller has none.
+		Contact           Contact            `json:"contact"`
+		ResellerReference string             `json:"resellerReference,omitempty"`
+		UnitItems         []octoUnitItemBody `json:"unitItems,omitempty"`
+	}
+	octoCancelBody struct {
+		Reason string `json:"reason"`
+	}
+	octoExtendBody struct {
+		ExpirationMinutes int `json:"expirationMinutes"`
+	}
+)
+
+func octoUnitItems(us []UnitItem) []octoUnitItemBody {
+	if us == nil {
+		return nil
+	}
+	out := make([]octoUnitItemBody, len(us))
+	for i, u := range us {
+		out[i] = octoUnitItemBody{UUID: u.UUID, UnitID: u.UnitID, ResellerReference: u.ResellerReference}
+	}
+	return out
+}
+
+func octoConfirm(in ConfirmRequest) octoConfirmBody {
+	b := octoConfirmBody{ResellerReference: in.ResellerReference, UnitItems: octoUnitItems(in.UnitItems)}
+	if in.Contact != nil {
+		b.Contact = *in.Contact
+	}
+	return b
+}
+
+// octoCancel: OCTO's reason is free text; ours is doc 3's code, with the
+// details after it.
+func octoCancel(in CancelRequest) octoCancelBody {
+	if in.ReasonDetails != "" {
+		return octoCancelBody{Reason: in.Reason + ": " + in.ReasonDetails}
+	}
+	return octoCancelBody{Reason: in.Reason}
+}
+
+// octoInclusiveEnd turns our exclusive end date into OCTO's inclusive
+// localDateEnd (OCTO's example asks 2022-05-23 to 2022-05-29 for a week).
+func octoInclusiveEnd(exclusive string) string {
+	t, err := time.Parse(time.DateOnly, exclusive)
+	if err != nil {
+		return exclusive
+	}
+	return t.AddDate(0, 0, -1).Format(time.DateOnly)
+}
+
+// checkWindow: two dates YYYY-MM-DD, start before the (exclusive) end.
+func checkWindow(start, end string) error {
+	s, err1 := time.Parse(time.DateOnly, start)
+	e, err2 := time.Parse(time.DateOnly, end)
+	if err1 != nil || err2 != nil || !s.Before(e) {
+		return invalid("localDateStart", "and localDateEnd must be YYYY-MM-DD, start before end")
+	}
+	return nil
+}
+
+func (c *Client) octoSupplier(ctx context.Context, conn Connection) ([]Supplier, []Problem, error) {
+	var out []Supplier
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"supplier"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseOCTOSupplier(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+func (c *Client) octoProducts(ctx context.Context, conn Connection, capabilities []string) ([]Product, []Problem, error) {
+	var h map[string]string
+	if len(capabilities) > 0 {
+		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
+	}
+	var out []Product
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h, segments: []string{"products"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseProducts(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+func (c *Client) octoAvailability(ctx context.Context, conn Connection, in AvailabilityRequest) ([]Availability, []Problem, error) {
+	if err := requireIDs("productId", in.ProductID, "optionId", in.OptionID); err != nil {
+		return nil, nil, err
+	}
+	if err := checkWindow(in.LocalDateStart, in.LocalDateEnd); err != nil {
+		return nil, nil, err
+	}
+	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
+		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
+	}
+	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID,
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+	var out []Availability
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseOCTOAvailability(b, exp)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in AvailabilityCheck) ([]Availability, []Problem, error) {
+	if err := requireIDs("productId", in.ProductID, "optionId", in.OptionID); err != nil {
+		return nil, nil, err
+	}
+	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
+		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
+	}
+	if len(in.AvailabilityIDs) == 0 {
+		return nil, nil, invalid("availabilityIds", "must list the availabilities of interest")
+	}
+	if len(in.Units) == 0 {
+		return nil, nil, invalid("units", "must list the units to reserve")
+	}
+	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	for _, u := range in.Units {
+		if u.UnitID == "" || u.Quantity < 1 {
+			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
+		}
+		body.Units = append(body.Units, octoUnit{ID: u.UnitID, Quantity: u.Quantity})
+	}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	var out []Availability
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseOCTOAvailability(b, exp)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
+func (c *Client) octoCreateBooking(ctx context.Context, conn Connection, in BookingRequest) (Booking, error) {
+	if err := requireIDs("productId", in.ProductID, "optionId", in.OptionID, "availabilityId", in.AvailabilityID); err != nil {
+		return Booking{}, err
+	}
+	if in.OrderID != "" {
+		return Booking{}, unsupported("orders are not part of core OCTO")
+	}
+	if _, err := uuid.Parse(in.UUID); err != nil {
+		return Booking{}, invalid("uuid", "must be a UUID")
+	}
+	if in.HoldExpirationMinutes < 1 {
+		return Booking{}, invalid("holdExpirationMinutes", "must be at least 1")
+	}
+	if len(in.UnitItems) == 0 {
+		return Booking{}, invalid("unitItems", "must not be empty")
+	}
+	body := octoBookingBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: in.AvailabilityID,
+		UnitItems: octoUnitItems(in.UnitItems), ExpirationMinutes: in.HoldExpirationMinutes, Notes: in.Notes,
+		ResellerReference: in.ResellerReference}
+	return c.bookingCall(ctx, conn, call{op: "createBooking", method: fasthttp.MethodPost, body: body, segments: []string{"bookings"}},
+		BookingExpect{UUID: in.UUID, Statuses: []string{OnHold, Rejected}}, ParseOCTOBooking)
+}
+
+// octoBooking is a call on one booking, /bookings/{uuid}[/action]; OCTO's
+// 400 INVALID_BOOKING_UUID is ErrNotFound here.
+func (c *Client) octoBooking(ctx context.Context, conn Connection, op, method string, body any, exp BookingExpect, bookingUUID string, action ...string) (Booking, error) {
+	if err := requireIDs("uuid", bookingUUID); err != nil {
+		return Booking{}, err
+	}
+	return c.bookingCall(ctx, conn, call{op: op, method: method, body: body, segments: append([]string{"bookings", bookingUUID}, action...),
+		notFound: []string{octoInvalidBookingUUID}}, exp, ParseOCTOBooking)
+}
+
+// octoPriceSchedule derives the price schedule of a product from OCTO's
+// availability pricing: GET /products/{productId} (its options and
+// availability type; 400 INVALID_PRODUCT_ID is ErrNotFound, a product that
+// breaks a rule fails the call as KindInvalid), then per option POST
+// /availability over the window with Octo-Capabilities: octo/pricing,
+// read by ParseOCTOPricing. Any failed call fails the whole read.
+func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in PriceScheduleRequest) ([]PriceEntry, []Problem, error) {
+	if err := requireIDs("productId", in.ProductID); err != nil {
+		return nil, nil, err
+	}
+	if err := checkWindow(in.LocalDateStart, in.LocalDateEnd); err != nil {
+		return nil, nil, err
+	}
+	var prod Product
+	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", in.ProductID},
+		headers: map[string]string{"Octo-Capabilities": octoPricing}, notFound: []string{octoInvalidProductID},
+		parse: func(b []byte) error {
+			p, ps, err := ParseOCTOProduct(b)
+			if err != nil {
+				return err
+			}
+			if ps != nil {
+				c.metrics.reject(ps)
+				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+			}
+			prod = p
+			return nil
+		}})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []PriceEntry
+	var problems []Problem
+	for _, o := range prod.Options {
+		exp := AvailabilityExpect{AvailabilityType: prod.AvailabilityType, OptionID: o.ID,
+			LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+		body := octoAvailabilityBody{ProductID: prod.ID, OptionID: o.ID,
+			LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
+		var es []PriceEntry
+		var ps []Problem
+		err := c.send(ctx, conn, call{op: "priceSchedule", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
+			headers: map[string]string{"Octo-Capabilities": octoPricing},
+			parse: func(b []byte) (err error) {
+				es, ps, err = ParseOCTOPricing(b, exp)
+				return err
+			}})
+		c.metrics.reject(ps)
+		if err != nil {
+			return nil, nil, fmt.Errorf("option %s: %w", o.ID, err)
+		}
+		out, problems = append(out, es...), append(problems, ps...)
+	}
+	return out, problems, nil
+}
+
+// Answer shapes of OCTO (the fields the package reads; others are
+// ignored, as capabilities add fields).
+type (
+	octoAvailability struct {
+		ID                 string      `json:"id"`
+		LocalDateTimeStart time.Time   `json:"localDateTimeStart"`
+		LocalDateTimeEnd   time.Time   `json:"localDateTimeEnd"`
+		AllDay             bool        `json:"allDay"`
+		Available          *bool       `json:"available"`
+		Status             string      `json:"status"`
+		Vacancies          *int        `json:"vacancies"`
+		Capacity           *int        `json:"capacity"`
+		MaxUnits           *int        `json:"maxUnits"`
+		UnitPricing        []UnitPrice `json:"unitPricing"`
+	}
+	octoBookingAvailability struct {
+		ID                 string    `json:"id"`
+		LocalDateTimeStart time.Time `json:"localDateTimeStart"`
+		LocalDateTimeEnd   time.Time `json:"localDateTimeEnd"`
+		AllDay             bool      `json:"allDay"`
+	}
+	octoCancellation struct {
+		Refund         *string    `json:"refund"`
+		Reason         *string    `json:"reason"`
+		UTCCancelledAt *time.Time `json:"utcCancelledAt"`
+	}
+	octoBooking struct {
+		UUID              string                   `json:"uuid"`
+		ResellerReference *string                  `json:"resellerReference"`
+		SupplierReference *string                  `json:"supplierReference"`
+		Status            string                   `json:"status"`
+		Cancellable       bool                     `json:"cancellable"`
+		UTCExpiresAt      *time.Time               `json:"utcExpiresAt"`
+		ProductID         string                   `json:"productId"`
+		OptionID          string                   `json:"optionId"`
+		AvailabilityID    *string                  `json:"availabilityId"`
+		Availability      *octoBookingAvailability `json:"availability"`
+		DeliveryMethods   []string                 `json:"deliveryMethods"`
+		UnitItems         []UnitItem               `json:"unitItems"`
+		Cancellation      *octoCancellation        `json:"cancellation"`
+		Contact           *Contact                 `json:"contact"`
+	}
+)
+
+// octoRedeemed is OCTO's status of a used booking; doc 3 has none.
+const octoRedeemed = "REDEEMED"
+
+// booking maps an OCTO booking onto doc 3's: utcExpiresAt is the hold
+// expiration, REDEEMED is CONFIRMED (a confirmed booking that was used),
+// the first of deliveryMethods is the delivery method, the availability
+// object (else availabilityId) the booking availability, the cancellation
+// a resolved cancellation request. OCTO has no channel: channelName and
+// channelId stay empty.
+func (o octoBooking) booking() Booking {
+	b := Booking{UUID: o.UUID, ResellerReference: o.ResellerReference, SupplierReference: o.SupplierReference,
+		Status: o.Status, Cancellable: o.Cancellable, UTCHoldExpiration: o.UTCExpiresAt, ProductID: o.ProductID,
+		OptionID: o.OptionID, UnitItems: o.UnitItems, Contact: o.Contact}
+	if b.Status == octoRedeemed {
+		b.Status = Confirmed
+	}
+	if len(o.DeliveryMethods) > 0 {
+		dm := o.DeliveryMethods[0]
+		b.DeliveryMethod = &dm
+	}
+	switch {
+	case o.Availability != nil:
+		a := o.Availability
+		b.Availability = &BookingAvailability{ID: a.ID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd, AllDay: a.AllDay}
+		if a.ID == "" && o.AvailabilityID != nil {
+			b.Availability.ID = *o.AvailabilityID
+		}
+	case o.AvailabilityID != nil:
+		b.Availability = &BookingAvailability{ID: *o.AvailabilityID}
+	}
+	if x := o.Cancellation; x != nil {
+		cr := &CancellationRequest{Status: Confirmed, Refund: x.Refund, UTCRequestedAt: x.UTCCancelledAt, UTCResolvedAt: x.UTCCancelledAt}
+		if x.Reason != nil {
+			cr.Reason = *x.Reason
+		}
+		b.CancellationRequest = cr
+	}
+	return b
+}
+
+// ParseOCTOBooking reads an OCTO booking answer (reservation, get,
+// confirm, cancel, extend) and checks it by doc 3's booking rules.
+func ParseOCTOBooking(body []byte, exp BookingExpect) (Booking, []Problem, error) {
+	var o octoBooking
+	if err := decodeStrict(body, &o); err != nil {
+		return Booking{}, nil, err
+	}
+	b := o.booking()
+	var ps []Problem
+	for _, r := range checkBooking(&b, exp) {
+		ps = append(ps, Problem{Item: "booking", ID: shortID(b.UUID), Rule: r})
+	}
+	if ps != nil {
+		return Booking{}, ps, nil
+	}
+	return b, nil, nil
+}
+
+// oneObject reads a body that must be one JSON object and returns it as a
+// one-element array, so that the list parsers (and their rules) read it.
+func oneObject(body []byte) ([]byte, error) {
+	var raw json.RawMessage
+	if err := decodeStrict(body, &raw); err != nil {
+		return nil, err
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("%w: not an object", ErrMalformed)
+	}
+	return append(append([]byte{'['}, raw...), ']'), nil
+}
+
+// ParseOCTOSupplier reads OCTO's GET /supplier: one supplier object,
+// returned as a list of one (or none and its Problems, by the supplier
+// rules of ParseSuppliers).
+func ParseOCTOSupplier(body []byte) ([]Supplier, []Problem, error) {
+	arr, err := oneObject(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ParseSuppliers(arr)
+}
+
+// ParseOCTOProduct reads OCTO's GET /products/{id}: one product, checked by
+// the product rules; a rejected product comes back as its Problems.
+func ParseOCTOProduct(body []byte) (Product, []Problem, error) {
+	arr, err := oneObject(body)
+	if err != nil {
+		return Product{}, nil, err
+	}
+	out, ps, err := ParseProducts(arr)
+	if err != nil || len(out) != 1 {
+		return Product{}, ps, err
+	}
+	return out[0], nil, nil
+}
+
+// ParseOCTOAvailability reads OCTO availability objects (POST
+// /availability) into Availability: OCTO's objects carry no optionId, so
+// each is the option asked for (exp.OptionID, required); capacity,
+// maxUnits, allDay and unitPricing are kept; openingHours is not read (the
+// object's own localDateTimeStart/End are its range). The availability
+// rules of doc 3 apply as to a v2 answer.
+func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []Problem, error) {
+	if exp.AvailabilityType != StartTime && exp.AvailabilityType != OpeningHours {
+		return nil, nil, fmt.Errorf("%w: availabilityType %q", ErrInvalid, exp.AvailabilityType)
+	}
+	if exp.OptionID == "" {
+		return nil, nil, fmt.Errorf("%w: an OCTO availability read needs the optionId", ErrInvalid)
+	}
+	raw, idx, ps, err := decodeItems[octoAvailability](body, "availability")
+	if err != nil {
+		return nil, nil, err
+	}
+	items := make([]Availability, len(raw))
+	for k, a := range raw {
+		items[k] = Availability{ID: a.ID, OptionID: exp.OptionID, LocalDateTimeStart: a.LocalDateTimeStart,
+			LocalDateTimeEnd: a.LocalDateTimeEnd, Status: a.Status, Vacancies: a.Vacancies, Available: a.Available,
+			Capacity: a.Capacity, MaxUnits: a.MaxUnits, AllDay: a.AllDay, UnitPricing: a.UnitPricing}
+	}
+	out, ps := checkAvailabilities(items, idx, ps, exp)
+	return out, ps, nil
+}
+
+// ParseOCTOPricing reads an OCTO availability answer read with
+// octo/pricing into price-schedule entries of exp.OptionID: the prices of
+// a local date are those of its availabilities (which must agree: a date
+// whose availabilities differ is a RulePrice problem and left out), and
+// consecutive dates with the same prices make one entry [first, last+1).
+// Availabilities without prices give no date; those that break a rule are
+// reported and left out, as in ParseOCTOAvailability.
+func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Problem, error) {
+	avs, ps, err := ParseOCTOAvailability(body, exp)
+	if err != nil {
+		return nil, nil, err
+	}
+	type day struct {
+		prices   []UnitPrice
+		conflict bool
+	}
+	days := map[string]*day{}
+	var dates []string
+	for _, a := range avs {
+		if len(a.UnitPricing) == 0 {
+			continue
+		}
+		d := a.LocalDateTimeStart.Format(time.DateOnly)
+		p := sortedPrices(a.UnitPricing)
+		switch x, ok := days[d]; {
+		case !ok:
+			days[d] = &day{prices: p}
+			dates = append(dates, d)
+		case !samePrices(x.prices, p):
+			x.conflict = true
+		}
+	}
+	slices.Sort(dates)
+	var out []PriceEntry
+	for i := 0; i < len(dates); {
+		d := days[dates[i]]
+		if d.conflict {
+			ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(exp.OptionID + "@" + dates[i]), Rule: RulePrice})
+			i++
+			continue
+		}
+		end, j := nextDate(dates[i]), i+1
+		for j < len(dates) && dates[j] == end && !days[dates[j]].conflict && samePrices(days[dates[j]].prices, d.prices) {
+			end, j = nextDate(dates[j]), j+1
+		}
+		e := PriceEntry{OptionID: exp.OptionID, LocalDateStart: dates[i], LocalDateEnd: end, UnitPricing: d.prices}
+		if rules := priceEntryRules(&e); len(rules) > 0 {
+			for _, r := range rules {
+				ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(e.OptionID), Rule: r})
+			}
+		} else {
+			out = append(out, e)
+		}
+		i = j
+	}
+	return out, ps, nil
+}
+
+func nextDate(d string) string {
+	t, _ := time.Parse(time.DateOnly, d) // d was formatted by us
+	return t.AddDate(0, 0, 1).Format(time.DateOnly)
+}
+
+func sortedPrices(us []UnitPrice) []UnitPrice {
+	out := slices.Clone(us)
+	slices.SortFunc(out, func(a, b UnitPrice) int {
+		return cmp.Or(strings.Compare(a.UnitID, b.UnitID), strings.Compare(a.Currency, b.Currency))
+	})
+	return out
+}
+
+func samePrices(a, b []UnitPrice) bool {
+	return slices.EqualFunc(a, b, func(x, y UnitPrice) bool {
+		return x.UnitID == y.UnitID && x.Currency == y.Currency && x.CurrencyPrecision == y.CurrencyPrecision &&
+			x.Retail == y.Retail && (x.Net == nil) == (y.Net == nil) && (x.Net == nil || *x.Net == *y.Net)
+	})
+}
