@@ -31,6 +31,8 @@ const (
 	TopicBookings      = "switchback.bookings"
 	TopicHolds         = "switchback.holds"
 	TopicChangeRequest = "switchback.changerequests"
+	TopicCronSync      = "switchback.cronsync.requests"
+	TopicCronReports   = "switchback.cronreports"
 	TopicNotifications = "switchback.notifications"
 	TopicDeliveries    = "switchback.deliveries"
 	TopicHistory       = "switchback.history"
@@ -58,6 +60,14 @@ func Topics() []Topic {
 		{Name: TopicBookings, Partitions: DefaultPartitions, Compacted: true, Purpose: "bookings, keyed by booking id"},
 		{Name: TopicHolds, Partitions: DefaultPartitions, Compacted: true, Purpose: "holds, keyed by hold id"},
 		{Name: TopicChangeRequest, Partitions: 1, RetentionHours: 24 * 60, Purpose: "operator change-notification requests, first in first out"},
+		// One partition: a cron report's id is its request's offset + 1
+		// (ingest/cronsync), unique and stable only on one partition.
+		{Name: TopicCronSync, Partitions: 1, RetentionHours: 24 * 7, Purpose: "scheduled full synchronization requests, one per supplier per run, first in first out"},
+		// Reports are written once each and kept 60 days (spec doc 3,
+		// Limits): time-retained rather than compacted, so that the topic
+		// holds exactly what a rebuild of the view needs; one day more so a
+		// report at the edge of the window is still there.
+		{Name: TopicCronReports, Partitions: 1, RetentionHours: 24 * 61, Purpose: "cron reports of the scheduled full synchronizations, keyed by report id"},
 		{Name: TopicNotifications, Partitions: DefaultPartitions, RetentionHours: 24 * 7, Purpose: "notification events for the dispatcher, keyed by subscriber"},
 		{Name: TopicDeliveries, Partitions: DefaultPartitions, RetentionHours: 24 * 7, Purpose: "scheduled webhook retries, keyed by subscriber"},
 		{Name: TopicHistory, Partitions: DefaultPartitions, RetentionHours: 24 * 30, Purpose: "history events for the ClickHouse sink"},

@@ -1,0 +1,189 @@
+// Package cronreport holds the cron reports of spec doc 3: one report per
+// supplier per scheduled full synchronization, with its id, when it was
+// inserted, the supplier it is about (externalSystemID), its error count
+// and, for the full report, its errors. Reports are Kafka first: each is a
+// record on schemas.TopicCronReports (kept 60 days, spec doc 3 Limits),
+// then applied to a Redis view that answers the API (query/operator) and
+// can be rebuilt from the topic at any time.
+//
+// It must not run synchronizations nor decide who may see a report: the
+// runs are ingest/cronsync's, the scope (an operator's suppliers) is the
+// caller's, passed in as a list of supplier ids.
+package cronreport
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchbackhq/switchback/internal/domainerr"
+)
+
+// Retention is how long a report is listed and found: spec doc 3, Limits
+// ("cron report history: 60 days") and rule 6 ("the past 60 days").
+const Retention = 60 * 24 * time.Hour
+
+// EventInserted is the envelope type of a report on the topic.
+const EventInserted = "cronreport.inserted"
+
+// Bounds of a report's errorReport: a supplier whose every availability
+// fails must not make a record larger than a Kafka message may be (1 MiB
+// by default). errorCount stays the true count; errorReport then holds the
+// first MaxErrorItems errors and a last element saying how many were left
+// out.
+const (
+	MaxErrorItems   = 500
+	MaxErrorMessage = 512 // bytes of one element's message
+)
+
+// Entities an error element may name (the things a full synchronization
+// reads: spec doc 3, Supplier, Product, Option, Availability).
+const (
+	EntitySupplier     = "supplier"
+	EntityProduct      = "product"
+	EntityOption       = "option"
+	EntityAvailability = "availability"
+)
+
+// ErrorItem is one element of errorReport: one error of the
+// synchronization (spec doc 3: "each element is one error"; its shape is
+// not shown). Message is the error as the synchronization reported it;
+// Entity and ID name the supplier, product, option or availability it is
+// about when the message names one ("option o-1: ..."), and are absent
+// otherwise.
+type ErrorItem struct {
+	Entity  string `json:"entity,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Message string `json:"message"`
+}
+
+// Summary is a cron report summary (spec doc 3): what GET /cron/reports
+// lists, without the errors.
+type Summary struct {
+	ID               int64     `json:"id"`
+	Inserted         time.Time `json:"inserted"`
+	ExternalSystemID string    `json:"externalSystemID"`
+	ErrorCount       int       `json:"errorCount"`
+}
+
+// Report is a cron report (spec doc 3): the summary plus errorReport,
+// absent when there were no errors. The fields after ErrorReport are kept
+// on the topic (for history and operations) but are not part of the API.
+type Report struct {
+	Summary
+	ErrorReport []ErrorItem `json:"errorReport,omitempty"`
+
+	// RunID names the run (one per schedule slot, or per manual trigger);
+	// RequestKey the run's request for this supplier (RunID/supplier).
+	RunID      string    `json:"-"`
+	RequestKey string    `json:"-"`
+	Began      time.Time `json:"-"`
+	// What the synchronization read.
+	Products, Options, Availabilities int `json:"-"`
+}
+
+// Items is how many records the synchronization read.
+func (r Report) Items() int { return r.Products + r.Options + r.Availabilities }
+
+// record is a Report on the topic and in Redis: every field.
+// InsertedMs lets the Redis script compare two records of one id.
+type record struct {
+	ID               int64       `json:"id"`
+	Inserted         time.Time   `json:"inserted"`
+	InsertedMs       int64       `json:"insertedMs"`
+	ExternalSystemID string      `json:"externalSystemID"`
+	ErrorCount       int         `json:"errorCount"`
+	ErrorReport      []ErrorItem `json:"errorReport,omitempty"`
+	RunID            string      `json:"runId"`
+	RequestKey       string      `json:"requestKey"`
+	Began            time.Time   `json:"began"`
+	Products         int         `json:"products"`
+	Options          int         `json:"options"`
+	Availabilities   int         `json:"availabilities"`
+}
+
+func (r Report) record() record {
+	return record{ID: r.ID, Inserted: r.Inserted, InsertedMs: r.Inserted.UnixMilli(), ExternalSystemID: r.ExternalSystemID,
+		ErrorCount: r.ErrorCount, ErrorReport: r.ErrorReport, RunID: r.RunID, RequestKey: r.RequestKey, Began: r.Began,
+		Products: r.Products, Options: r.Options, Availabilities: r.Availabilities}
+}
+
+func (rec record) report() Report {
+	return Report{Summary: Summary{ID: rec.ID, Inserted: rec.Inserted, ExternalSystemID: rec.ExternalSystemID, ErrorCount: rec.ErrorCount},
+		ErrorReport: rec.ErrorReport, RunID: rec.RunID, RequestKey: rec.RequestKey, Began: rec.Began,
+		Products: rec.Products, Options: rec.Options, Availabilities: rec.Availabilities}
+}
+
+// NewErrorReport turns a synchronization's error texts into errorReport
+// elements, bounded by MaxErrorItems and MaxErrorMessage. It returns nil
+// for no errors (errorReport is then absent).
+func NewErrorReport(texts []string) []ErrorItem {
+	if len(texts) == 0 {
+		return nil
+	}
+	n := min(len(texts), MaxErrorItems)
+	out := make([]ErrorItem, 0, n+1)
+	for _, t := range texts[:n] {
+		out = append(out, ParseError(t))
+	}
+	if left := len(texts) - n; left > 0 {
+		out = append(out, ErrorItem{Message: "… and " + strconv.Itoa(left) + " more errors, not listed"})
+	}
+	return out
+}
+
+// ParseError makes one errorReport element of an error text. A text
+// starting "<entity> <id>: " (entity one of supplier, product, option,
+// availability; id a catalog id, which has no spaces or colons) names its
+// entity; the message is always the whole text.
+func ParseError(text string) ErrorItem {
+	it := ErrorItem{Message: cut(text, MaxErrorMessage)}
+	head, _, ok := strings.Cut(text, ": ")
+	if !ok {
+		return it
+	}
+	entity, id, ok := strings.Cut(head, " ")
+	if !ok || id == "" || strings.ContainsAny(id, " :") {
+		return it
+	}
+	switch entity {
+	case EntitySupplier, EntityProduct, EntityOption, EntityAvailability:
+		it.Entity, it.ID = entity, cut(id, MaxErrorMessage)
+	}
+	return it
+}
+
+// cut bounds s to n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// ParseID reads a report id from a path (spec doc 3 rule 6: "id must be a
+// positive integer, otherwise 400"): decimal digits only (no sign,
+// fraction or exponent), from 1 to the largest int64. Anything else is an
+// INVALID_FIELD error on "id".
+func ParseID(s string) (int64, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, errInvalidID
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, errInvalidID
+	}
+	return n, nil
+}
+
+var errInvalidID = domainerr.Field("id", "must be a positive integer")
+
+// Errors of the package, mapped to the API's error object.
+var (
+	ErrNotFound    = domainerr.New("NOT_FOUND", "cron report not found")
+	ErrUnavailable = domainerr.New("UNAVAILABLE", "cron reports temporarily unavailable")
+)
