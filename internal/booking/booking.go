@@ -17,7 +17,7 @@
 // It must not know about HTTP (query/booking maps requests and errors),
 // nor produce notifications or history (processors/booking does, from the
 // events). It never sees partner credentials (ingest/partner.Suppliers
-// resolves them).
+// and ingest/supplierbooking.Router resolve them).
 package booking
 
 import (
@@ -35,7 +35,9 @@ import (
 )
 
 // Partner calls the partner of a supplier, by supplier id;
-// ingest/partner.Suppliers implements it. Its errors carry API codes
+// ingest/partner.Suppliers implements it for partner suppliers and
+// ingest/supplierbooking.Router for every kind of supplier (it is also an
+// OrderPartner). Its errors carry API codes
 // (NOT_FOUND, BAD_REQUEST, CONFLICT, UNAVAILABLE...) with messages safe to
 // show.
 type Partner interface {
@@ -45,6 +47,20 @@ type Partner interface {
 	CreateBooking(ctx context.Context, sid string, b schemas.Booking, reqID string) (schemas.Booking, bool, error)
 	GetBooking(ctx context.Context, sid, id, reqID string) (schemas.Booking, error)
 	CancelBooking(ctx context.Context, sid, id, reqID string) error
+}
+
+// OrderPartner is what a Partner adds for suppliers reached through a
+// booking system (spec doc 3; ingest/supplierbooking.Router implements
+// it): a hold is an order whose createBooking must name the originating
+// channel, and the reseller's booking is that order, found again through
+// its hold and checked against the booking as recorded (its status is
+// where the state machine of doc 3 starts). When the Partner implements
+// it, the Service calls these instead of CreateHold, GetBooking and
+// CancelBooking; b.HoldID is then the partner's id of the hold.
+type OrderPartner interface {
+	CreateHoldFor(ctx context.Context, sid, channelID string, h schemas.Hold, reqID string) (schemas.Hold, error)
+	GetBookingOf(ctx context.Context, sid string, b schemas.Booking, reqID string) (schemas.Booking, error)
+	CancelBookingOf(ctx context.Context, sid string, b schemas.Booking, reqID string) error
 }
 
 // Catalog tells which rates of a product a channel sees (bound, inside the

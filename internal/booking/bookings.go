@@ -213,7 +213,7 @@ func (s *Service) CancelBooking(ctx context.Context, p principals.Principal, req
 	case rec.Booking.Cancelable != nil && !*rec.Booking.Cancelable:
 		return Result{}, conflictf("booking %s is not cancelable", id)
 	}
-	if err := s.opts.Partner.CancelBooking(ctx, rec.SupplierID, id, reqID); err != nil {
+	if err := s.partnerCancel(ctx, rec, reqID); err != nil {
 		return Result{}, fmt.Errorf("cancel booking: %w", fromPartner(err))
 	}
 	now := s.now()
@@ -244,7 +244,7 @@ func (s *Service) Refresh(ctx context.Context, reqID, id string) (schemas.Bookin
 		}
 		return rec, false, err
 	}
-	got, err := s.opts.Partner.GetBooking(ctx, rec.SupplierID, id, reqID)
+	got, err := s.partnerGet(ctx, rec, reqID)
 	if err != nil {
 		return rec, false, fmt.Errorf("refresh booking %s: %w", id, fromPartner(err))
 	}
@@ -275,12 +275,18 @@ func (s *Service) Refresh(ctx context.Context, reqID, id string) (schemas.Bookin
 		if len(got.Timeline) > 0 {
 			rec.Booking.Timeline = got.Timeline
 		}
+		if got.Cancelable != nil {
+			rec.Booking.Cancelable = got.Cancelable
+		}
 		rec.Change, rec.AwaitingTickets, rec.RequestID, rec.UpdatedAt = schemas.ChangeTicketsAdded, false, reqID, now.UTC()
 	case got.Status != "" && got.Status != rec.Booking.Status:
 		rec.PreviousStatus = rec.Booking.Status
 		rec.Booking.Status = got.Status
 		if len(got.Timeline) > 0 {
 			rec.Booking.Timeline = got.Timeline
+		}
+		if got.Cancelable != nil {
+			rec.Booking.Cancelable = got.Cancelable
 		}
 		rec.Change, rec.RequestID, rec.UpdatedAt = schemas.ChangeUpdated, reqID, now.UTC()
 	default:
@@ -290,4 +296,45 @@ func (s *Service) Refresh(ctx context.Context, reqID, id string) (schemas.Bookin
 		return rec, false, err
 	}
 	return rec, true, nil
+}
+
+// partnerGet reads a booking from its partner: through its hold for an
+// OrderPartner, by id otherwise.
+func (s *Service) partnerGet(ctx context.Context, rec schemas.BookingRecord, reqID string) (schemas.Booking, error) {
+	op, ok := s.opts.Partner.(OrderPartner)
+	if !ok {
+		return s.opts.Partner.GetBooking(ctx, rec.SupplierID, rec.Booking.ID, reqID)
+	}
+	b, err := s.partnerView(ctx, rec)
+	if err != nil {
+		return schemas.Booking{}, err
+	}
+	return op.GetBookingOf(ctx, rec.SupplierID, b, reqID)
+}
+
+// partnerCancel cancels a booking at its partner, like partnerGet.
+func (s *Service) partnerCancel(ctx context.Context, rec schemas.BookingRecord, reqID string) error {
+	op, ok := s.opts.Partner.(OrderPartner)
+	if !ok {
+		return s.opts.Partner.CancelBooking(ctx, rec.SupplierID, rec.Booking.ID, reqID)
+	}
+	b, err := s.partnerView(ctx, rec)
+	if err != nil {
+		return err
+	}
+	return op.CancelBookingOf(ctx, rec.SupplierID, b, reqID)
+}
+
+// partnerView is the recorded booking with the partner's id of its hold,
+// as CreateBooking sent it.
+func (s *Service) partnerView(ctx context.Context, rec schemas.BookingRecord) (schemas.Booking, error) {
+	b := rec.Booking
+	hold, ver, err := s.loadHold(ctx, b.HoldID)
+	if err != nil {
+		return b, err
+	}
+	if ver > 0 {
+		b.HoldID = partnerHoldID(hold)
+	}
+	return b, nil
 }

@@ -60,7 +60,12 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 		}
 		return HoldView(old, now), nil
 	}
-	got, err := s.opts.Partner.CreateHold(ctx, sid, in, reqID)
+	var got schemas.Hold
+	if op, ok := s.opts.Partner.(OrderPartner); ok {
+		got, err = op.CreateHoldFor(ctx, sid, p.ChannelID, in, reqID)
+	} else {
+		got, err = s.opts.Partner.CreateHold(ctx, sid, in, reqID)
+	}
 	if err != nil {
 		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
 	}

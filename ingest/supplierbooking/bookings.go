@@ -1,0 +1,295 @@
+package supplierbooking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Reseller booking statuses (spec doc 2) from the order of a booking
+// (doc 3), in view:
+//
+//	order CANCELLED                                   → CANCELLED
+//	order CONFIRMED, a booking PENDING                → PENDING (polled until it resolves)
+//	order CONFIRMED, a booking REJECTED or CANCELLED  → CANCELLED, once the rest is cancelled
+//	order CONFIRMED, every booking CONFIRMED          → OPEN, with a ticket per booking
+//
+// REDEEMED is never produced: doc 3 has no redeemed status.
+
+// createBooking confirms the hold's order (confirmOrder, all its bookings
+// or none, doc 3) with the customer as contact. The booking must use the
+// whole hold: the hold is one order, confirmed whole. A confirmation that
+// fails because a booking's hold has passed (the order REJECTED) is
+// CONFLICT; a PENDING one is accepted (the partner's 202).
+func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Booking) (schemas.Booking, bool, error) {
+	if b.HoldID == "" {
+		return schemas.Booking{}, false, fmt.Errorf("create booking at %s without a hold: %w", s.sup.ID, ErrNeedsRecord)
+	}
+	orderID := OrderID(b.HoldID)
+	prev, found, err := r.order(ctx, s, orderID)
+	if err != nil {
+		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
+	}
+	if !found {
+		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is not held at the supplier's booking system; acquire a new hold", b.HoldID), nil, nil)
+	}
+	if err := checkOrder(prev, orderExpect{id: orderID, holdID: b.HoldID}); err != nil {
+		return schemas.Booking{}, false, r.refuse("getOrder", s, err)
+	}
+	switch {
+	case prev.Status == bs.OnHold && slices.ContainsFunc(prev.Bookings, func(x bs.Booking) bool { return x.Status != bs.OnHold }):
+		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("a booking of hold %s lapsed or was rejected at the supplier; acquire a new hold", b.HoldID), nil, nil)
+	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry after a lost answer
+		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
+	}
+	if err := covers(prev, b.Items); err != nil {
+		return schemas.Booking{}, false, err
+	}
+	ref := b.ResellerBookingRef
+	if ref == "" {
+		ref = b.ID
+	}
+	o, err := r.opts.BookingSystem.ConfirmOrder(ctx, s.conn, s.sup.ID, orderID, bs.ConfirmRequest{ResellerReference: ref, Contact: contactOf(b.Customer)})
+	if errors.Is(err, bs.ErrRejected) {
+		return schemas.Booking{}, false, r.confirmRejected(ctx, s, b, prev, err)
+	}
+	if err != nil {
+		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
+	}
+	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed}}
+	if prev.Status == bs.OnHold {
+		// doc 3: after confirm, CONFIRMED (or PENDING without instant
+		// confirmation) for every booking; nothing left held.
+		exp.bookingsAfter = []string{bs.Confirmed, bs.Pending}
+	}
+	if err := checkOrder(o, exp); err != nil {
+		r.compensate(ctx, s, orderID, "refused_confirm")
+		return schemas.Booking{}, false, r.refuse("confirmOrder", s, err)
+	}
+	out, err := r.view(ctx, s, b, o)
+	if err != nil {
+		return schemas.Booking{}, false, err
+	}
+	return out, out.Status == schemas.BookingPending, nil
+}
+
+// confirmRejected explains a confirmOrder answered 400: the order is
+// REJECTED when a booking's hold had passed (doc 3: the confirmation
+// fails as REJECTED, nothing is confirmed), which is CONFLICT; any other
+// refusal is BAD_REQUEST.
+func (r *Router) confirmRejected(ctx context.Context, s supplier, b schemas.Booking, prev bs.Order, cause error) error {
+	orderID := OrderID(b.HoldID)
+	o, found, err := r.order(ctx, s, orderID)
+	if err == nil && found && o.Status != prev.Status {
+		if err := checkOrder(o, orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev),
+			after: []string{bs.Rejected}}); err != nil {
+			return r.refuse("confirmOrder", s, err)
+		}
+		return coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected hold %s: a booking's hold had lapsed; nothing was confirmed, acquire a new hold", b.HoldID), nil, cause)
+	}
+	return coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused to confirm hold %s", b.HoldID), nil, cause)
+}
+
+// getBooking reads the order of a recorded booking; the move from the
+// recorded status is checked (OPEN: its bookings were CONFIRMED; PENDING:
+// PENDING or CONFIRMED).
+func (r *Router) getBooking(ctx context.Context, s supplier, b schemas.Booking) (schemas.Booking, error) {
+	o, exp, err := r.bookedOrder(ctx, s, b)
+	if err != nil {
+		return schemas.Booking{}, err
+	}
+	if err := checkOrder(o, exp); err != nil {
+		return schemas.Booking{}, r.refuse("getOrder", s, err)
+	}
+	return r.view(ctx, s, b, o)
+}
+
+// bookedOrder reads the order of a recorded booking and what it is
+// checked against.
+func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking) (bs.Order, orderExpect, error) {
+	if b.HoldID == "" {
+		return bs.Order{}, orderExpect{}, fmt.Errorf("booking %s at %s has no hold: %w", b.ID, s.sup.ID, ErrNeedsRecord)
+	}
+	orderID := OrderID(b.HoldID)
+	o, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, orderID)
+	if err != nil {
+		return bs.Order{}, orderExpect{}, fmt.Errorf("booking %s: %w", b.ID, err)
+	}
+	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{bs.Confirmed}}
+	switch b.Status {
+	case schemas.BookingOpen:
+		exp.otherBookings = prior{bs.Confirmed}
+	case schemas.BookingPending:
+		exp.otherBookings = prior{bs.Pending, bs.Confirmed}
+	case schemas.BookingCancelled:
+		exp.order = prior{bs.Cancelled}
+	}
+	return o, exp, nil
+}
+
+// view maps a checked order to the reseller's booking b (see the table
+// above). A confirmed order of which the supplier rejected or cancelled a
+// booking is cancelled whole first (all or nothing); until that succeeds
+// the booking is not reported cancelled.
+func (r *Router) view(ctx context.Context, s supplier, b schemas.Booking, o bs.Order) (schemas.Booking, error) {
+	out := b
+	out.Status, out.Tickets, out.Cancelable = "", nil, nil
+	switch o.Status {
+	case bs.Cancelled:
+		out.Status = schemas.BookingCancelled
+		return out, nil
+	case bs.Confirmed:
+	default:
+		return schemas.Booking{}, r.refuse("getOrder", s, &refusal{rule: RulePostcondition, item: "order", id: o.ID, to: o.Status})
+	}
+	has := func(sts ...string) bool {
+		return slices.ContainsFunc(o.Bookings, func(x bs.Booking) bool { return slices.Contains(sts, x.Status) })
+	}
+	switch {
+	case has(bs.Pending):
+		out.Status = schemas.BookingPending
+	case has(bs.Rejected, bs.Cancelled):
+		if has(bs.Confirmed) {
+			c, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, o.ID,
+				bs.CancelRequest{Reason: "SUPPLIER", ReasonDetails: "a booking of the order was rejected or cancelled by the supplier; Switchback cancels the rest (all or nothing)"})
+			result := "ok"
+			if err == nil {
+				err = checkOrder(c, orderExpect{id: o.ID, order: prior{bs.Confirmed}, bookings: statuses(o),
+					after: []string{bs.Cancelled}, bookingsAfter: []string{bs.Cancelled, bs.Rejected}})
+				if err != nil {
+					err = r.refuse("cancelOrder", s, err)
+				}
+			}
+			if err != nil {
+				result = "failed"
+			}
+			r.metrics.compensations.WithLabelValues("rejected_booking", result).Inc()
+			if err != nil {
+				return schemas.Booking{}, fmt.Errorf("booking %s: cancel the rest of a partly rejected order: %w", b.ID, err)
+			}
+		}
+		out.Status = schemas.BookingCancelled
+	default:
+		out.Status = schemas.BookingOpen
+		out.Tickets = tickets(o)
+		c := !slices.ContainsFunc(o.Bookings, func(x bs.Booking) bool { return !x.Cancellable })
+		out.Cancelable = &c
+	}
+	return out, nil
+}
+
+// cancelBooking cancels the order of a recorded booking (doc 3 rule 6:
+// CONFIRMED → CANCELLED, every booking). A cancelled order is done; a
+// booking still PENDING in it or not cancellable now is CONFLICT.
+func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Booking) error {
+	prev, exp, err := r.bookedOrder(ctx, s, b)
+	if err != nil {
+		return err
+	}
+	exp.order = prior{bs.Confirmed}
+	if err := checkOrder(prev, exp); err != nil {
+		return r.refuse("getOrder", s, err)
+	}
+	if prev.Status == bs.Cancelled {
+		return nil
+	}
+	for _, x := range prev.Bookings {
+		switch {
+		case x.Status == bs.Pending:
+			return coded("CONFLICT", fmt.Sprintf("booking %s awaits the supplier's decision; cancel it once it is resolved", b.ID), nil, nil)
+		case x.Status == bs.Confirmed && !x.Cancellable:
+			return coded("CONFLICT", fmt.Sprintf("booking %s is not cancellable at the supplier now", b.ID), nil, nil)
+		}
+	}
+	o, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, prev.ID, bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "booking cancelled by the reseller"})
+	if err != nil {
+		return fmt.Errorf("cancel booking %s: %w", b.ID, err)
+	}
+	if err := checkOrder(o, orderExpect{id: prev.ID, holdID: b.HoldID, order: prior{bs.Confirmed}, bookings: statuses(prev),
+		after: []string{bs.Cancelled}, bookingsAfter: []string{bs.Cancelled, bs.Rejected}}); err != nil {
+		return r.refuse("cancelOrder", s, err)
+	}
+	return nil
+}
+
+// covers checks that the booking books the whole hold: per product and
+// option, as many units as the order holds, and each named availability
+// held (internal/booking already checked that the hold covers the items).
+func covers(o bs.Order, items []schemas.BookingItem) error {
+	held := map[[2]string]int{}
+	avail := map[[3]string]bool{}
+	for _, x := range o.Bookings {
+		if x.Status == bs.Rejected {
+			continue
+		}
+		held[[2]string{x.ProductID, x.OptionID}] += len(x.UnitItems)
+		if x.Availability != nil {
+			avail[[3]string{x.ProductID, x.OptionID, x.Availability.ID}] = true
+		}
+	}
+	booked := map[[2]string]int{}
+	for i, it := range items {
+		booked[[2]string{it.ProductID, it.RateID}] += it.Quantity
+		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, bs.SystemAvailabilityID(it.AvailabilityID)}] {
+			return domainerr.Field(fmt.Sprintf("booking.items[%d].availabilityId", i), "is not held by the hold")
+		}
+	}
+	if !maps.Equal(held, booked) {
+		return domainerr.Field("booking.items", "must book the whole hold: at this supplier a hold is one order, confirmed all or nothing (spec doc 3)")
+	}
+	return nil
+}
+
+// contactOf is the order's contact (doc 3: contact of bookings in an
+// order) from the booking's customer.
+func contactOf(c *schemas.Customer) *bs.Contact {
+	if c == nil || *c == (schemas.Customer{}) {
+		return nil
+	}
+	str := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	return &bs.Contact{FullName: str(strings.TrimSpace(c.FirstName + " " + c.LastName)), FirstName: str(c.FirstName),
+		LastName: str(c.LastName), EmailAddress: str(c.Email), PhoneNumber: str(c.Phone)}
+}
+
+// tickets are one per booking of a confirmed order: doc 3 shows no
+// delivery values, so the ticket's barcode is the booking's
+// supplierReference (its uuid when there is none) as TEXT, its guests the
+// unit items by unit id.
+func tickets(o bs.Order) []schemas.Ticket {
+	out := make([]schemas.Ticket, 0, len(o.Bookings))
+	for _, x := range o.Bookings {
+		if x.Status != bs.Confirmed {
+			continue
+		}
+		value := x.UUID
+		if x.SupplierReference != nil && *x.SupplierReference != "" {
+			value = *x.SupplierReference
+		}
+		bc, _ := json.Marshal(schemas.Barcode{Format: "TEXT", Value: value}) // cannot fail: two strings
+		var guests []schemas.Guest
+		for _, u := range x.UnitItems {
+			k := slices.IndexFunc(guests, func(g schemas.Guest) bool { return g.TypeCode == u.UnitID })
+			if k < 0 {
+				guests = append(guests, schemas.Guest{TypeCode: u.UnitID})
+				k = len(guests) - 1
+			}
+			guests[k].Count++
+		}
+		out = append(out, schemas.Ticket{Barcode: bc, Guests: guests, Status: schemas.BookingOpen,
+			Extensions: map[string]string{"bookingUuid": x.UUID, "productId": x.ProductID, "optionId": x.OptionID}})
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package supplierbooking
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/switchbackhq/switchback/bench/bookingsim"
+	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+const (
+	simKey = "bs-key-7c1e-never-shown"
+	sid    = "S1"
+)
+
+var ctx = context.Background()
+
+// clock is a settable clock shared by the simulator and the services.
+type clock struct{ ns atomic.Int64 }
+
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// rewriter lets a test spoil the simulator's answers (a misbehaving
+// booking system): it gets each request and the decoded JSON answer.
+type rewriter func(r *http.Request, body any) any
+
+type env struct {
+	*catalogtest.Env
+	sim    *bookingsim.Server
+	simURL string
+	clock  *clock
+	bsc    *bs.Client
+	conn   bs.Connection
+	router *Router
+	reg    *prometheus.Registry
+
+	mu      sync.Mutex
+	rewrite rewriter
+}
+
+// start runs a catalog (real redis-server) with supplier S1 connected to
+// a simulated booking system, its products S1-P1..S1-P4 (P2 and P4
+// OPENING_HOURS, so always free; P3 confirms PENDING) with rates = options
+// O1 and O2 bound to channel A, and a Router.
+func start(t *testing.T) *env {
+	t.Helper()
+	e := &env{clock: &clock{}, reg: prometheus.NewRegistry()}
+	e.clock.ns.Store(time.Now().UTC().Truncate(time.Second).UnixNano())
+	e.sim = bookingsim.New(bookingsim.Config{Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40})
+	ts := httptest.NewServer(http.HandlerFunc(e.serve))
+	t.Cleanup(ts.Close)
+	e.simURL = ts.URL
+	e.Env = catalogtest.Start(t, catalogtest.Options{})
+	body := strings.Replace(catalogtest.SupplierBody(sid, "Sim Tours", "SIM", "k", "s"),
+		`{"kind":"partner","baseUrl":"https://partner.example.com/api/","credentials":{"apiKey":"k","apiSecret":"s"}}`,
+		`{"kind":"bookingsystem","baseUrl":"`+ts.URL+`","credentials":{"bearerToken":"`+simKey+`"}}`, 1)
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Operator, body)
+	for p := 1; p <= 4; p++ {
+		pid := fmt.Sprintf("%s-P%d", sid, p)
+		base := catalogtest.Ch + "/suppliers/" + sid + "/products/" + pid
+		e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody(pid, "Product "+pid, "Simulated"))
+		for o := 1; o <= 2; o++ {
+			e.Must(t, 201, "POST", base+"/rates", e.Operator, catalogtest.RateBody(fmt.Sprintf("%s-O%d", pid, o), "Option"))
+		}
+		e.Must(t, 201, "POST", base+"/channels/"+catalogtest.ChannelA, e.Operator, `{"priceAt":"PRICE_AT_SALE"}`)
+	}
+	e.bsc = bs.NewClient(bs.Options{Clock: e.clock.now})
+	e.conn = bs.Connection{Endpoint: ts.URL, APIKey: simKey}
+	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
+		Registerer: e.reg, Logger: e.Logger})
+	return e
+}
+
+func (e *env) serve(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	rw := e.rewrite
+	e.mu.Unlock()
+	if rw == nil {
+		e.sim.ServeHTTP(w, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	e.sim.ServeHTTP(rec, r)
+	var body any
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		return
+	}
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(rw(r, body))
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (e *env) setRewrite(rw rewriter) { e.mu.Lock(); e.rewrite = rw; e.mu.Unlock() }
+
+// reseller is catalogtest's reseller 1 on channel A.
+func (e *env) reseller() principals.Principal {
+	return principals.Principal{ID: e.Reseller1.ID, Role: principals.RoleReseller, ChannelID: catalogtest.ChannelA}
+}
+
+// freeSlot is an OPENING_HOURS availability (always FREESALE: products
+// P2 and P4) on the day after the clock, as the catalog names it.
+func (e *env) freeSlot() string {
+	day := e.clock.now().AddDate(0, 0, 1).Format(time.DateOnly)
+	return bs.CatalogAvailabilityID(day + "T09:00:00Z")
+}
+
+// slotWithRoom is a START_TIME availability of option oid with at least
+// need vacancies in the coming days: its catalog id and vacancies.
+func (e *env) slotWithRoom(t *testing.T, pid, oid string, need int) (string, int) {
+	t.Helper()
+	from := e.clock.now().AddDate(0, 0, 1)
+	avs, _, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{SupplierID: sid, ProductID: pid, OptionID: oid,
+		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 7).Format(time.DateOnly), AvailabilityType: bs.StartTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range avs {
+		if (a.Status == bs.Available || a.Status == bs.Limited) && a.Vacancies != nil && *a.Vacancies >= need {
+			return bs.CatalogAvailabilityID(a.ID), *a.Vacancies
+		}
+	}
+	t.Fatalf("no slot of %s with %d vacancies", oid, need)
+	return "", 0
+}
+
+func item(pid string, o int, avail string, qty int) schemas.HoldItem {
+	return schemas.HoldItem{SupplierID: sid, ProductID: pid, RateID: fmt.Sprintf("%s-O%d", pid, o), AvailabilityID: avail, Quantity: qty}
+}
+
+// bookingFor is a booking of the whole hold h.
+func bookingFor(id string, h schemas.Hold) schemas.Booking {
+	b := schemas.Booking{ID: id, HoldID: h.ID, ChannelID: catalogtest.ChannelA, ResellerBookingRef: "ref-" + id,
+		Customer: &schemas.Customer{Email: "ada@example.com", FirstName: "Ada", LastName: "Lovelace"}}
+	for _, it := range h.Items {
+		b.Items = append(b.Items, schemas.BookingItem{SupplierID: it.SupplierID, ProductID: it.ProductID, RateID: it.RateID,
+			AvailabilityID: it.AvailabilityID, Quantity: it.Quantity})
+	}
+	return b
+}
+
+// simStatuses are the simulator's statuses of the hold's n bookings.
+func (e *env) simStatuses(holdID string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = e.sim.BookingStatus(BookingUUID(holdID, i))
+	}
+	return out
+}
+
+func codeOf(err error) string {
+	var c interface{ ErrorCode() string }
+	if errors.As(err, &c) {
+		return c.ErrorCode()
+	}
+	return ""
+}
+
+func all(sts []string, want string) bool {
+	for _, s := range sts {
+		if s != want {
+			return false
+		}
+	}
+	return len(sts) > 0
+}
+
+// counter is a counter's value.
+func counter(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}

@@ -1,0 +1,396 @@
+package supplierbooking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// createHold makes a hold as one order (doc 3 rules 4 and 5): a
+// createBooking per item, all with OrderID(h.ID), each with
+// BookingUUID(h.ID, i), so a retried hold is the same bookings. All or
+// nothing: when an item fails, the order is cancelled and the error
+// returned. The hold answered keeps the reseller's id and items; it
+// expires when the first of the order and its bookings does (doc 3: a
+// booking's utcHoldExpiration MAY differ from the request, and confirmOrder
+// fails once one has passed).
+func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h schemas.Hold) (schemas.Hold, error) {
+	if h.ID == "" || channelID == "" {
+		return schemas.Hold{}, fmt.Errorf("create hold at %s: hold id and channel are required: %w", s.sup.ID, ErrNeedsRecord)
+	}
+	orderID := OrderID(h.ID)
+	reqs, err := r.holdRequests(ctx, s, channelID, h)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+
+	// A retry of the hold: the order exists. Its bookings must be this
+	// hold's with the same data (doc 3 rule 4 says the supplier SHOULD
+	// check; we do not rely on it), and it must still be held.
+	prev, found, err := r.order(ctx, s, orderID)
+	if err != nil {
+		return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, err)
+	}
+	prevStatus := map[string]prior{}
+	if found {
+		if err := checkOrder(prev, orderExpect{id: orderID}); err != nil {
+			return schemas.Hold{}, r.refuse("createHold", s, err)
+		}
+		byUUID := map[string]bs.BookingRequest{}
+		for _, q := range reqs {
+			byUUID[q.UUID] = q
+		}
+		for _, b := range prev.Bookings {
+			q, ok := byUUID[strings.ToLower(b.UUID)]
+			if !ok || !sameBooking(b, q) {
+				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data", h.ID), nil, nil)
+			}
+			prevStatus[strings.ToLower(b.UUID)] = prior{b.Status}
+		}
+		if prev.Status != bs.OnHold {
+			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("hold id %s was already used; its order at the supplier is %s", h.ID, prev.Status), nil, nil)
+		}
+	}
+	// Replays first: a retry whose data the booking system finds different
+	// (400) fails before this call created anything.
+	slices.SortStableFunc(reqs, func(a, b bs.BookingRequest) int {
+		_, ea := prevStatus[a.UUID]
+		_, eb := prevStatus[b.UUID]
+		switch {
+		case ea && !eb:
+			return -1
+		case eb && !ea:
+			return 1
+		}
+		return 0
+	})
+	for _, q := range reqs {
+		p, replay := prevStatus[q.UUID]
+		if !replay {
+			p = prior{New}
+		}
+		got, err := r.opts.BookingSystem.CreateBooking(ctx, s.conn, q)
+		switch {
+		case err != nil && replay && errors.Is(err, bs.ErrRejected):
+			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, err)
+		case err != nil:
+			r.compensate(ctx, s, orderID, "partial_hold")
+			if errors.Is(err, bs.ErrRejected) {
+				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, err)
+			}
+			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, err)
+		}
+		if err := checkBooking(got, p, []string{bs.OnHold, bs.Rejected}); err != nil {
+			r.compensate(ctx, s, orderID, "partial_hold")
+			return schemas.Hold{}, r.refuse("createBooking", s, err)
+		}
+		if got.Status == bs.Rejected {
+			r.compensate(ctx, s, orderID, "partial_hold")
+			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected item %d of the hold (the availability cannot take it); nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, nil)
+		}
+	}
+
+	o, _, err := r.order(ctx, s, orderID)
+	if err == nil && len(o.Bookings) != len(reqs) {
+		err = &refusal{rule: RulePostcondition, item: "order", id: orderID, to: o.Status}
+	}
+	if err == nil {
+		op := prior{New}
+		if found {
+			op = prior{prev.Status}
+		}
+		err = checkOrder(o, orderExpect{id: orderID, holdID: h.ID, order: op, bookings: prevStatus, otherBookings: prior{New},
+			after: []string{bs.OnHold}, bookingsAfter: []string{bs.OnHold}})
+	}
+	if err != nil {
+		r.compensate(ctx, s, orderID, "partial_hold")
+		return schemas.Hold{}, r.refuse("getOrder", s, fmt.Errorf("create hold %s: %w", h.ID, err))
+	}
+	out := h
+	out.Status, out.Expires = schemas.HoldActive, holdExpires(o)
+	return out, nil
+}
+
+// itemOf is the hold item index whose booking uuid is u.
+func itemOf(holdID, u string, n int) int {
+	for i := range n {
+		if BookingUUID(holdID, i) == u {
+			return i
+		}
+	}
+	return -1
+}
+
+// holdExpires is the first expiry of the order and its bookings.
+func holdExpires(o bs.Order) time.Time {
+	var t time.Time
+	for _, x := range append([]*time.Time{o.UTCExpiresAt}, bookingHolds(o)...) {
+		if x != nil && (t.IsZero() || x.Before(t)) {
+			t = *x
+		}
+	}
+	return t.UTC()
+}
+
+func bookingHolds(o bs.Order) []*time.Time {
+	out := make([]*time.Time, 0, len(o.Bookings))
+	for _, b := range o.Bookings {
+		out = append(out, b.UTCHoldExpiration)
+	}
+	return out
+}
+
+// sameBooking reports whether a booking answered is what q asks for: the
+// data a retry must repeat (doc 3 rule 4).
+func sameBooking(b bs.Booking, q bs.BookingRequest) bool {
+	if b.ProductID != q.ProductID || b.OptionID != q.OptionID || b.Availability == nil || b.Availability.ID != q.AvailabilityID ||
+		len(b.UnitItems) != len(q.UnitItems) {
+		return false
+	}
+	units := func(us []bs.UnitItem) []string {
+		out := make([]string, len(us))
+		for i, u := range us {
+			out[i] = u.UnitID
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(units(b.UnitItems), units(q.UnitItems))
+}
+
+// holdRequests maps the hold's items to createBooking requests:
+//   - productId, optionId: the item's product and rate (our rates are the
+//     options);
+//   - availabilityId: the booking system's id of the item's availability
+//     (bookingsystem.SystemAvailabilityID), required (doc 3: MUST be sent
+//     when booking);
+//   - unitItems: quantity times one unit of the option (chooseUnit);
+//   - holdExpirationMinutes: the shortest holdablePeriod of the items'
+//     rates, in minutes rounded up, else DefaultHoldMinutes: one hold, one
+//     expiry, and no inventory kept past the moment the order can no
+//     longer be confirmed;
+//   - channelId / channelName: the reseller's channel (ChannelUUID, its
+//     catalog name); resellerReference: the hold id.
+func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold) ([]bs.BookingRequest, error) {
+	chName := channelID
+	if ch, err := r.opts.Catalog.Channel(ctx, channelID); err == nil && ch.Name != "" {
+		chName = ch.Name
+	} else if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("channel %s: %w", channelID, err)
+	}
+	rates := map[[2]string]catalog.Rate{}
+	var products []bs.Product
+	loaded := false
+	minutes := 0
+	reqs := make([]bs.BookingRequest, 0, len(h.Items))
+	for i, it := range h.Items {
+		field := func(f string) string { return fmt.Sprintf("hold.items[%d].%s", i, f) }
+		if it.AvailabilityID == "" {
+			return nil, domainerr.Field(field("availabilityId"), "is required for this supplier (spec doc 3: the availability id must be sent when booking)")
+		}
+		key := [2]string{it.ProductID, it.RateID}
+		rt, ok := rates[key]
+		if !ok {
+			var err error
+			if rt, err = r.opts.Catalog.Rate(ctx, catalogAdmin, s.sup.ID, it.ProductID, it.RateID); err != nil {
+				if isNotFound(err) {
+					return nil, domainerr.Field(field("rateId"), "is not a rate of the product")
+				}
+				return nil, fmt.Errorf("rate %s/%s: %w", it.ProductID, it.RateID, err)
+			}
+			rates[key] = rt
+		}
+		if rt.HoldablePeriod > 0 {
+			m := max(1, (rt.HoldablePeriod+59)/60)
+			if minutes == 0 || m < minutes {
+				minutes = m
+			}
+		}
+		if !loaded { // one read per hold: the units are the booking system's
+			ps, _, err := r.opts.BookingSystem.Products(ctx, s.conn, s.sup.ID, nil)
+			if err != nil {
+				return nil, fmt.Errorf("products of %s: %w", s.sup.ID, err)
+			}
+			products, loaded = ps, true
+		}
+		units, ok := optionUnits(products, it.ProductID, it.RateID)
+		if !ok {
+			return nil, domainerr.Field(field("rateId"), "is not an option with units at the supplier's booking system")
+		}
+		unit := chooseUnit(units, rt, it)
+		items := make([]bs.UnitItem, it.Quantity)
+		for k := range items {
+			items[k] = bs.UnitItem{UnitID: unit}
+		}
+		reqs = append(reqs, bs.BookingRequest{SupplierID: s.sup.ID, UUID: BookingUUID(h.ID, i), ResellerReference: h.ID,
+			ChannelName: chName, ChannelID: ChannelUUID(channelID), ProductID: it.ProductID, OptionID: it.RateID,
+			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: items, OrderID: OrderID(h.ID)})
+	}
+	if minutes == 0 {
+		minutes = r.opts.DefaultHoldMinutes
+	}
+	for i := range reqs {
+		reqs[i].HoldExpirationMinutes = minutes
+	}
+	return reqs, nil
+}
+
+func optionUnits(ps []bs.Product, pid, oid string) ([]bs.Unit, bool) {
+	for _, p := range ps {
+		if p.ID != pid {
+			continue
+		}
+		for _, o := range p.Options {
+			if o.ID == oid && len(o.Units) > 0 {
+				return o.Units, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// chooseUnit picks the unit type of an item's travellers among the
+// option's units (doc 3: unitItems; doc 2 holds have a price and a
+// traveler type): the unit whose id is the item's priceId (operators who
+// name prices after units); else the unit whose type is the age band of
+// the item's price in the catalog rate, or of the item's travelerType;
+// else the option's first unit.
+func chooseUnit(units []bs.Unit, rt catalog.Rate, it schemas.HoldItem) string {
+	for _, u := range units {
+		if it.PriceID != "" && u.ID == it.PriceID {
+			return u.ID
+		}
+	}
+	band := ""
+	for _, p := range rt.Prices {
+		if p.ID == it.PriceID && p.TravelerType != nil {
+			band = p.TravelerType.AgeBand
+		}
+	}
+	if band == "" && len(it.TravelerType) > 0 {
+		var tt struct {
+			AgeBand string `json:"ageBand"`
+		}
+		if json.Unmarshal(it.TravelerType, &tt) == nil {
+			band = tt.AgeBand
+		}
+	}
+	if band != "" {
+		for _, u := range units {
+			if strings.EqualFold(u.Type, band) {
+				return u.ID
+			}
+		}
+	}
+	return units[0].ID
+}
+
+func isNotFound(err error) bool {
+	var c interface{ ErrorCode() string }
+	return err != nil && errors.As(err, &c) && c.ErrorCode() == "NOT_FOUND"
+}
+
+// order reads an order; found is false when the booking system does not
+// know it (404).
+func (r *Router) order(ctx context.Context, s supplier, orderID string) (bs.Order, bool, error) {
+	o, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, orderID)
+	switch {
+	case errors.Is(err, bs.ErrNotFound):
+		return bs.Order{}, false, nil
+	case err != nil:
+		return bs.Order{}, false, fmt.Errorf("read order %s: %w", orderID, err)
+	}
+	return o, true, nil
+}
+
+// compensate cancels an order so that no part of a failed hold or booking
+// stays held or sold (doc 3: order operations are all or nothing; rule 6:
+// cancel order releases an in-progress order). Best effort: a failure is
+// logged and counted; an unconfirmed hold lapses by itself.
+func (r *Router) compensate(ctx context.Context, s supplier, orderID, reason string) {
+	ctx = context.WithoutCancel(ctx)
+	cancelReason, details := "OTHER", "Switchback releases a partially made hold (all or nothing)"
+	if reason == "rejected_booking" {
+		cancelReason, details = "SUPPLIER", "a booking of the order was rejected or cancelled by the supplier; Switchback cancels the rest (all or nothing)"
+	}
+	_, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, orderID, bs.CancelRequest{Reason: cancelReason, ReasonDetails: details})
+	result := "ok"
+	if err != nil && !errors.Is(err, bs.ErrNotFound) { // no order: nothing was held
+		result = "failed"
+		r.log.Error("supplierbooking: cancelling an order to keep it all or nothing failed; its holds lapse by themselves",
+			"supplier", s.sup.ID, "order", orderID, "reason", reason, "err", err)
+	}
+	r.metrics.compensations.WithLabelValues(reason, result).Inc()
+}
+
+// getHold reads the hold's order: ON_HOLD with every booking held is
+// ACTIVE (expires: holdExpires); CONFIRMED or CANCELLED is RELEASED (the
+// hold became a booking); EXPIRED, REJECTED, or ON_HOLD with a lapsed
+// booking is EXPIRED.
+func (r *Router) getHold(ctx context.Context, s supplier, id string) (schemas.Hold, error) {
+	o, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, OrderID(id))
+	if err != nil {
+		return schemas.Hold{}, fmt.Errorf("hold %s: %w", id, err)
+	}
+	if err := checkOrder(o, orderExpect{id: OrderID(id), holdID: id}); err != nil {
+		return schemas.Hold{}, r.refuse("getOrder", s, err)
+	}
+	h := schemas.Hold{ID: id, Status: schemas.HoldExpired}
+	switch o.Status {
+	case bs.OnHold:
+		if !slices.ContainsFunc(o.Bookings, func(b bs.Booking) bool { return b.Status != bs.OnHold }) {
+			h.Status, h.Expires = schemas.HoldActive, holdExpires(o)
+		}
+	case bs.Confirmed, bs.Cancelled:
+		h.Status = schemas.HoldReleased
+	}
+	return h, nil
+}
+
+// releaseHold cancels the hold's order (doc 3 rule 6: ON_HOLD → EXPIRED).
+// An order already over is released; a confirmed one is CONFLICT (its
+// booking is cancelled instead).
+func (r *Router) releaseHold(ctx context.Context, s supplier, id string) error {
+	orderID := OrderID(id)
+	prev, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, orderID)
+	if err != nil {
+		return fmt.Errorf("release hold %s: %w", id, err) // 404: internal/booking takes it as released
+	}
+	if err := checkOrder(prev, orderExpect{id: orderID, holdID: id}); err != nil {
+		return r.refuse("getOrder", s, err)
+	}
+	switch prev.Status {
+	case bs.Expired, bs.Rejected, bs.Cancelled:
+		return nil
+	case bs.Confirmed:
+		return coded("CONFLICT", fmt.Sprintf("hold %s was confirmed into a booking; cancel the booking instead", id), nil, nil)
+	}
+	o, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, orderID,
+		bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "hold released by the reseller"})
+	if err != nil {
+		return fmt.Errorf("release hold %s: %w", id, err)
+	}
+	if err := checkOrder(o, orderExpect{id: orderID, holdID: id, order: prior{prev.Status}, bookings: statuses(prev),
+		after: []string{bs.Expired}, bookingsAfter: []string{bs.Expired, bs.Rejected}}); err != nil {
+		return r.refuse("cancelOrder", s, err)
+	}
+	return nil
+}
+
+// statuses are an order's bookings' statuses by uuid (lower case).
+func statuses(o bs.Order) map[string]prior {
+	m := make(map[string]prior, len(o.Bookings))
+	for _, b := range o.Bookings {
+		m[strings.ToLower(b.UUID)] = prior{b.Status}
+	}
+	return m
+}

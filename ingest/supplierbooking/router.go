@@ -1,0 +1,402 @@
+// Package supplierbooking routes the reseller's holds and bookings
+// (internal/booking's Partner and OrderPartner) to the supplier's system:
+// partner suppliers (spec doc 2) to ingest/partner.Suppliers, suppliers
+// connected through a booking system (spec doc 3, kinds "bookingsystem"
+// and "octo") to the v2 flow of this package, where a hold is one order
+// of createBooking calls and a booking is that order confirmed.
+//
+// It owns the mapping between the two (hold ↔ order, booking ↔ confirmed
+// order, statuses), the derived ids (OrderID, BookingUUID), the state
+// machine of doc 3 as tables (BookingTransition, OrderTransition,
+// BookingsAgree) enforced on every answer, and the all-or-nothing
+// compensations (an order is cancelled rather than left half held or
+// half sold). It looks the supplier up in the catalog at every call, so a
+// changed connection applies at once.
+//
+// It must not record anything (internal/booking records holds and
+// bookings), speak HTTP to booking systems itself (ingest/bookingsystem
+// does), or let credentials into errors, logs or metrics.
+package supplierbooking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/booking"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Catalog is what the Router reads of the catalog; *catalog.Store
+// implements it.
+type Catalog interface {
+	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
+	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
+	Channel(ctx context.Context, cid string) (catalog.Channel, error)
+}
+
+// BookingSystem is what the v2 flow calls; *bookingsystem.Client
+// implements it.
+type BookingSystem interface {
+	Products(ctx context.Context, conn bs.Connection, supplierID string, capabilities []string) ([]bs.Product, []bs.Problem, error)
+	CreateBooking(ctx context.Context, conn bs.Connection, in bs.BookingRequest) (bs.Booking, error)
+	GetOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string) (bs.Order, error)
+	ConfirmOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ConfirmRequest) (bs.Order, error)
+	CancelOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.CancelRequest) (bs.Order, error)
+}
+
+// DefaultHoldMinutes is holdExpirationMinutes when no rate of the hold
+// states a holdablePeriod: internal/booking's default hold life.
+const DefaultHoldMinutes = 15
+
+// Options configures NewRouter.
+type Options struct {
+	// Catalog: required.
+	Catalog Catalog
+	// Partner calls partner suppliers; required to serve them (nil: they
+	// are refused as unavailable).
+	Partner *partner.Client
+	// BookingSystem calls booking-system suppliers; required to serve
+	// them (nil: they are refused as unavailable).
+	BookingSystem BookingSystem
+	// DefaultHoldMinutes: see the constant. 0 takes it.
+	DefaultHoldMinutes int
+	Registerer         prometheus.Registerer
+	Logger             *slog.Logger
+}
+
+// Router is internal/booking's Partner (and OrderPartner) for every kind
+// of supplier. Safe for concurrent use.
+type Router struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+}
+
+var (
+	_ booking.Partner      = (*Router)(nil)
+	_ booking.OrderPartner = (*Router)(nil)
+)
+
+// NewRouter returns a router.
+func NewRouter(opts Options) *Router {
+	if opts.Catalog == nil {
+		panic("supplierbooking.NewRouter: Options.Catalog is required")
+	}
+	if opts.DefaultHoldMinutes <= 0 {
+		opts.DefaultHoldMinutes = DefaultHoldMinutes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Router{opts: opts, log: opts.Logger.With("part", "supplierbooking"), metrics: newMetrics(opts.Registerer)}
+}
+
+// Errors. Their codes map to statuses in query/apierror; the messages are
+// safe to show to resellers.
+var (
+	// ErrRefused: the booking system answered a state doc 3 does not
+	// allow there; nothing was recorded.
+	ErrRefused = domainerr.New("UNAVAILABLE", "the supplier's booking system answered a booking state that spec doc 3 does not allow; nothing was recorded")
+	// ErrNoSystem: no client for the supplier's kind of connection.
+	ErrNoSystem = domainerr.New("UNAVAILABLE", "holds and bookings of this supplier are not available")
+	// ErrNeedsRecord: a booking-system booking is reached through its
+	// hold (GetBookingOf, CancelBookingOf), a hold needs the channel
+	// (CreateHoldFor).
+	ErrNeedsRecord = domainerr.New("INTERNAL", "a booking-system hold or booking is reached with its channel and hold")
+)
+
+// coded is an error whose first *domainerr.Coded (what internal/booking
+// shows the reseller) carries msg, that matches sentinel with errors.Is
+// and keeps cause for the log.
+func coded(code, msg string, sentinel, cause error) error {
+	errs := []error{domainerr.New(code, msg)}
+	for _, e := range []error{sentinel, cause} {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	return &codedError{errs: errs}
+}
+
+type codedError struct{ errs []error }
+
+func (e *codedError) Error() string {
+	s := e.errs[0].Error()
+	if len(e.errs) > 1 {
+		s += ": " + e.errs[len(e.errs)-1].Error()
+	}
+	return s
+}
+func (e *codedError) Unwrap() []error { return e.errs }
+func (e *codedError) ErrorCode() string {
+	var c *domainerr.Coded
+	errors.As(e.errs[0], &c)
+	return c.ErrorCode()
+}
+
+var catalogAdmin = principals.Principal{Role: principals.RoleAdmin}
+
+// supplier is a looked-up supplier: a partner one (suppliers set) or a
+// booking-system one (conn set).
+type supplier struct {
+	sup       catalog.Supplier
+	suppliers partner.Suppliers
+	conn      bs.Connection
+	system    bool
+}
+
+func (r *Router) supplier(ctx context.Context, sid string) (supplier, error) {
+	sup, err := r.opts.Catalog.Supplier(ctx, catalogAdmin, sid)
+	if err != nil {
+		return supplier{}, fmt.Errorf("supplier %s: %w", sid, err)
+	}
+	switch sup.Connection.Kind {
+	case catalog.ConnectionBookingSystem, catalog.ConnectionOCTO:
+		if r.opts.BookingSystem == nil {
+			return supplier{}, fmt.Errorf("supplier %s: no booking-system client: %w", sid, ErrNoSystem)
+		}
+		conn, err := bs.ConnectionFor(sup)
+		if err != nil {
+			return supplier{}, err
+		}
+		return supplier{sup: sup, conn: conn, system: true}, nil
+	}
+	if r.opts.Partner == nil {
+		return supplier{}, fmt.Errorf("supplier %s: no partner client: %w", sid, ErrNoSystem)
+	}
+	// The supplier just read is handed on, so partner.Suppliers does not
+	// read it again; it refuses kinds other than partner (ErrNotPartner).
+	return supplier{sup: sup, suppliers: partner.Suppliers{Client: r.opts.Partner, Catalog: fixed{sup}}}, nil
+}
+
+// fixed is a partner.SupplierCatalog of one supplier already read.
+type fixed struct{ sup catalog.Supplier }
+
+func (f fixed) Supplier(context.Context, principals.Principal, string) (catalog.Supplier, error) {
+	return f.sup, nil
+}
+
+// CreateHold is booking.Partner's: partner suppliers only (a booking
+// system's hold needs the channel: CreateHoldFor).
+func (r *Router) CreateHold(ctx context.Context, sid string, h schemas.Hold, reqID string) (schemas.Hold, error) {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if s.system {
+		return schemas.Hold{}, fmt.Errorf("create hold at %s without a channel: %w", sid, ErrNeedsRecord)
+	}
+	return s.suppliers.CreateHold(ctx, sid, h, reqID)
+}
+
+// CreateHoldFor creates a hold: at the partner, or as an order of the
+// booking system (createHold in holds.go).
+func (r *Router) CreateHoldFor(ctx context.Context, sid, channelID string, h schemas.Hold, reqID string) (schemas.Hold, error) {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if !s.system {
+		return s.suppliers.CreateHold(ctx, sid, h, reqID)
+	}
+	var out schemas.Hold
+	err = r.observe("create_hold", func() (err error) {
+		out, err = r.createHold(ctx, s, channelID, h)
+		return err
+	})
+	return out, err
+}
+
+// GetHold reads a hold: at the partner, or its order.
+func (r *Router) GetHold(ctx context.Context, sid, id, reqID string) (schemas.Hold, error) {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	if !s.system {
+		return s.suppliers.GetHold(ctx, sid, id, reqID)
+	}
+	var out schemas.Hold
+	err = r.observe("get_hold", func() (err error) {
+		out, err = r.getHold(ctx, s, id)
+		return err
+	})
+	return out, err
+}
+
+// ReleaseHold releases a hold: at the partner, or by cancelling its order.
+func (r *Router) ReleaseHold(ctx context.Context, sid, id, reqID string) error {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if !s.system {
+		return s.suppliers.ReleaseHold(ctx, sid, id, reqID)
+	}
+	return r.observe("release_hold", func() error { return r.releaseHold(ctx, s, id) })
+}
+
+// CreateBooking books: at the partner, or by confirming the hold's order.
+// accepted is true for a booking whose confirmation is PENDING at the
+// supplier (the partner's 202): internal/booking's poller reads it until
+// it resolves.
+func (r *Router) CreateBooking(ctx context.Context, sid string, b schemas.Booking, reqID string) (schemas.Booking, bool, error) {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return schemas.Booking{}, false, err
+	}
+	if !s.system {
+		return s.suppliers.CreateBooking(ctx, sid, b, reqID)
+	}
+	var out schemas.Booking
+	var accepted bool
+	err = r.observe("create_booking", func() (err error) {
+		out, accepted, err = r.createBooking(ctx, s, b)
+		return err
+	})
+	return out, accepted, err
+}
+
+// GetBooking is booking.Partner's: partner suppliers only.
+func (r *Router) GetBooking(ctx context.Context, sid, id, reqID string) (schemas.Booking, error) {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return schemas.Booking{}, err
+	}
+	if s.system {
+		return schemas.Booking{}, fmt.Errorf("get booking %s at %s by id: %w", id, sid, ErrNeedsRecord)
+	}
+	return s.suppliers.GetBooking(ctx, sid, id, reqID)
+}
+
+// CancelBooking is booking.Partner's: partner suppliers only.
+func (r *Router) CancelBooking(ctx context.Context, sid, id, reqID string) error {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if s.system {
+		return fmt.Errorf("cancel booking %s at %s by id: %w", id, sid, ErrNeedsRecord)
+	}
+	return s.suppliers.CancelBooking(ctx, sid, id, reqID)
+}
+
+// GetBookingOf reads a recorded booking: at the partner by its id, or the
+// order of its hold.
+func (r *Router) GetBookingOf(ctx context.Context, sid string, b schemas.Booking, reqID string) (schemas.Booking, error) {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return schemas.Booking{}, err
+	}
+	if !s.system {
+		return s.suppliers.GetBooking(ctx, sid, b.ID, reqID)
+	}
+	var out schemas.Booking
+	err = r.observe("get_booking", func() (err error) {
+		out, err = r.getBooking(ctx, s, b)
+		return err
+	})
+	return out, err
+}
+
+// CancelBookingOf cancels a recorded booking: at the partner by its id, or
+// by cancelling the order of its hold.
+func (r *Router) CancelBookingOf(ctx context.Context, sid string, b schemas.Booking, reqID string) error {
+	s, err := r.supplier(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if !s.system {
+		return s.suppliers.CancelBooking(ctx, sid, b.ID, reqID)
+	}
+	return r.observe("cancel_booking", func() error { return r.cancelBooking(ctx, s, b) })
+}
+
+// observe times one v2 operation and counts its result.
+func (r *Router) observe(op string, f func() error) error {
+	start := time.Now()
+	err := f()
+	r.metrics.seconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	result := "ok"
+	switch {
+	case errors.Is(err, ErrRefused):
+		result = "refused"
+	case err != nil:
+		result = "error"
+	}
+	r.metrics.calls.WithLabelValues(op, result).Inc()
+	return err
+}
+
+// refuse turns a refusal into ErrRefused: logged and counted, never
+// recorded. Ids and statuses only: no credentials reach here.
+func (r *Router) refuse(op string, s supplier, err error) error {
+	var rf *refusal
+	if !errors.As(err, &rf) {
+		return err
+	}
+	r.metrics.refused.WithLabelValues(rf.rule).Inc()
+	r.log.Error("supplierbooking: refused a booking-system answer (spec doc 3, States and transitions)",
+		"op", op, "supplier", s.sup.ID, "rule", rf.rule, "item", rf.item, "id", rf.id, "from", orNew(rf.from), "to", rf.to)
+	return fmt.Errorf("%s at %s: %w: %w", op, s.sup.ID, ErrRefused, err)
+}
+
+type metrics struct {
+	calls         *prometheus.CounterVec
+	seconds       *prometheus.HistogramVec
+	refused       *prometheus.CounterVec
+	compensations *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_supplierbooking_operations_total",
+			Help: "Hold and booking operations on booking-system suppliers, by operation and result (ok, error, refused).",
+		}, []string{"op", "result"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_ingest_supplierbooking_seconds",
+			Help:    "Latency of hold and booking operations on booking-system suppliers (all their calls), by operation.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"op"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_supplierbooking_refused_answers_total",
+			Help: "Booking-system answers refused by the state machine of spec doc 3, by rule (transition, postcondition, order_disagree, stray_booking).",
+		}, []string{"rule"}),
+		compensations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_supplierbooking_compensations_total",
+			Help: "Orders cancelled to keep a hold or booking all-or-nothing, by reason (partial_hold, rejected_booking, refused_confirm) and result (ok, failed).",
+		}, []string{"reason", "result"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.calls, m.seconds, m.refused, m.compensations} {
+			if err := reg.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+				switch c {
+				case m.calls:
+					m.calls = are.ExistingCollector.(*prometheus.CounterVec)
+				case m.seconds:
+					m.seconds = are.ExistingCollector.(*prometheus.HistogramVec)
+				case m.refused:
+					m.refused = are.ExistingCollector.(*prometheus.CounterVec)
+				case m.compensations:
+					m.compensations = are.ExistingCollector.(*prometheus.CounterVec)
+				}
+			}
+		}
+	}
+	return m
+}
