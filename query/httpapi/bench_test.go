@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -29,13 +30,19 @@ type benchItem struct {
 // benchServer is a server with one authenticated GET route returning a
 // small JSON object, and the credential to call it.
 func benchServer(b *testing.B, logger *slog.Logger) (*Server, string, string) {
+	return benchServerWith(b, Options{Logger: logger})
+}
+
+// benchServerWith is benchServer with more options (the rate limit).
+func benchServerWith(b *testing.B, opts Options) (*Server, string, string) {
 	b.Helper()
 	store := principals.NewStore(nopPublisher{})
 	p, secret, err := store.Create(context.Background(), principals.CreateRequest{Role: principals.RoleReseller, ChannelID: "ch-1"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := New(Options{Logger: logger, Registry: prometheus.NewRegistry(), Principals: store})
+	opts.Registry, opts.Principals = prometheus.NewRegistry(), store
+	s := New(opts)
 	s.Group(BaseResellerV13).Handle(http.MethodGet, "/suppliers/{supplier_id}", []principals.Role{principals.RoleReseller},
 		func(r *Request) error {
 			return r.JSON(http.StatusOK, benchItem{ID: r.Param("supplier_id"), Name: "Alpine Tours", Vacancies: 12})
@@ -49,7 +56,11 @@ func benchServer(b *testing.B, logger *slog.Logger) (*Server, string, string) {
 //     (allocations of client and server together);
 //   - handler: the server's handler alone on a reused RequestCtx (what the
 //     query tier adds per request), with the access log formatted as JSON
-//     to io.Discard, and with logging disabled.
+//     to io.Discard, and with logging disabled;
+//   - handler-nolog-ratelimit: the same with the rate limit on, at a rate
+//     the loop never reaches, so every request pays the admitting path.
+//
+// The 429 path is measured by BenchmarkRefused.
 func BenchmarkAuthenticatedRoute(b *testing.B) {
 	jsonLog := slog.New(slog.NewJSONHandler(io.Discard, nil))
 
@@ -79,13 +90,14 @@ func BenchmarkAuthenticatedRoute(b *testing.B) {
 
 	for _, bc := range []struct {
 		name string
-		log  *slog.Logger
+		opts Options
 	}{
-		{"handler", jsonLog},
-		{"handler-nolog", slog.New(slog.DiscardHandler)},
+		{"handler", Options{Logger: jsonLog}},
+		{"handler-nolog", Options{Logger: slog.New(slog.DiscardHandler)}},
+		{"handler-nolog-ratelimit", Options{Logger: slog.New(slog.DiscardHandler), RateLimit: 1e9, RateBurst: 1e9}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, key, secret := benchServer(b, bc.log)
+			s, key, secret := benchServerWith(b, bc.opts)
 			var ctx fasthttp.RequestCtx
 			ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
 			b.ReportAllocs()
@@ -99,6 +111,46 @@ func BenchmarkAuthenticatedRoute(b *testing.B) {
 				s.serve(&ctx)
 				if ctx.Response.StatusCode() != http.StatusOK {
 					b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRefused compares what the query tier spends per refused
+// request: refused by the rate limit (429, before the secret is hashed)
+// and, limit off, a wrong secret (401, after it is hashed).
+func BenchmarkRefused(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		opts   Options
+		status int
+	}{
+		{"rate-limited", Options{RateLimit: 1, RateBurst: 1}, http.StatusTooManyRequests},
+		{"bad-secret", Options{}, http.StatusUnauthorized},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			bc.opts.Logger = slog.New(slog.DiscardHandler)
+			s, key, secret := benchServerWith(b, bc.opts)
+			// A stopped clock: the bucket never refills during the loop.
+			stopped := time.Now()
+			SetClock(s, func() time.Time { return stopped })
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
+			ctx.Request.SetRequestURI("/v1.3/suppliers/sup-1")
+			ctx.Request.Header.Set(HeaderAPIKey, key)
+			s.serve(&ctx) // spends the burst of one
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				ctx.Request.Reset()
+				ctx.Response.Reset()
+				ctx.Request.SetRequestURI("/v1.3/suppliers/sup-1")
+				ctx.Request.Header.Set(HeaderAPIKey, key)
+				ctx.Request.Header.Set(HeaderAPISecret, secret+"x")
+				s.serve(&ctx)
+				if st := ctx.Response.StatusCode(); st != bc.status {
+					b.Fatalf("status %d, want %d: %s", st, bc.status, ctx.Response.Body())
 				}
 			}
 		})

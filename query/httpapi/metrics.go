@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ const unmatchedRoute = "unmatched"
 type metrics struct {
 	requests *prometheus.CounterVec   // route, method, status
 	seconds  *prometheus.HistogramVec // route, method
+	limited  *prometheus.CounterVec   // group
 
 	mu       sync.RWMutex
 	byMethod map[string]*routeMetrics // unmatched requests, by method label
@@ -36,11 +38,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			// From cache hits (sub-millisecond) to partner fetches (seconds).
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "method"}),
+		// Labelled by route group only: never the key or the address
+		// (secrets must stay out of metrics, and a label per key would be
+		// a series per key of a random-key flood).
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_query_rate_limited_total",
+			Help: "API requests refused with 429 by the per-key rate limit, by route group (API base path).",
+		}, []string{"group"}),
 		byMethod: map[string]*routeMetrics{},
 	}
 	if reg != nil {
 		m.requests = register(reg, m.requests)
 		m.seconds = register(reg, m.seconds)
+		m.limited = register(reg, m.limited)
 	}
 	return m
 }
@@ -140,4 +150,20 @@ func methodLabel(m []byte) string {
 		return "TRACE"
 	}
 	return "OTHER"
+}
+
+// otherGroup labels routes registered outside the Base* paths.
+const otherGroup = "other"
+
+// routeGroup is the group label of a route pattern: the API base path it
+// is under (the longest of the Base* constants that prefixes it), so that
+// the label set is fixed by the code, whatever is requested.
+func routeGroup(pattern string) string {
+	group := otherGroup
+	for _, base := range []string{BaseResellerV12, BaseResellerV13, BaseChannelV12, BaseRegistryV11, BaseOperatorV2, BaseAdminV1} {
+		if (pattern == base || strings.HasPrefix(pattern, base+"/")) && (group == otherGroup || len(base) > len(group)) {
+			group = base
+		}
+	}
+	return group
 }

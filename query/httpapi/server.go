@@ -3,10 +3,14 @@
 // v2, admin v1), the route table, and the middleware every request goes
 // through:
 //
-//	request id -> panic recovery -> routing (404/405) -> authentication (401)
-//	-> role check (403) -> handler -> error object, access log, metrics
+//	request id -> panic recovery -> routing (404/405) -> rate limit (429)
+//	-> authentication (401) -> role check (403) -> handler
+//	-> error object, access log, metrics
 //
-// plus the body size limit (413), enforced by fasthttp while reading.
+// plus the body size limit (413), enforced by fasthttp while reading. The
+// rate limit (ratelimit.go) is a token bucket per X-API-Key, or per client
+// address for requests without a key, checked before the secret is hashed
+// so that a flood of bad secrets costs little.
 //
 // Every response body is JSON; errors are the error object of
 // query/apierror, and every JSON object body carries meta.reqId, equal to
@@ -81,6 +85,19 @@ type Options struct {
 	Registry prometheus.Registerer
 	// Principals authenticates X-API-Key / X-API-Secret. Required.
 	Principals Authenticator
+
+	// RateLimit is the sustained requests per second allowed to one API
+	// key, or to one client address for requests without a key
+	// (SWITCHBACK_RATE_LIMIT); over it the answer is 429 RATE_LIMITED with
+	// Retry-After. 0 turns limiting off (the zero Options do not limit;
+	// the config's default is 5000).
+	RateLimit int
+	// RateBurst is the bucket size: requests a key may send at once above
+	// the sustained rate (SWITCHBACK_RATE_BURST). Default 2 x RateLimit.
+	RateBurst int
+	// RateLimitKeys bounds the buckets held in memory (keys and addresses
+	// together). Default 262144, about 9 MiB at the high-water mark.
+	RateLimitKeys int
 }
 
 // Server is the API server. Register every route, then Serve or
@@ -94,6 +111,11 @@ type Server struct {
 	metrics *metrics
 	pool    sync.Pool
 	started atomic.Bool
+
+	// limiter is nil when Options.RateLimit is 0. now is time.Now but for
+	// tests of refill (export_test.go), which must not sleep.
+	limiter *limiter
+	now     func() time.Time
 
 	// base is the parent of every request's Context. It is a stdlib
 	// context rather than the fasthttp RequestCtx: deriving from a
@@ -130,7 +152,8 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry)}
+	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), now: time.Now}
+	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, s.now())
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(Request) }
 
@@ -176,6 +199,7 @@ type route struct {
 	roles   []principals.Role
 	h       HandlerFunc
 	m       *routeMetrics
+	limited prometheus.Counter // refused by the rate limit, of the route's group
 }
 
 func (rt *route) allows(role principals.Role) bool {
@@ -198,7 +222,8 @@ func (s *Server) Handle(method, pattern string, roles []principals.Role, h Handl
 	if s.started.Load() {
 		panic("httpapi: Handle after Serve: register every route first")
 	}
-	rt := &route{method: method, pattern: pattern, roles: roles, h: h, m: s.metrics.route(pattern, method)}
+	rt := &route{method: method, pattern: pattern, roles: roles, h: h, m: s.metrics.route(pattern, method),
+		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern))}
 	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
 }
 
@@ -251,7 +276,7 @@ type requestKey struct{}
 // access log and metrics once the response is known.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	r := s.pool.Get().(*Request)
-	r.Ctx, r.s, r.start = ctx, s, time.Now()
+	r.Ctx, r.s, r.start = ctx, s, s.now()
 	r.ID = requestID(ctx)
 	ctx.Response.Header.Set(HeaderRequestID, r.ID)
 	ctx.SetUserValue(requestKey{}, r)
@@ -301,11 +326,24 @@ func (s *Server) accessLog(method []byte, route string, status int, d time.Durat
 		slog.Duration("dur", d), slog.String("reqId", reqID), slog.String("principal", principal))
 }
 
-// run is the per-route middleware: authentication, role check, handler.
+// run is the per-route middleware: rate limit, authentication, role
+// check, handler.
 func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	r, _ := ctx.UserValue(requestKey{}).(*Request)
 	r.route = rt
-	p, ok := s.auth.Authenticate(ctx.Request.Header.Peek(HeaderAPIKey), ctx.Request.Header.Peek(HeaderAPISecret))
+	key := ctx.Request.Header.Peek(HeaderAPIKey)
+	// The limit comes before the secret is verified (issue 9): the
+	// presented key is charged whether or not the secret is right, so
+	// that guessing secrets is as limited as using them and a refused
+	// request costs a hash lookup, not a secret hash. It reuses the
+	// request's start time rather than reading the clock again.
+	if s.limiter != nil {
+		if ok, wait := s.limiter.allowRequest(key, ctx.RemoteIP(), r.start); !ok {
+			s.rateLimited(r, rt, wait)
+			return
+		}
+	}
+	p, ok := s.auth.Authenticate(key, ctx.Request.Header.Peek(HeaderAPISecret))
 	if !ok {
 		// One answer for missing, unknown, wrong and revoked credentials,
 		// so that the response does not tell a prober which keys exist.
