@@ -15,10 +15,12 @@ import (
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	ingestchangerequest "github.com/switchbackhq/switchback/ingest/changerequest"
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/ingest/supplierbooking"
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/changerequest"
 	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/cronreport"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -63,6 +65,13 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	// its singleflight.
 	sh.avail = queryavailability.New(queryavailability.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
 		Publisher: d.producer, Logger: log.With("part", "availability"), Registerer: reg})
+	// One booking-system client per process, likewise (one breaker per
+	// booking system), and one router of holds and bookings over both
+	// kinds of supplier, for the query tier's writes and the process
+	// tier's ticket poller.
+	sh.bookingSystem = bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})
+	sh.suppliers = supplierbooking.NewRouter(supplierbooking.Options{Catalog: sh.catalog, Partner: sh.partner,
+		BookingSystem: sh.bookingSystem, Registerer: reg, Logger: log})
 	for _, tier := range tiers {
 		tlog := log.With("tier", tier)
 		switch tier {
@@ -105,6 +114,8 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Logger:       log,
 		Registry:     reg,
 		Principals:   store,
+		RateLimit:    cfg.RateLimit,
+		RateBurst:    cfg.RateBurst,
 	})
 	admin.Register(srv, store, sh.catalog)
 	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
@@ -112,18 +123,20 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
 	operator.RegisterNotifications(srv, sh.catalog, sh.changes)
+	operator.RegisterCronReports(srv, sh.catalog, sh.cronReports)
 	reseller.Register(srv, sh.catalog)
 	// Availability reads: the 5-minute cache in Redis, refreshed from the
 	// supplier's partner (or the operator's pushes) and published as
 	// snapshots for the availability processor.
 	queryavailability.Register(srv, sh.avail)
 	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
-	// Holds and bookings, forwarded to the supplier's partner; their
-	// states go to TopicHolds/TopicBookings (processors/booking notifies).
+	// Holds and bookings, forwarded to the supplier's partner or booking
+	// system; their states go to TopicHolds/TopicBookings
+	// (processors/booking notifies).
 	querybooking.Register(srv, internalbooking.New(internalbooking.Options{
 		Redis:     d.redis,
 		Publisher: d.producer,
-		Partner:   partner.Suppliers{Client: sh.partner, Catalog: sh.catalog},
+		Partner:   sh.suppliers,
 		Catalog:   sh.catalog,
 		Logger:    log,
 	}))
@@ -224,6 +237,11 @@ type shared struct {
 	partner    *partner.Client
 	avail      *queryavailability.Service
 	changes    *changerequest.Store
+	// bookingSystem is the one booking-system client of the process,
+	// suppliers the one router of holds and bookings.
+	bookingSystem *bookingsystem.Client
+	suppliers     *supplierbooking.Router
+	cronReports   *cronreport.Store
 }
 
 // startShared builds the registry and rebuilds its Redis view from the
@@ -274,8 +292,16 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 		return nil, fmt.Errorf("rebuild the change notifications view from Kafka: %w", err)
 	}
 
+	// The cron reports' view, likewise (the sync worker writes each
+	// report to the topic, then to the view).
+	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
+	if err := reports.Rebuild(ctx, d.brokers); err != nil {
+		return nil, fmt.Errorf("rebuild the cron reports view from Kafka: %w", err)
+	}
+
 	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
-	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes}, nil
+	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
+		cronReports: reports}, nil
 }
 
 // startDispatch runs the webhook dispatcher until shutdown. Its Run commits
@@ -336,7 +362,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 	bookings := internalbooking.New(internalbooking.Options{
 		Redis:     d.redis,
 		Publisher: d.producer,
-		Partner:   partner.Suppliers{Client: sh.partner, Catalog: sh.catalog},
+		Partner:   sh.suppliers,
 		Catalog:   sh.catalog,
 		Source:    "processors/booking",
 		Logger:    log,
@@ -389,7 +415,7 @@ func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ct
 func startIngest(d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
 	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
 		Syncer: ingestchangerequest.Refresher{Catalog: sh.catalog, Partner: sh.avail,
-			BookingSystem: bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})},
+			BookingSystem: sh.bookingSystem},
 		Publisher: d.producer, Logger: log, Registerer: reg})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 }
