@@ -6,7 +6,8 @@
 // Both dialects serve one inventory and one state machine: generated suppliers,
 // products of both availability types, options and availabilities, and
 // bookings and orders with doc 3's state machine (bookings.go). Bearer
-// auth, configurable latency, error rate, change rate, and data that breaks
+// auth, configurable latency, error rate, change rate, deterministic
+// failures of chosen calls (InjectFault, faults.go), and data that breaks
 // doc 3's rules on request (Config.Break). Tests, benchmarks and the demo
 // use it; it is not production code and shares no code with the client
 // (ingest/bookingsystem), so each checks the other.
@@ -121,6 +122,8 @@ type Server struct {
 	rndMu sync.Mutex
 	rnd   *rand.Rand
 	tx    txState
+	// faults armed by InjectFault (faults.go).
+	faults faults
 }
 
 // New returns a server.
@@ -453,6 +456,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if f, ok := s.fault(r); ok {
+		if f.Lost {
+			s.serve(&discard{}, r, cfg, func(int, string, string) {})
+		}
+		fail(f.Status, "INJECTED_FAULT", "injected fault")
+		return
+	}
+	s.serve(w, r, cfg, fail)
+}
+
+// serve routes a request of either dialect.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, cfg Config, fail func(int, string, string)) {
 	if cfg.Dialect == DialectOCTO {
 		s.serveOCTO(w, r, cfg, fail)
 		return

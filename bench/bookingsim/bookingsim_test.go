@@ -116,3 +116,42 @@ func TestServer_HoldTakesVacancies(t *testing.T) {
 		t.Fatalf("vacancies %d → %d, want −2", before, after)
 	}
 }
+
+func TestServer_InjectFault_FailsTheChosenCallsOnly(t *testing.T) {
+	s := bookingsim.New(bookingsim.Config{Clock: func() time.Time { return t0 }})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	s.InjectFault(bookingsim.Fault{Method: "GET", PathSuffix: "/products", Skip: 1, Times: 2, Status: 503})
+	tests := []struct {
+		name, method, path string
+		status             int
+	}{
+		{"first match served (Skip)", "GET", "/suppliers/S1/products", 200},
+		{"other route untouched", "GET", "/suppliers", 200},
+		{"second match fails", "GET", "/suppliers/S2/products", 503},
+		{"third match fails", "GET", "/suppliers/S1/products", 503},
+		{"served again after Times", "GET", "/suppliers/S1/products", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if st, body := do(t, ts.URL+tt.path, tt.method, "", ""); st != tt.status {
+				t.Fatalf("status %d, want %d: %s", st, tt.status, body)
+			}
+		})
+	}
+
+	// Lost: the call is served, its answer replaced.
+	s.InjectFault(bookingsim.Fault{Method: "POST", PathSuffix: "/bookings", Lost: true})
+	const u = "0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b"
+	body := `{"uuid":"` + u + `","channelName":"c","channelId":"6f1c3a52-8a0e-4c55-9d57-2f1b0e7b9a10","productId":"S1-P2","optionId":"S1-P2-O1","availabilityId":"2026-11-23T09:00:00Z","unitItems":[{"unitId":"adult"}],"holdExpirationMinutes":15}`
+	if st, _ := do(t, ts.URL+"/suppliers/S1/bookings", "POST", "", body); st != 500 {
+		t.Fatalf("lost answer: status %d, want 500", st)
+	}
+	if got := s.BookingStatus(u); got != "ON_HOLD" {
+		t.Fatalf("the booking whose answer was lost is %q, want ON_HOLD (made)", got)
+	}
+	s.ClearFaults()
+	if st, _ := do(t, ts.URL+"/suppliers/S1/bookings", "POST", "", body); st != 200 {
+		t.Fatalf("after ClearFaults: status %d, want 200 (a replay)", st)
+	}
+}

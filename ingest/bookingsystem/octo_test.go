@@ -395,7 +395,10 @@ func TestOCTO_UnknownBookingIsNotFound(t *testing.T) {
 		do   func() error
 	}{
 		{"get", func() error { _, err := e.c.GetBooking(ctx, e.conn, "", id); return err }},
-		{"confirm", func() error { _, err := e.c.ConfirmBooking(ctx, e.conn, "", id, bookingsystem.ConfirmRequest{}); return err }},
+		{"confirm", func() error {
+			_, err := e.c.ConfirmBooking(ctx, e.conn, "", id, bookingsystem.ConfirmRequest{})
+			return err
+		}},
 		{"cancel", func() error {
 			_, err := e.c.CancelBooking(ctx, e.conn, "", id, bookingsystem.CancelRequest{Reason: "OTHER"})
 			return err

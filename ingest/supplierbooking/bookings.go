@@ -25,16 +25,19 @@ import (
 // REDEEMED is never produced: doc 3 has no redeemed status.
 
 // createBooking confirms the hold's order (confirmOrder, all its bookings
-// or none, doc 3) with the customer as contact. The booking must use the
-// whole hold: the hold is one order, confirmed whole. A confirmation that
-// fails because a booking's hold has passed (the order REJECTED) is
-// CONFLICT; a PENDING one is accepted (the partner's 202).
+// or none, doc 3; an OCTO hold's bookings one by one, reverted when one
+// fails: octoOrder.confirm) with the customer as contact. The booking must
+// use the whole hold: the hold is one order, confirmed whole. A hold of
+// which a booking lapsed or was rejected can never be confirmed: it is
+// released whole and the booking is CONFLICT, as is a confirmation that
+// fails because a booking's hold has passed (the order REJECTED); a
+// PENDING one is accepted (the partner's 202).
 func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Booking) (schemas.Booking, bool, error) {
 	if b.HoldID == "" {
 		return schemas.Booking{}, false, fmt.Errorf("create booking at %s without a hold: %w", s.sup.ID, ErrNeedsRecord)
 	}
-	orderID := OrderID(b.HoldID)
-	prev, found, err := r.order(ctx, s, orderID)
+	orderID, ord := OrderID(b.HoldID), r.orderOf(s, b.HoldID)
+	prev, found, err := readOrder(ctx, ord)
 	if err != nil {
 		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
 	}
@@ -46,6 +49,7 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	}
 	switch {
 	case prev.Status == bs.OnHold && slices.ContainsFunc(prev.Bookings, func(x bs.Booking) bool { return x.Status != bs.OnHold }):
+		r.compensate(ctx, s, ord, "partial_hold")
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("a booking of hold %s lapsed or was rejected at the supplier; acquire a new hold", b.HoldID), nil, nil)
 	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry after a lost answer
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
@@ -57,9 +61,9 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if ref == "" {
 		ref = b.ID
 	}
-	o, err := r.opts.BookingSystem.ConfirmOrder(ctx, s.conn, s.sup.ID, orderID, bs.ConfirmRequest{ResellerReference: ref, Contact: contactOf(b.Customer)})
+	o, err := ord.confirm(ctx, bs.ConfirmRequest{ResellerReference: ref, Contact: contactOf(b.Customer)})
 	if errors.Is(err, bs.ErrRejected) {
-		return schemas.Booking{}, false, r.confirmRejected(ctx, s, b, prev, err)
+		return schemas.Booking{}, false, r.confirmRejected(ctx, s, ord, b, prev, err)
 	}
 	if err != nil {
 		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
@@ -71,10 +75,10 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 		exp.bookingsAfter = []string{bs.Confirmed, bs.Pending}
 	}
 	if err := checkOrder(o, exp); err != nil {
-		r.compensate(ctx, s, orderID, "refused_confirm")
+		r.compensate(ctx, s, ord, "refused_confirm")
 		return schemas.Booking{}, false, r.refuse("confirmOrder", s, err)
 	}
-	out, err := r.view(ctx, s, b, o)
+	out, err := r.view(ctx, s, ord, b, o)
 	if err != nil {
 		return schemas.Booking{}, false, err
 	}
@@ -83,14 +87,23 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 
 // confirmRejected explains a confirmOrder answered 400: the order is
 // REJECTED when a booking's hold had passed (doc 3: the confirmation
-// fails as REJECTED, nothing is confirmed), which is CONFLICT; any other
-// refusal is BAD_REQUEST.
-func (r *Router) confirmRejected(ctx context.Context, s supplier, b schemas.Booking, prev bs.Order, cause error) error {
+// fails as REJECTED, nothing is confirmed; EXPIRED when the whole order
+// lapsed meanwhile), which is CONFLICT; any other refusal is BAD_REQUEST.
+// A held booking may have been confirmed and the confirmation reverted
+// (doc 3: "changes are discarded or reverted"; an OCTO hold's, always):
+// it may pass through CONFIRMED to CANCELLED.
+func (r *Router) confirmRejected(ctx context.Context, s supplier, ord order, b schemas.Booking, prev bs.Order, cause error) error {
 	orderID := OrderID(b.HoldID)
-	o, found, err := r.order(ctx, s, orderID)
+	o, found, err := readOrder(ctx, ord)
 	if err == nil && found && o.Status != prev.Status {
-		if err := checkOrder(o, orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev),
-			after: []string{bs.Rejected}}); err != nil {
+		reverted := statuses(prev)
+		for u, p := range reverted {
+			if slices.Contains(p, bs.OnHold) {
+				reverted[u] = append(p, bs.Confirmed)
+			}
+		}
+		if err := checkOrder(o, orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: reverted,
+			after: []string{bs.Rejected, bs.Expired}, bookingsAfter: []string{bs.Expired, bs.Rejected, bs.Cancelled}}); err != nil {
 			return r.refuse("confirmOrder", s, err)
 		}
 		return coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected hold %s: a booking's hold had lapsed; nothing was confirmed, acquire a new hold", b.HoldID), nil, cause)
@@ -102,26 +115,26 @@ func (r *Router) confirmRejected(ctx context.Context, s supplier, b schemas.Book
 // recorded status is checked (OPEN: its bookings were CONFIRMED; PENDING:
 // PENDING or CONFIRMED).
 func (r *Router) getBooking(ctx context.Context, s supplier, b schemas.Booking) (schemas.Booking, error) {
-	o, exp, err := r.bookedOrder(ctx, s, b)
+	ord, o, exp, err := r.bookedOrder(ctx, s, b)
 	if err != nil {
 		return schemas.Booking{}, err
 	}
 	if err := checkOrder(o, exp); err != nil {
 		return schemas.Booking{}, r.refuse("getOrder", s, err)
 	}
-	return r.view(ctx, s, b, o)
+	return r.view(ctx, s, ord, b, o)
 }
 
 // bookedOrder reads the order of a recorded booking and what it is
 // checked against.
-func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking) (bs.Order, orderExpect, error) {
+func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking) (order, bs.Order, orderExpect, error) {
 	if b.HoldID == "" {
-		return bs.Order{}, orderExpect{}, fmt.Errorf("booking %s at %s has no hold: %w", b.ID, s.sup.ID, ErrNeedsRecord)
+		return nil, bs.Order{}, orderExpect{}, fmt.Errorf("booking %s at %s has no hold: %w", b.ID, s.sup.ID, ErrNeedsRecord)
 	}
-	orderID := OrderID(b.HoldID)
-	o, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, orderID)
+	orderID, ord := OrderID(b.HoldID), r.orderOf(s, b.HoldID)
+	o, err := ord.read(ctx)
 	if err != nil {
-		return bs.Order{}, orderExpect{}, fmt.Errorf("booking %s: %w", b.ID, err)
+		return nil, bs.Order{}, orderExpect{}, fmt.Errorf("booking %s: %w", b.ID, err)
 	}
 	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{bs.Confirmed}}
 	switch b.Status {
@@ -132,14 +145,14 @@ func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking)
 	case schemas.BookingCancelled:
 		exp.order = prior{bs.Cancelled}
 	}
-	return o, exp, nil
+	return ord, o, exp, nil
 }
 
 // view maps a checked order to the reseller's booking b (see the table
 // above). A confirmed order of which the supplier rejected or cancelled a
 // booking is cancelled whole first (all or nothing); until that succeeds
 // the booking is not reported cancelled.
-func (r *Router) view(ctx context.Context, s supplier, b schemas.Booking, o bs.Order) (schemas.Booking, error) {
+func (r *Router) view(ctx context.Context, s supplier, ord order, b schemas.Booking, o bs.Order) (schemas.Booking, error) {
 	out := b
 	out.Status, out.Tickets, out.Cancelable = "", nil, nil
 	switch o.Status {
@@ -158,8 +171,7 @@ func (r *Router) view(ctx context.Context, s supplier, b schemas.Booking, o bs.O
 		out.Status = schemas.BookingPending
 	case has(bs.Rejected, bs.Cancelled):
 		if has(bs.Confirmed) {
-			c, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, o.ID,
-				bs.CancelRequest{Reason: "SUPPLIER", ReasonDetails: "a booking of the order was rejected or cancelled by the supplier; Switchback cancels the rest (all or nothing)"})
+			c, err := ord.cancel(ctx, compensations["rejected_booking"])
 			result := "ok"
 			if err == nil {
 				err = checkOrder(c, orderExpect{id: o.ID, order: prior{bs.Confirmed}, bookings: statuses(o),
@@ -190,7 +202,7 @@ func (r *Router) view(ctx context.Context, s supplier, b schemas.Booking, o bs.O
 // CONFIRMED → CANCELLED, every booking). A cancelled order is done; a
 // booking still PENDING in it or not cancellable now is CONFLICT.
 func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Booking) error {
-	prev, exp, err := r.bookedOrder(ctx, s, b)
+	ord, prev, exp, err := r.bookedOrder(ctx, s, b)
 	if err != nil {
 		return err
 	}
@@ -209,7 +221,7 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 			return coded("CONFLICT", fmt.Sprintf("booking %s is not cancellable at the supplier now", b.ID), nil, nil)
 		}
 	}
-	o, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, prev.ID, bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "booking cancelled by the reseller"})
+	o, err := ord.cancel(ctx, bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "booking cancelled by the reseller"})
 	if err != nil {
 		return fmt.Errorf("cancel booking %s: %w", b.ID, err)
 	}

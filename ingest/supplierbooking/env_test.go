@@ -57,21 +57,36 @@ type env struct {
 }
 
 // start runs a catalog (real redis-server) with supplier S1 connected to
-// a simulated booking system, its products S1-P1..S1-P4 (P2 and P4
+// a simulated v2 booking system, its products S1-P1..S1-P4 (P2 and P4
 // OPENING_HOURS, so always free; P3 confirms PENDING) with rates = options
 // O1 and O2 bound to channel A, and a Router.
 func start(t *testing.T) *env {
 	t.Helper()
+	return startDialect(t, bs.DialectV2)
+}
+
+// dialects are the booking-system dialects the Router serves.
+var dialects = []string{bs.DialectV2, bs.DialectOCTO}
+
+// startDialect is start with the simulator speaking dialect: for
+// DialectOCTO supplier S1's connection is kind "octo" at the simulator's
+// OCTO endpoint <base>/S1 (the same inventory and state machine).
+func startDialect(t *testing.T, dialect string) *env {
+	t.Helper()
 	e := &env{clock: &clock{}, reg: prometheus.NewRegistry()}
 	e.clock.ns.Store(time.Now().UTC().Truncate(time.Second).UnixNano())
-	e.sim = bookingsim.New(bookingsim.Config{Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40})
+	e.sim = bookingsim.New(bookingsim.Config{Dialect: dialect, Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40})
 	ts := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(ts.Close)
 	e.simURL = ts.URL
+	kind, endpoint := "bookingsystem", ts.URL
+	if dialect == bs.DialectOCTO {
+		kind, endpoint = "octo", ts.URL+"/"+sid
+	}
 	e.Env = catalogtest.Start(t, catalogtest.Options{})
 	body := strings.Replace(catalogtest.SupplierBody(sid, "Sim Tours", "SIM", "k", "s"),
 		`{"kind":"partner","baseUrl":"https://partner.example.com/api/","credentials":{"apiKey":"k","apiSecret":"s"}}`,
-		`{"kind":"bookingsystem","baseUrl":"`+ts.URL+`","credentials":{"bearerToken":"`+simKey+`"}}`, 1)
+		`{"kind":"`+kind+`","baseUrl":"`+endpoint+`","credentials":{"bearerToken":"`+simKey+`"}}`, 1)
 	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Operator, body)
 	for p := 1; p <= 4; p++ {
 		pid := fmt.Sprintf("%s-P%d", sid, p)
@@ -83,7 +98,7 @@ func start(t *testing.T) *env {
 		e.Must(t, 201, "POST", base+"/channels/"+catalogtest.ChannelA, e.Operator, `{"priceAt":"PRICE_AT_SALE"}`)
 	}
 	e.bsc = bs.NewClient(bs.Options{Clock: e.clock.now})
-	e.conn = bs.Connection{Endpoint: ts.URL, APIKey: simKey}
+	e.conn = bs.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
 	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
 		Registerer: e.reg, Logger: e.Logger})
 	return e

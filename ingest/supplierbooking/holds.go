@@ -16,9 +16,10 @@ import (
 )
 
 // createHold makes a hold as one order (doc 3 rules 4 and 5): a
-// createBooking per item, all with OrderID(h.ID), each with
-// BookingUUID(h.ID, i), so a retried hold is the same bookings. All or
-// nothing: when an item fails, the order is cancelled and the error
+// createBooking per item, each with BookingUUID(h.ID, i), so a retried
+// hold is the same bookings; all with OrderID(h.ID) for a v2 booking
+// system, none for an OCTO one (orderOf). All or nothing: when an item
+// fails, the order is cancelled (the bookings made released) and the error
 // returned. The hold answered keeps the reseller's id and items; it
 // expires when the first of the order and its bookings does (doc 3: a
 // booking's utcHoldExpiration MAY differ from the request, and confirmOrder
@@ -27,7 +28,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 	if h.ID == "" || channelID == "" {
 		return schemas.Hold{}, fmt.Errorf("create hold at %s: hold id and channel are required: %w", s.sup.ID, ErrNeedsRecord)
 	}
-	orderID := OrderID(h.ID)
+	orderID, ord := OrderID(h.ID), r.orderOf(s, h.ID)
 	reqs, err := r.holdRequests(ctx, s, channelID, h)
 	if err != nil {
 		return schemas.Hold{}, err
@@ -36,7 +37,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 	// A retry of the hold: the order exists. Its bookings must be this
 	// hold's with the same data (doc 3 rule 4 says the supplier SHOULD
 	// check; we do not rely on it), and it must still be held.
-	prev, found, err := r.order(ctx, s, orderID)
+	prev, found, err := readOrder(ctx, ord)
 	if err != nil {
 		return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, err)
 	}
@@ -78,28 +79,28 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		if !replay {
 			p = prior{New}
 		}
-		got, err := r.opts.BookingSystem.CreateBooking(ctx, s.conn, q)
+		got, err := ord.add(ctx, q)
 		switch {
 		case err != nil && replay && errors.Is(err, bs.ErrRejected):
 			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, err)
 		case err != nil:
-			r.compensate(ctx, s, orderID, "partial_hold")
+			r.compensate(ctx, s, ord, "partial_hold")
 			if errors.Is(err, bs.ErrRejected) {
 				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, err)
 			}
 			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, err)
 		}
 		if err := checkBooking(got, p, []string{bs.OnHold, bs.Rejected}); err != nil {
-			r.compensate(ctx, s, orderID, "partial_hold")
+			r.compensate(ctx, s, ord, "partial_hold")
 			return schemas.Hold{}, r.refuse("createBooking", s, err)
 		}
 		if got.Status == bs.Rejected {
-			r.compensate(ctx, s, orderID, "partial_hold")
+			r.compensate(ctx, s, ord, "partial_hold")
 			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected item %d of the hold (the availability cannot take it); nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, nil)
 		}
 	}
 
-	o, _, err := r.order(ctx, s, orderID)
+	o, err := ord.added(ctx)
 	if err == nil && len(o.Bookings) != len(reqs) {
 		err = &refusal{rule: RulePostcondition, item: "order", id: orderID, to: o.Status}
 	}
@@ -112,7 +113,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 			after: []string{bs.OnHold}, bookingsAfter: []string{bs.OnHold}})
 	}
 	if err != nil {
-		r.compensate(ctx, s, orderID, "partial_hold")
+		r.compensate(ctx, s, ord, "partial_hold")
 		return schemas.Hold{}, r.refuse("getOrder", s, fmt.Errorf("create hold %s: %w", h.ID, err))
 	}
 	out := h
@@ -299,35 +300,31 @@ func isNotFound(err error) bool {
 	return err != nil && errors.As(err, &c) && c.ErrorCode() == "NOT_FOUND"
 }
 
-// order reads an order; found is false when the booking system does not
-// know it (404).
-func (r *Router) order(ctx context.Context, s supplier, orderID string) (bs.Order, bool, error) {
-	o, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, orderID)
-	switch {
-	case errors.Is(err, bs.ErrNotFound):
-		return bs.Order{}, false, nil
-	case err != nil:
-		return bs.Order{}, false, fmt.Errorf("read order %s: %w", orderID, err)
-	}
-	return o, true, nil
+// compensations are the cancellations that keep a hold or booking all or
+// nothing, by reason (the label of
+// switchback_ingest_supplierbooking_compensations_total): the cancel
+// request each sends.
+var compensations = map[string]bs.CancelRequest{
+	"partial_hold":     {Reason: "OTHER", ReasonDetails: "Switchback releases a partially made or partly lapsed hold (all or nothing)"},
+	"refused_confirm":  {Reason: "OTHER", ReasonDetails: "Switchback cancels a confirmation it cannot accept (all or nothing)"},
+	"failed_confirm":   {Reason: "OTHER", ReasonDetails: "a confirmation failed half way; Switchback cancels what it confirmed (all or nothing)"},
+	"rejected_booking": {Reason: "SUPPLIER", ReasonDetails: "a booking of the order was rejected or cancelled by the supplier; Switchback cancels the rest (all or nothing)"},
 }
 
 // compensate cancels an order so that no part of a failed hold or booking
 // stays held or sold (doc 3: order operations are all or nothing; rule 6:
 // cancel order releases an in-progress order). Best effort: a failure is
-// logged and counted; an unconfirmed hold lapses by itself.
-func (r *Router) compensate(ctx context.Context, s supplier, orderID, reason string) {
+// logged and counted; what is still held lapses by itself, but a
+// confirmed booking does not (an OCTO hold's, whose confirmation is ours
+// to undo): the error log and the failed count are the operator's cue.
+func (r *Router) compensate(ctx context.Context, s supplier, ord order, reason string) {
 	ctx = context.WithoutCancel(ctx)
-	cancelReason, details := "OTHER", "Switchback releases a partially made hold (all or nothing)"
-	if reason == "rejected_booking" {
-		cancelReason, details = "SUPPLIER", "a booking of the order was rejected or cancelled by the supplier; Switchback cancels the rest (all or nothing)"
-	}
-	_, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, orderID, bs.CancelRequest{Reason: cancelReason, ReasonDetails: details})
+	_, err := ord.cancel(ctx, compensations[reason])
 	result := "ok"
 	if err != nil && !errors.Is(err, bs.ErrNotFound) { // no order: nothing was held
 		result = "failed"
-		r.log.Error("supplierbooking: cancelling an order to keep it all or nothing failed; its holds lapse by themselves",
-			"supplier", s.sup.ID, "order", orderID, "reason", reason, "err", err)
+		r.log.Error("supplierbooking: cancelling an order to keep it all or nothing failed; what is held lapses by itself, what is confirmed stays",
+			"supplier", s.sup.ID, "dialect", s.conn.Dialect, "hold", ord.hold(), "order", OrderID(ord.hold()), "reason", reason, "err", err)
 	}
 	r.metrics.compensations.WithLabelValues(reason, result).Inc()
 }
@@ -337,7 +334,7 @@ func (r *Router) compensate(ctx context.Context, s supplier, orderID, reason str
 // hold became a booking); EXPIRED, REJECTED, or ON_HOLD with a lapsed
 // booking is EXPIRED.
 func (r *Router) getHold(ctx context.Context, s supplier, id string) (schemas.Hold, error) {
-	o, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, OrderID(id))
+	o, err := r.orderOf(s, id).read(ctx)
 	if err != nil {
 		return schemas.Hold{}, fmt.Errorf("hold %s: %w", id, err)
 	}
@@ -360,8 +357,8 @@ func (r *Router) getHold(ctx context.Context, s supplier, id string) (schemas.Ho
 // An order already over is released; a confirmed one is CONFLICT (its
 // booking is cancelled instead).
 func (r *Router) releaseHold(ctx context.Context, s supplier, id string) error {
-	orderID := OrderID(id)
-	prev, err := r.opts.BookingSystem.GetOrder(ctx, s.conn, s.sup.ID, orderID)
+	orderID, ord := OrderID(id), r.orderOf(s, id)
+	prev, err := ord.read(ctx)
 	if err != nil {
 		return fmt.Errorf("release hold %s: %w", id, err) // 404: internal/booking takes it as released
 	}
@@ -374,8 +371,7 @@ func (r *Router) releaseHold(ctx context.Context, s supplier, id string) error {
 	case bs.Confirmed:
 		return coded("CONFLICT", fmt.Sprintf("hold %s was confirmed into a booking; cancel the booking instead", id), nil, nil)
 	}
-	o, err := r.opts.BookingSystem.CancelOrder(ctx, s.conn, s.sup.ID, orderID,
-		bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "hold released by the reseller"})
+	o, err := ord.cancel(ctx, bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "hold released by the reseller"})
 	if err != nil {
 		return fmt.Errorf("release hold %s: %w", id, err)
 	}

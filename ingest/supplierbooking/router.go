@@ -2,16 +2,20 @@
 // (internal/booking's Partner and OrderPartner) to the supplier's system:
 // partner suppliers (spec doc 2) to ingest/partner.Suppliers, suppliers
 // connected through a booking system (spec doc 3, kinds "bookingsystem"
-// and "octo") to the v2 flow of this package, where a hold is one order
-// of createBooking calls and a booking is that order confirmed.
+// and "octo") to the flow of this package, where a hold is one order of
+// createBooking calls and a booking is that order confirmed. A v2 booking
+// system keeps the order (orderId); core OCTO has no orders, so for an
+// OCTO one the order is the hold's bookings, made, confirmed and
+// cancelled one by one and kept all or nothing here (orders.go: one flow
+// over both, behind the order seam).
 //
 // It owns the mapping between the two (hold ↔ order, booking ↔ confirmed
 // order, statuses), the derived ids (OrderID, BookingUUID), the state
 // machine of doc 3 as tables (BookingTransition, OrderTransition,
-// BookingsAgree) enforced on every answer, and the all-or-nothing
-// compensations (an order is cancelled rather than left half held or
-// half sold). It looks the supplier up in the catalog at every call, so a
-// changed connection applies at once.
+// BookingsAgree, OrderStatusOf) enforced on every answer, and the
+// all-or-nothing compensations (an order is cancelled rather than left
+// half held or half sold). It looks the supplier up in the catalog at
+// every call, so a changed connection applies at once.
 //
 // It must not record anything (internal/booking records holds and
 // bookings), speak HTTP to booking systems itself (ingest/bookingsystem
@@ -44,7 +48,8 @@ type Catalog interface {
 	Channel(ctx context.Context, cid string) (catalog.Channel, error)
 }
 
-// BookingSystem is what the v2 flow calls; *bookingsystem.Client
+// BookingSystem is what the flow calls: orders of a v2 booking system,
+// bookings one by one of an OCTO one (orders.go); *bookingsystem.Client
 // implements it.
 type BookingSystem interface {
 	Products(ctx context.Context, conn bs.Connection, supplierID string, capabilities []string) ([]bs.Product, []bs.Problem, error)
@@ -52,6 +57,9 @@ type BookingSystem interface {
 	GetOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string) (bs.Order, error)
 	ConfirmOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ConfirmRequest) (bs.Order, error)
 	CancelOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.CancelRequest) (bs.Order, error)
+	GetBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string) (bs.Booking, error)
+	ConfirmBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.ConfirmRequest) (bs.Booking, error)
+	CancelBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.CancelRequest) (bs.Booking, error)
 }
 
 // DefaultHoldMinutes is holdExpirationMinutes when no rate of the hold
@@ -322,7 +330,7 @@ func (r *Router) CancelBookingOf(ctx context.Context, sid string, b schemas.Book
 	return r.observe("cancel_booking", func() error { return r.cancelBooking(ctx, s, b) })
 }
 
-// observe times one v2 operation and counts its result.
+// observe times one booking-system operation and counts its result.
 func (r *Router) observe(op string, f func() error) error {
 	start := time.Now()
 	err := f()
@@ -347,7 +355,7 @@ func (r *Router) refuse(op string, s supplier, err error) error {
 	}
 	r.metrics.refused.WithLabelValues(rf.rule).Inc()
 	r.log.Error("supplierbooking: refused a booking-system answer (spec doc 3, States and transitions)",
-		"op", op, "supplier", s.sup.ID, "rule", rf.rule, "item", rf.item, "id", rf.id, "from", orNew(rf.from), "to", rf.to)
+		"op", op, "supplier", s.sup.ID, "dialect", s.conn.Dialect, "rule", rf.rule, "item", rf.item, "id", rf.id, "from", orNew(rf.from), "to", rf.to)
 	return fmt.Errorf("%s at %s: %w: %w", op, s.sup.ID, ErrRefused, err)
 }
 
@@ -375,7 +383,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"rule"}),
 		compensations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_supplierbooking_compensations_total",
-			Help: "Orders cancelled to keep a hold or booking all-or-nothing, by reason (partial_hold, rejected_booking, refused_confirm) and result (ok, failed).",
+			Help: "Orders cancelled to keep a hold or booking all-or-nothing, by reason (partial_hold, rejected_booking, refused_confirm, failed_confirm) and result (ok, failed).",
 		}, []string{"reason", "result"}),
 	}
 	if reg != nil {

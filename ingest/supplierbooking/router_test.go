@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
@@ -17,56 +18,80 @@ import (
 )
 
 func TestCreateHold_RetryWithTheSameIDIsTheSameBookings(t *testing.T) {
-	e := start(t)
-	h := schemas.Hold{ID: "hold-retry", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2), item("S1-P2", 2, e.freeSlot(), 1)}}
-	var first schemas.Hold
-	for attempt := range 3 {
-		got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			h := schemas.Hold{ID: "hold-retry", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2), item("S1-P2", 2, e.freeSlot(), 1)}}
+			var first schemas.Hold
+			for attempt := range 3 {
+				got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
+				if err != nil {
+					t.Fatalf("attempt %d: %v", attempt, err)
+				}
+				if attempt == 0 {
+					first = got
+				}
+				switch {
+				case got.ID != h.ID || got.Status != schemas.HoldActive || len(got.Items) != 2:
+					t.Fatalf("attempt %d: hold %+v", attempt, got)
+				case !got.Expires.Equal(first.Expires) || !got.Expires.Equal(e.clock.now().Add(15*time.Minute)):
+					t.Fatalf("attempt %d: expires %s, want %s (rate holdablePeriod 900 s)", attempt, got.Expires, e.clock.now().Add(15*time.Minute))
+				case e.sim.Bookings() != 2:
+					t.Fatalf("attempt %d: the simulator has %d bookings, want 2 (doc 3 rule 4)", attempt, e.sim.Bookings())
+				}
+			}
+			for _, b := range e.holdBookings(t, h.ID, 2) {
+				switch {
+				case b.Status != bs.OnHold || len(b.UnitItems) == 0 || b.UnitItems[0].UnitID != "adult" ||
+					b.ResellerReference == nil || *b.ResellerReference != h.ID:
+					t.Fatalf("booking %+v: want ON_HOLD, unit adult (the option's first) and the hold id as reference", b)
+				case dialect == bs.DialectV2 && b.ChannelID != ChannelUUID(catalogtest.ChannelA): // OCTO has no channel
+					t.Fatalf("booking %+v: want the channel's uuid", b)
+				}
+			}
+			if dialect == bs.DialectV2 {
+				o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
+				if err != nil || o.Status != bs.OnHold || len(o.Bookings) != 2 {
+					t.Fatalf("order %+v err %v", o, err)
+				}
+			}
+		})
+	}
+}
+
+// holdBookings reads the hold's n bookings at the simulator, by uuid
+// (either dialect).
+func (e *env) holdBookings(t *testing.T, holdID string, n int) []bs.Booking {
+	t.Helper()
+	out := make([]bs.Booking, n)
+	for i := range out {
+		b, err := e.bsc.GetBooking(ctx, e.conn, sid, BookingUUID(holdID, i))
 		if err != nil {
-			t.Fatalf("attempt %d: %v", attempt, err)
+			t.Fatalf("booking %d of %s: %v", i, holdID, err)
 		}
-		if attempt == 0 {
-			first = got
-		}
-		switch {
-		case got.ID != h.ID || got.Status != schemas.HoldActive || len(got.Items) != 2:
-			t.Fatalf("attempt %d: hold %+v", attempt, got)
-		case !got.Expires.Equal(first.Expires) || !got.Expires.Equal(e.clock.now().Add(15*time.Minute)):
-			t.Fatalf("attempt %d: expires %s, want %s (rate holdablePeriod 900 s)", attempt, got.Expires, e.clock.now().Add(15*time.Minute))
-		case e.sim.Bookings() != 2:
-			t.Fatalf("attempt %d: the simulator has %d bookings, want 2 (doc 3 rule 4)", attempt, e.sim.Bookings())
-		}
+		out[i] = b
 	}
-	if st := e.simStatuses(h.ID, 2); !all(st, bs.OnHold) {
-		t.Fatalf("statuses %v", st)
-	}
-	o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-	if err != nil || o.Status != bs.OnHold || len(o.Bookings) != 2 {
-		t.Fatalf("order %+v err %v", o, err)
-	}
-	for _, b := range o.Bookings {
-		if len(b.UnitItems) == 0 || b.UnitItems[0].UnitID != "adult" || b.ChannelID != ChannelUUID(catalogtest.ChannelA) ||
-			b.ResellerReference == nil || *b.ResellerReference != h.ID {
-			t.Fatalf("booking %+v: want unit adult (the option's first), the channel's uuid and the hold id as reference", b)
-		}
-	}
+	return out
 }
 
 func TestCreateHold_SameIDWithOtherDataIsBadRequestAndKeepsTheFirst(t *testing.T) {
 	tests := []struct {
 		name    string
+		dialect string
 		channel string
 		qty     int
 	}{
 		// Switchback sees the difference itself (doc 3 rule 4: the
 		// supplier only SHOULD check).
-		{"other quantity", catalogtest.ChannelA, 3},
-		// Only the booking system sees it: its 400 surfaces as BAD_REQUEST.
-		{"other channel", catalogtest.ChannelB, 2},
+		{"other quantity", bs.DialectV2, catalogtest.ChannelA, 3},
+		{"other quantity", bs.DialectOCTO, catalogtest.ChannelA, 3},
+		// Only the booking system sees it: its 400 surfaces as
+		// BAD_REQUEST. (OCTO bookings name no channel.)
+		{"other channel", bs.DialectV2, catalogtest.ChannelB, 2},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := start(t)
+		t.Run(tt.dialect+"/"+tt.name, func(t *testing.T) {
+			e := startDialect(t, tt.dialect)
 			h := schemas.Hold{ID: "hold-1", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2)}}
 			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
 				t.Fatal(err)
@@ -85,46 +110,71 @@ func TestCreateHold_SameIDWithOtherDataIsBadRequestAndKeepsTheFirst(t *testing.T
 }
 
 func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
+	// The second createBooking of the hold, either dialect.
+	secondCreate := bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/bookings", Skip: 1, Times: 1}
+	lost := secondCreate
+	lost.Lost = true
 	tests := []struct {
-		name     string
-		second   func(e *env, t *testing.T) schemas.HoldItem
-		wantCode string
+		name       string
+		second     func(e *env, t *testing.T) schemas.HoldItem
+		fault      *bookingsim.Fault
+		wantCode   string
+		wantSecond string // the second booking at the simulator afterwards ("" none)
 	}{
 		{"second item rejected: more units than vacancies", func(e *env, t *testing.T) schemas.HoldItem {
 			slot, v := e.slotWithRoom(t, "S1-P1", "S1-P1-O1", 1)
 			return item("S1-P1", 1, slot, v+1)
-		}, "CONFLICT"},
+		}, nil, "CONFLICT", bs.Rejected},
 		{"second item refused: unknown availability", func(e *env, _ *testing.T) schemas.HoldItem {
 			return item("S1-P2", 2, "no-such-availability", 1)
-		}, "BAD_REQUEST"},
+		}, nil, "BAD_REQUEST", ""},
+		{"second createBooking fails", func(e *env, _ *testing.T) schemas.HoldItem {
+			return item("S1-P2", 2, e.freeSlot(), 1)
+		}, &secondCreate, "UNAVAILABLE", ""},
+		// The booking system made it: the compensation releases it too.
+		{"second createBooking made but its answer lost", func(e *env, _ *testing.T) schemas.HoldItem {
+			return item("S1-P2", 2, e.freeSlot(), 1)
+		}, &lost, "UNAVAILABLE", bs.Expired},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := start(t)
-			h := schemas.Hold{ID: "hold-aon", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2), tt.second(e, t)}}
-			_, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
-			if codeOf(err) != tt.wantCode {
-				t.Fatalf("err = %v (code %q), want %s", err, codeOf(err), tt.wantCode)
-			}
-			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Expired {
-				t.Fatalf("first item is %s at the simulator, want EXPIRED (no partial hold left)", st)
-			}
-			o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-			if err != nil || o.Status != bs.Expired {
-				t.Fatalf("order %+v err %v, want EXPIRED", o, err)
-			}
-			if got := counter(e.router.metrics.compensations.WithLabelValues("partial_hold", "ok")); got != 1 {
-				t.Fatalf("compensations = %v, want 1", got)
-			}
-		})
+	for _, dialect := range dialects {
+		for _, tt := range tests {
+			t.Run(dialect+"/"+tt.name, func(t *testing.T) {
+				e := startDialect(t, dialect)
+				h := schemas.Hold{ID: "hold-aon", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2), tt.second(e, t)}}
+				if tt.fault != nil {
+					e.sim.InjectFault(*tt.fault)
+				}
+				_, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
+				if codeOf(err) != tt.wantCode {
+					t.Fatalf("err = %v (code %q), want %s", err, codeOf(err), tt.wantCode)
+				}
+				if st := e.simStatuses(h.ID, 2); st[0] != bs.Expired || st[1] != tt.wantSecond {
+					t.Fatalf("simulator statuses %q, want EXPIRED and %q (no partial hold left)", st, tt.wantSecond)
+				}
+				if dialect == bs.DialectV2 {
+					o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
+					if err != nil || o.Status != bs.Expired {
+						t.Fatalf("order %+v err %v, want EXPIRED", o, err)
+					}
+				}
+				if got := counter(e.router.metrics.compensations.WithLabelValues("partial_hold", "ok")); got != 1 {
+					t.Fatalf("compensations = %v, want 1", got)
+				}
+			})
+		}
 	}
 }
 
-// orderWithHolds makes the order a hold of items would have made, each
-// booking with its own holdExpirationMinutes: a booking system MAY give a
-// booking another utcHoldExpiration than asked (doc 3).
+// orderWithHolds makes the bookings a hold of items would have made, each
+// with its own holdExpirationMinutes: a booking system MAY give a booking
+// another utcHoldExpiration than asked (doc 3). In one order for a v2
+// booking system, standing alone for an OCTO one.
 func (e *env) orderWithHolds(t *testing.T, h schemas.Hold, minutes []int) {
 	t.Helper()
+	orderID := OrderID(h.ID)
+	if e.conn.Dialect == bs.DialectOCTO {
+		orderID = ""
+	}
 	for i, it := range h.Items {
 		units := make([]bs.UnitItem, it.Quantity)
 		for k := range units {
@@ -132,7 +182,7 @@ func (e *env) orderWithHolds(t *testing.T, h schemas.Hold, minutes []int) {
 		}
 		_, err := e.bsc.CreateBooking(ctx, e.conn, bs.BookingRequest{SupplierID: sid, UUID: BookingUUID(h.ID, i), ChannelName: "Channel A",
 			ChannelID: ChannelUUID(catalogtest.ChannelA), ProductID: it.ProductID, OptionID: it.RateID,
-			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: units, HoldExpirationMinutes: minutes[i], OrderID: OrderID(h.ID)})
+			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: units, HoldExpirationMinutes: minutes[i], OrderID: orderID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,49 +197,60 @@ func TestCreateBooking_ConfirmFailsWholeWhenOneBookingsHoldLapsed(t *testing.T) 
 		wantStatus string // of every booking at the simulator
 	}{
 		{"every hold current: all confirmed", 0, "", bs.Confirmed},
-		{"second booking's hold lapsed: order rejected, nothing confirmed", 2 * time.Minute, "CONFLICT", bs.Expired},
+		// v2: confirmOrder fails, the order REJECTED. OCTO: the lapsed
+		// booking is seen first; the hold can never be confirmed and is
+		// released whole.
+		{"second booking's hold lapsed: nothing confirmed, nothing held", 2 * time.Minute, "CONFLICT", bs.Expired},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := start(t)
-			h := schemas.Hold{ID: "hold-lapse", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 2)}}
-			e.orderWithHolds(t, h, []int{15, 1})
-			e.clock.add(tt.wait)
-			got, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-1", h), "req")
-			if codeOf(err) != tt.wantCode {
-				t.Fatalf("err = %v (code %q), want %q", err, codeOf(err), tt.wantCode)
-			}
-			if st := e.simStatuses(h.ID, 2); !all(st, tt.wantStatus) {
-				t.Fatalf("simulator statuses %v, want all %s", st, tt.wantStatus)
-			}
-			if tt.wantCode != "" {
-				o, _ := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-				if o.Status != bs.Rejected || !strings.Contains(err.Error(), "nothing was confirmed") {
-					t.Fatalf("order %s, err %v; want REJECTED and a clear message", o.Status, err)
+	for _, dialect := range dialects {
+		for _, tt := range tests {
+			t.Run(dialect+"/"+tt.name, func(t *testing.T) {
+				e := startDialect(t, dialect)
+				h := schemas.Hold{ID: "hold-lapse", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 2)}}
+				e.orderWithHolds(t, h, []int{15, 1})
+				e.clock.add(tt.wait)
+				got, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-1", h), "req")
+				if codeOf(err) != tt.wantCode {
+					t.Fatalf("err = %v (code %q), want %q", err, codeOf(err), tt.wantCode)
 				}
-				return
-			}
-			if accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != 2 || got.Cancelable == nil || !*got.Cancelable {
-				t.Fatalf("booking %+v accepted %v", got, accepted)
-			}
-		})
+				if st := e.simStatuses(h.ID, 2); !all(st, tt.wantStatus) {
+					t.Fatalf("simulator statuses %v, want all %s", st, tt.wantStatus)
+				}
+				if tt.wantCode != "" {
+					if dialect == bs.DialectV2 {
+						o, _ := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
+						if o.Status != bs.Rejected || !strings.Contains(err.Error(), "nothing was confirmed") {
+							t.Fatalf("order %s, err %v; want REJECTED and a clear message", o.Status, err)
+						}
+					}
+					return
+				}
+				if accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != 2 || got.Cancelable == nil || !*got.Cancelable {
+					t.Fatalf("booking %+v accepted %v", got, accepted)
+				}
+			})
+		}
 	}
 }
 
 func TestCreateBooking_MustBookTheWholeHold(t *testing.T) {
-	e := start(t)
-	h := schemas.Hold{ID: "hold-part", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2)}}
-	if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
-		t.Fatal(err)
-	}
-	b := bookingFor("bk-part", h)
-	b.Items[0].Quantity = 1
-	_, _, err := e.router.CreateBooking(ctx, sid, b, "req")
-	if codeOf(err) != "INVALID_FIELD" {
-		t.Fatalf("err = %v, want INVALID_FIELD", err)
-	}
-	if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.OnHold {
-		t.Fatalf("booking is %s, want still ON_HOLD (nothing confirmed)", st)
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			h := schemas.Hold{ID: "hold-part", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2)}}
+			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+				t.Fatal(err)
+			}
+			b := bookingFor("bk-part", h)
+			b.Items[0].Quantity = 1
+			_, _, err := e.router.CreateBooking(ctx, sid, b, "req")
+			if codeOf(err) != "INVALID_FIELD" {
+				t.Fatalf("err = %v, want INVALID_FIELD", err)
+			}
+			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.OnHold {
+				t.Fatalf("booking is %s, want still ON_HOLD (nothing confirmed)", st)
+			}
+		})
 	}
 }
 
@@ -216,26 +277,35 @@ func TestRouter_RefusesAnswersOutsideDocThree(t *testing.T) {
 			return m
 		}
 	}
+	const holdID = "hold-bad"
+	release := func(e *env, h schemas.Hold) error { return e.router.ReleaseHold(ctx, sid, h.ID, "req") }
+	read := func(e *env, h schemas.Hold) error { _, err := e.router.GetHold(ctx, sid, h.ID, "req"); return err }
 	tests := []struct {
 		name     string
+		dialect  string
 		spoil    rewriter
 		call     func(e *env, h schemas.Hold) error
 		wantRule string
 	}{
-		{"confirm leaves a booking on hold", setStatus("/confirm", http.MethodPost, "", "", bs.OnHold),
+		{"confirm leaves a booking on hold", bs.DialectV2, setStatus("/confirm", http.MethodPost, "", "", bs.OnHold),
 			func(e *env, h schemas.Hold) error {
 				_, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk", h), "req")
 				return err
 			}, RuleDisagree},
-		{"release answers a held order CANCELLED", setStatus("", http.MethodDelete, bs.Cancelled, bs.Cancelled, bs.Cancelled),
-			func(e *env, h schemas.Hold) error { return e.router.ReleaseHold(ctx, sid, h.ID, "req") }, RuleTransition},
-		{"an order confirmed behind our back answers a hold read", setStatus("", http.MethodGet, bs.Confirmed, bs.OnHold, bs.OnHold),
-			func(e *env, h schemas.Hold) error { _, err := e.router.GetHold(ctx, sid, h.ID, "req"); return err }, RuleDisagree},
+		{"release answers a held order CANCELLED", bs.DialectV2, setStatus("", http.MethodDelete, bs.Cancelled, bs.Cancelled, bs.Cancelled),
+			release, RuleTransition},
+		{"an order confirmed behind our back answers a hold read", bs.DialectV2, setStatus("", http.MethodGet, bs.Confirmed, bs.OnHold, bs.OnHold),
+			read, RuleDisagree},
+		// OCTO: the same tables over the hold's bookings seen as one order.
+		{"release answers held bookings CANCELLED", bs.DialectOCTO, setStatus("/cancel", http.MethodPost, bs.Cancelled),
+			release, RuleTransition},
+		{"a booking confirmed behind our back answers a hold read", bs.DialectOCTO, setStatus(BookingUUID(holdID, 0), http.MethodGet, bs.Confirmed),
+			read, RuleDisagree},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := start(t)
-			h := schemas.Hold{ID: "hold-bad", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 1)}}
+		t.Run(tt.dialect+"/"+tt.name, func(t *testing.T) {
+			e := startDialect(t, tt.dialect)
+			h := schemas.Hold{ID: holdID, Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 1)}}
 			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
 				t.Fatal(err)
 			}
@@ -316,5 +386,104 @@ func TestDerivedIDs_StableAndDistinct(t *testing.T) {
 	}
 	if u := "0b0e8c59-4a36-4f3e-9d7b-2f1b1e0c6a11"; ChannelUUID(u) != u {
 		t.Fatal("a channel id that is a UUID is not kept")
+	}
+}
+
+// holdOfThree holds one unit of three free options of the simulator.
+func (e *env) holdOfThree(t *testing.T, id string) schemas.Hold {
+	t.Helper()
+	h := schemas.Hold{ID: id, Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 1),
+		item("S1-P4", 1, e.freeSlot(), 1)}}
+	if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// An OCTO hold is confirmed booking by booking: a failure half way cancels
+// what was confirmed and releases the rest (doc 3: the order fails whole).
+func TestCreateBooking_OCTOConfirmationFailingHalfWayLeavesNothingHeldOrSold(t *testing.T) {
+	secondConfirm := bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/confirm", Skip: 1, Times: 1}
+	tests := []struct {
+		name     string
+		status   int
+		lost     bool
+		wantCode string
+		want     []string // the three bookings at the simulator afterwards
+	}{
+		{"second confirmation refused", http.StatusBadRequest, false, "CONFLICT", []string{bs.Cancelled, bs.Expired, bs.Expired}},
+		{"second confirmation fails", http.StatusServiceUnavailable, false, "UNAVAILABLE", []string{bs.Cancelled, bs.Expired, bs.Expired}},
+		{"second confirmation made but its answer lost", http.StatusInternalServerError, true, "UNAVAILABLE", []string{bs.Cancelled, bs.Cancelled, bs.Expired}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startDialect(t, bs.DialectOCTO)
+			h := e.holdOfThree(t, "hold-half")
+			f := secondConfirm
+			f.Status, f.Lost = tt.status, tt.lost
+			e.sim.InjectFault(f)
+			_, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-half", h), "req")
+			if codeOf(err) != tt.wantCode {
+				t.Fatalf("err = %v (code %q), want %s", err, codeOf(err), tt.wantCode)
+			}
+			if st := e.simStatuses(h.ID, 3); !slices.Equal(st, tt.want) {
+				t.Fatalf("simulator statuses %v, want %v", st, tt.want)
+			}
+			if got := counter(e.router.metrics.compensations.WithLabelValues("failed_confirm", "ok")); got != 1 {
+				t.Fatalf("compensations{failed_confirm, ok} = %v, want 1", got)
+			}
+			// The hold is over: read EXPIRED, and a retry of the booking
+			// confirms nothing.
+			if got, err := e.router.GetHold(ctx, sid, h.ID, "req"); err != nil || got.Status != schemas.HoldExpired {
+				t.Fatalf("hold %+v err %v, want EXPIRED", got, err)
+			}
+			if _, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-half", h), "req"); codeOf(err) != "CONFLICT" {
+				t.Fatalf("retry: %v, want CONFLICT", err)
+			}
+			if st := e.simStatuses(h.ID, 3); !slices.Equal(st, tt.want) {
+				t.Fatalf("after the retry: %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+// Releasing or cancelling an OCTO hold moves its bookings one by one: a
+// failure half way fails the call, and the retry finishes the job.
+func TestCancel_OCTOFailingHalfWayIsFinishedByTheRetry(t *testing.T) {
+	tests := []struct {
+		name  string
+		book  bool // book the hold and cancel the booking; else release the hold
+		first []string
+		want  string
+	}{
+		{"release hold", false, []string{bs.Expired, bs.OnHold, bs.Expired}, bs.Expired},
+		{"cancel booking", true, []string{bs.Cancelled, bs.Confirmed, bs.Cancelled}, bs.Cancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startDialect(t, bs.DialectOCTO)
+			h := e.holdOfThree(t, "hold-cancel")
+			op := func() error { return e.router.ReleaseHold(ctx, sid, h.ID, "req") }
+			if tt.book {
+				b, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-cancel", h), "req")
+				if err != nil || b.Status != schemas.BookingOpen {
+					t.Fatalf("booking %+v err %v", b, err)
+				}
+				op = func() error { return e.router.CancelBookingOf(ctx, sid, b, "req") }
+			}
+			e.sim.InjectFault(bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/cancel", Skip: 1, Times: 1, Status: http.StatusServiceUnavailable})
+			if err := op(); codeOf(err) != "UNAVAILABLE" {
+				t.Fatalf("first call: %v, want UNAVAILABLE", err)
+			}
+			if st := e.simStatuses(h.ID, 3); !slices.Equal(st, tt.first) {
+				t.Fatalf("after the failure: %v, want %v (the others were still moved)", st, tt.first)
+			}
+			if err := op(); err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if st := e.simStatuses(h.ID, 3); !all(st, tt.want) {
+				t.Fatalf("after the retry: %v, want all %s", st, tt.want)
+			}
+		})
 	}
 }

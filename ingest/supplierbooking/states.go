@@ -58,14 +58,48 @@ func OrderTransition(from, to string) bool { return orderMoves[move{from, to}] }
 // may be PENDING, and later REJECTED or CANCELLED one by one: the
 // supplier's decision and a supplier-initiated cancellation are booking
 // moves); a CANCELLED or EXPIRED one nothing held, pending or confirmed; a
-// REJECTED one (failed confirmOrder, changes reverted) nothing confirmed.
-// REJECTED bookings never held anything and may sit in any order.
+// REJECTED one (failed confirmOrder, "any changes are discarded or
+// reverted") nothing confirmed: a reverted confirmation is CANCELLED, the
+// only move out of CONFIRMED (what an OCTO hold's confirmation that failed
+// half way leaves, see OrderStatusOf). REJECTED bookings never held
+// anything and may sit in any order.
 var orderBookings = map[string][]string{
 	bs.OnHold:    {bs.OnHold, bs.Expired, bs.Rejected},
 	bs.Confirmed: {bs.Confirmed, bs.Pending, bs.Rejected, bs.Cancelled},
 	bs.Cancelled: {bs.Cancelled, bs.Rejected},
 	bs.Expired:   {bs.Expired, bs.Rejected},
-	bs.Rejected:  {bs.OnHold, bs.Expired, bs.Rejected},
+	bs.Rejected:  {bs.OnHold, bs.Expired, bs.Rejected, bs.Cancelled},
+}
+
+// OrderStatusOf is the status of bookings seen as one order, for a
+// booking system without orders (OCTO: a hold's bookings, octoOrder), in
+// this order of precedence:
+//
+//	one CONFIRMED or PENDING            → CONFIRMED (the confirmation happened)
+//	one ON_HOLD                         → ON_HOLD
+//	CANCELLED ones beside EXPIRED ones  → REJECTED (a confirmation that failed half way, reverted)
+//	CANCELLED ones                      → CANCELLED
+//	otherwise (EXPIRED, REJECTED)       → EXPIRED (lapsed or released)
+//
+// A mix that all or nothing forbids (a confirmed booking beside a held or
+// lapsed one: a confirmation still running, or one whose revert failed)
+// is CONFIRMED, and BookingsAgree refuses it like any order of a v2
+// booking system whose bookings disagree.
+func OrderStatusOf(bookings []bs.Booking) string {
+	has := func(sts ...string) bool {
+		return slices.ContainsFunc(bookings, func(b bs.Booking) bool { return slices.Contains(sts, b.Status) })
+	}
+	switch {
+	case has(bs.Confirmed, bs.Pending):
+		return bs.Confirmed
+	case has(bs.OnHold):
+		return bs.OnHold
+	case has(bs.Cancelled) && has(bs.Expired):
+		return bs.Rejected
+	case has(bs.Cancelled):
+		return bs.Cancelled
+	}
+	return bs.Expired
 }
 
 // BookingsAgree reports whether a booking of an order may have status

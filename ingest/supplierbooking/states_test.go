@@ -99,6 +99,7 @@ func TestBookingsAgree_AllOrNothing(t *testing.T) {
 		{bs.Expired, bs.Expired, true},
 		{bs.Expired, bs.OnHold, false},
 		{bs.Rejected, bs.Expired, true},
+		{bs.Rejected, bs.Cancelled, true}, // a confirmation reverted ("discarded or reverted")
 		{bs.Rejected, bs.Confirmed, false},
 		{bs.Rejected, bs.Pending, false},
 	}
@@ -106,6 +107,45 @@ func TestBookingsAgree_AllOrNothing(t *testing.T) {
 		t.Run(tt.order+" holds "+tt.booking, func(t *testing.T) {
 			if got := BookingsAgree(tt.order, tt.booking); got != tt.want {
 				t.Errorf("BookingsAgree(%q, %q) = %v, want %v", tt.order, tt.booking, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOrderStatusOf_OCTOBookingsAsOneOrder(t *testing.T) {
+	tests := []struct {
+		name     string
+		bookings []string
+		want     string
+		agree    bool // BookingsAgree for every booking
+	}{
+		{"all held", []string{bs.OnHold, bs.OnHold}, bs.OnHold, true},
+		{"one lapsed", []string{bs.OnHold, bs.Expired}, bs.OnHold, true},
+		{"all released or lapsed", []string{bs.Expired, bs.Expired}, bs.Expired, true},
+		{"rejected at creation", []string{bs.Rejected}, bs.Expired, true},
+		{"all confirmed", []string{bs.Confirmed, bs.Confirmed}, bs.Confirmed, true},
+		{"confirmed, one pending", []string{bs.Confirmed, bs.Pending}, bs.Confirmed, true},
+		{"pending one rejected by the supplier", []string{bs.Confirmed, bs.Rejected}, bs.Confirmed, true},
+		{"all cancelled", []string{bs.Cancelled, bs.Cancelled}, bs.Cancelled, true},
+		{"cancelled beside a rejected one", []string{bs.Cancelled, bs.Rejected}, bs.Cancelled, true},
+		{"confirmation failed half way, reverted", []string{bs.Cancelled, bs.Expired, bs.Expired}, bs.Rejected, true},
+		// What all or nothing forbids: refused, never mapped.
+		{"confirmed beside a held one", []string{bs.Confirmed, bs.OnHold}, bs.Confirmed, false},
+		{"confirmed beside a lapsed one", []string{bs.Confirmed, bs.Expired}, bs.Confirmed, false},
+		{"cancelled beside a held one", []string{bs.Cancelled, bs.OnHold}, bs.OnHold, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var bks []bs.Booking
+			for _, st := range tt.bookings {
+				bks = append(bks, bs.Booking{Status: st})
+			}
+			got, agree := OrderStatusOf(bks), true
+			for _, b := range bks {
+				agree = agree && BookingsAgree(got, b.Status)
+			}
+			if got != tt.want || agree != tt.agree {
+				t.Fatalf("OrderStatusOf(%v) = %s (agree %v), want %s (agree %v)", tt.bookings, got, agree, tt.want, tt.agree)
 			}
 		})
 	}

@@ -1,0 +1,248 @@
+package supplierbooking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/booking"
+)
+
+// order is the bookings of one hold at a booking system, read and moved
+// as one: doc 3's order OrderID(hold) for a v2 booking system (v2Order),
+// or, since core OCTO has no orders, the hold's bookings BookingUUID(hold,
+// i) one by one for an OCTO one (octoOrder). The flows of holds.go and
+// bookings.go speak only to it, so both dialects get the same state
+// machine checks (states.go) and the same compensations; every answer is
+// a bs.Order (an OCTO one aggregated by OrderStatusOf).
+type order interface {
+	// hold is the hold id the order belongs to.
+	hold() string
+	// read is the order now; an error matching bs.ErrNotFound when none
+	// of it exists.
+	read(ctx context.Context) (bs.Order, error)
+	// add is createBooking of one booking of the order.
+	add(ctx context.Context, q bs.BookingRequest) (bs.Booking, error)
+	// added is the order as the adds left it.
+	added(ctx context.Context) (bs.Order, error)
+	// confirm confirms every booking or none (doc 3: confirmOrder; an
+	// order operation that fails on a booking fails whole).
+	confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error)
+	// cancel releases the held bookings and cancels the confirmed ones
+	// (doc 3 rule 6: cancelOrder).
+	cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error)
+}
+
+// orderOf is the order of hold holdID at the supplier's booking system,
+// for one operation (an octoOrder remembers what it has seen).
+func (r *Router) orderOf(s supplier, holdID string) order {
+	if s.conn.Dialect == bs.DialectOCTO {
+		return &octoOrder{r: r, s: s, holdID: holdID, last: map[string]bs.Booking{}}
+	}
+	return v2Order{sys: r.opts.BookingSystem, s: s, holdID: holdID}
+}
+
+// readOrder reads ord; found is false when none of it exists.
+func readOrder(ctx context.Context, ord order) (o bs.Order, found bool, err error) {
+	o, err = ord.read(ctx)
+	switch {
+	case errors.Is(err, bs.ErrNotFound):
+		return bs.Order{}, false, nil
+	case err != nil:
+		return bs.Order{}, false, fmt.Errorf("read the order of hold %s: %w", ord.hold(), err)
+	}
+	return o, true, nil
+}
+
+// v2Order is doc 3's order: the booking system moves its bookings as one.
+type v2Order struct {
+	sys    BookingSystem
+	s      supplier
+	holdID string
+}
+
+func (o v2Order) hold() string { return o.holdID }
+func (o v2Order) id() string   { return OrderID(o.holdID) }
+
+func (o v2Order) read(ctx context.Context) (bs.Order, error) {
+	return o.sys.GetOrder(ctx, o.s.conn, o.s.sup.ID, o.id())
+}
+
+func (o v2Order) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, error) {
+	return o.sys.CreateBooking(ctx, o.s.conn, q)
+}
+
+// added reads the order again; none is an empty order (refused by the
+// caller: it must hold every booking).
+func (o v2Order) added(ctx context.Context) (bs.Order, error) {
+	got, err := o.read(ctx)
+	if errors.Is(err, bs.ErrNotFound) {
+		return bs.Order{ID: o.id()}, nil
+	}
+	return got, err
+}
+
+func (o v2Order) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
+	return o.sys.ConfirmOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
+}
+
+func (o v2Order) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
+	return o.sys.CancelOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
+}
+
+// octoOrder is a hold's bookings at an OCTO booking system, created
+// without orderId and moved one by one; Switchback keeps them all or
+// nothing. A hold's items are created in index order and the hold stops
+// at the first failure, so its bookings are BookingUUID(hold, 0..n-1):
+// read asks for them until the first unknown uuid (n+1 reads, at most
+// booking.MaxItems). confirm and cancel act on the bookings last read or
+// added (read first when there are none). Not safe for concurrent use:
+// one per operation.
+type octoOrder struct {
+	r      *Router
+	s      supplier
+	holdID string
+	// uuids are the bookings read or tried (an add whose answer was lost
+	// may have made one), in item order; last is the latest answer of
+	// each by uuid (lower case): a tried one without answer is unknown.
+	uuids []string
+	last  map[string]bs.Booking
+}
+
+func (o *octoOrder) hold() string { return o.holdID }
+
+func (o *octoOrder) track(u string) {
+	u = strings.ToLower(u)
+	for _, x := range o.uuids {
+		if x == u {
+			return
+		}
+	}
+	o.uuids = append(o.uuids, u)
+}
+
+func (o *octoOrder) note(b bs.Booking) {
+	u := strings.ToLower(b.UUID)
+	o.track(u)
+	o.last[u] = b
+}
+
+// known reads the bookings when none is known yet.
+func (o *octoOrder) known(ctx context.Context) error {
+	if len(o.uuids) > 0 {
+		return nil
+	}
+	_, err := o.read(ctx)
+	return err
+}
+
+func (o *octoOrder) read(ctx context.Context) (bs.Order, error) {
+	o.uuids, o.last = nil, map[string]bs.Booking{}
+	for i := range booking.MaxItems {
+		b, err := o.r.opts.BookingSystem.GetBooking(ctx, o.s.conn, o.s.sup.ID, BookingUUID(o.holdID, i))
+		if errors.Is(err, bs.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return bs.Order{}, fmt.Errorf("read booking %d of hold %s: %w", i, o.holdID, err)
+		}
+		o.note(b)
+	}
+	if len(o.uuids) == 0 {
+		return bs.Order{}, fmt.Errorf("hold %s has no booking: %w", o.holdID, bs.ErrNotFound)
+	}
+	return o.order(), nil
+}
+
+// add creates the booking without orderId (core OCTO has none).
+func (o *octoOrder) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, error) {
+	q.OrderID = ""
+	o.track(q.UUID)
+	b, err := o.r.opts.BookingSystem.CreateBooking(ctx, o.s.conn, q)
+	if err == nil {
+		o.note(b)
+	}
+	return b, err
+}
+
+// added is the adds' answers: they are the bookings as they are now.
+func (o *octoOrder) added(context.Context) (bs.Order, error) { return o.order(), nil }
+
+// confirm confirms the bookings one by one (those already confirmed or
+// pending are a retry's and left alone). When one fails, the order fails
+// whole, as doc 3's confirmOrder: what was confirmed is cancelled and
+// what is held released (compensate, reason failed_confirm), then the
+// error is returned; a following read shows REJECTED (or EXPIRED).
+func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
+	if err := o.known(ctx); err != nil {
+		return bs.Order{}, err
+	}
+	for _, u := range o.uuids {
+		if b, ok := o.last[u]; ok && (b.Status == bs.Confirmed || b.Status == bs.Pending) {
+			continue
+		}
+		b, err := o.r.opts.BookingSystem.ConfirmBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
+		if err != nil {
+			o.r.compensate(ctx, o.s, o, "failed_confirm")
+			return bs.Order{}, fmt.Errorf("confirm booking %d of hold %s: %w", itemOf(o.holdID, u, len(o.uuids)), o.holdID, err)
+		}
+		o.note(b)
+	}
+	return o.order(), nil
+}
+
+// cancel cancels every booking that holds or sells something (ON_HOLD →
+// EXPIRED, CONFIRMED → CANCELLED, and any whose state is unknown), going
+// on past failures so that as little as possible stays held or sold. A
+// PENDING booking cannot be cancelled (doc 3 lists no such move): it is
+// an error, left to the supplier's decision.
+func (o *octoOrder) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
+	if err := o.known(ctx); err != nil {
+		return bs.Order{}, err
+	}
+	var failed []error
+	for _, u := range o.uuids {
+		b, known := o.last[u]
+		switch {
+		case known && b.Status == bs.Pending:
+			failed = append(failed, fmt.Errorf("booking %s awaits the supplier's decision and cannot be cancelled (spec doc 3)", u))
+			continue
+		case known && b.Status != bs.OnHold && b.Status != bs.Confirmed:
+			continue // EXPIRED, REJECTED, CANCELLED: nothing held or sold
+		}
+		got, err := o.r.opts.BookingSystem.CancelBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
+		switch {
+		case errors.Is(err, bs.ErrNotFound) && !known: // an add that made nothing
+		case err != nil:
+			failed = append(failed, fmt.Errorf("cancel booking %s: %w", u, err))
+		default:
+			o.note(got)
+		}
+	}
+	if len(failed) > 0 {
+		return bs.Order{}, fmt.Errorf("hold %s: %d of %d bookings not cancelled: %w", o.holdID, len(failed), len(o.uuids), failed[0])
+	}
+	return o.order(), nil
+}
+
+// order is the known bookings as one order: OrderID(hold), the status
+// OrderStatusOf them, utcExpiresAt the first hold of a held one.
+func (o *octoOrder) order() bs.Order {
+	out := bs.Order{ID: OrderID(o.holdID)}
+	for _, u := range o.uuids {
+		if b, ok := o.last[u]; ok {
+			out.Bookings = append(out.Bookings, b)
+		}
+	}
+	out.Status = OrderStatusOf(out.Bookings)
+	for _, b := range out.Bookings {
+		if b.Status == bs.OnHold && b.UTCHoldExpiration != nil && (out.UTCExpiresAt == nil || b.UTCHoldExpiration.Before(*out.UTCExpiresAt)) {
+			t := b.UTCHoldExpiration.UTC().Truncate(time.Second)
+			out.UTCExpiresAt = &t
+		}
+	}
+	return out
+}
