@@ -16,7 +16,7 @@ import (
 )
 
 // The endpoints of spec doc 3, "Booking system", and the "not shown" ones
-// filled the OCTO way (docs/decisions-bookingsystem.md). Every path is
+// filled the OCTO way (docs/decisions.md, "Booking-system v2 client"). Every path is
 // relative to the connection's endpoint. List reads return the valid items
 // and the Problems of the rejected ones; single-object answers that break
 // a rule fail with a *CallError of KindInvalid carrying the Problems.

@@ -4,7 +4,7 @@ import "time"
 
 // Wire shapes of spec doc 3, "Resources and their fields". Nested objects
 // whose fields doc 3 counts but does not show take the OCTO names
-// (docs/decisions-bookingsystem.md, "Nested objects").
+// (docs/decisions.md, "Booking-system v2 client", "Nested objects").
 
 // Availability types of a Product.
 const (
@@ -209,7 +209,7 @@ type Order struct {
 }
 
 // PriceEntry is one element of the price-schedule read (not shown in
-// doc 3; docs/decisions-bookingsystem.md): the unit prices of an option
+// doc 3; docs/decisions.md, "Booking-system v2 client"): the unit prices of an option
 // for the local dates [localDateStart, localDateEnd).
 type PriceEntry struct {
 	OptionID       string      `json:"optionId"`
