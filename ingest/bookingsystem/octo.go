@@ -343,6 +343,7 @@ type (
 		Status            string                   `json:"status"`
 		Cancellable       bool                     `json:"cancellable"`
 		UTCExpiresAt      *time.Time               `json:"utcExpiresAt"`
+		UTCConfirmedAt    *time.Time               `json:"utcConfirmedAt"`
 		ProductID         string                   `json:"productId"`
 		OptionID          string                   `json:"optionId"`
 		AvailabilityID    *string                  `json:"availabilityId"`
@@ -359,6 +360,9 @@ const octoRedeemed = "REDEEMED"
 
 // booking maps an OCTO booking onto doc 3's: utcExpiresAt is the hold
 // expiration, REDEEMED is CONFIRMED (a confirmed booking that was used),
+// CANCELLED without utcConfirmedAt is EXPIRED (OCTO cancels a released
+// hold; doc 3 moves ON_HOLD by cancellation to EXPIRED, and CANCELLED
+// only from CONFIRMED),
 // the first of deliveryMethods is the delivery method, the availability
 // object (else availabilityId) the booking availability, the cancellation
 // a resolved cancellation request. OCTO has no channel: channelName and
@@ -367,8 +371,11 @@ func (o octoBooking) booking() Booking {
 	b := Booking{UUID: o.UUID, ResellerReference: o.ResellerReference, SupplierReference: o.SupplierReference,
 		Status: o.Status, Cancellable: o.Cancellable, UTCHoldExpiration: o.UTCExpiresAt, ProductID: o.ProductID,
 		OptionID: o.OptionID, UnitItems: o.UnitItems, Contact: o.Contact}
-	if b.Status == octoRedeemed {
+	switch {
+	case b.Status == octoRedeemed:
 		b.Status = Confirmed
+	case b.Status == Cancelled && o.UTCConfirmedAt == nil:
+		b.Status = Expired
 	}
 	if len(o.DeliveryMethods) > 0 {
 		dm := o.DeliveryMethods[0]

@@ -45,11 +45,16 @@ func TestParseOCTOBooking_MapsOntoDoc3Booking(t *testing.T) {
 				return b.Availability != nil && b.Availability.ID == "2026-11-23T09:00:00+01:00" && b.Availability.LocalDateTimeStart.IsZero()
 			}},
 		{"cancellation is a resolved cancellation request", octoBooking(`"status":"ON_HOLD"`, `"status":"CANCELLED"`,
+			`"utcExpiresAt":"2026-11-22T08:30:00.5Z"`, `"utcExpiresAt":"2026-11-22T08:30:00.5Z","utcConfirmedAt":"2026-11-22T08:10:00Z"`,
 			`"cancellation":null`, `"cancellation":{"refund":"FULL","reason":"ill","utcCancelledAt":"2026-11-22T09:00:00Z"}`), bookingsystem.BookingExpect{}, nil,
 			func(b bookingsystem.Booking) bool {
 				c := b.CancellationRequest
-				return c != nil && c.Reason == "ill" && *c.Refund == "FULL" && c.UTCResolvedAt.Hour() == 9 && c.Status == "CONFIRMED"
+				return b.Status == "CANCELLED" && c != nil && c.Reason == "ill" && *c.Refund == "FULL" && c.UTCResolvedAt.Hour() == 9 && c.Status == "CONFIRMED"
 			}},
+		// OCTO cancels a released hold; doc 3 calls that EXPIRED (ON_HOLD
+		// by cancellation), and CANCELLED comes only from CONFIRMED.
+		{"a released hold is expired", octoBooking(`"status":"ON_HOLD"`, `"status":"CANCELLED"`), bookingsystem.BookingExpect{Statuses: []string{"EXPIRED"}}, nil,
+			func(b bookingsystem.Booking) bool { return b.Status == "EXPIRED" }},
 		{"hold without expiry", octoBooking(`"utcExpiresAt":"2026-11-22T08:30:00.5Z"`, `"utcExpiresAt":null`), bookingsystem.BookingExpect{}, []string{"hold_expiration"}, nil},
 		{"another booking than asked", octoBooking(), bookingsystem.BookingExpect{UUID: "1b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b"}, []string{"uuid"}, nil},
 		{"a status the call cannot lead to", octoBooking(), bookingsystem.BookingExpect{Statuses: []string{"CONFIRMED", "PENDING"}}, []string{"transition"}, nil},

@@ -297,8 +297,16 @@ func TestRouter_RefusesAnswersOutsideDocThree(t *testing.T) {
 		{"an order confirmed behind our back answers a hold read", bs.DialectV2, setStatus("", http.MethodGet, bs.Confirmed, bs.OnHold, bs.OnHold),
 			read, RuleDisagree},
 		// OCTO: the same tables over the hold's bookings seen as one order.
-		{"release answers held bookings CANCELLED", bs.DialectOCTO, setStatus("/cancel", http.MethodPost, bs.Cancelled),
-			release, RuleTransition},
+		// A release answered CANCELLED of a booking never confirmed is
+		// EXPIRED in doc 3's words (the client maps OCTO's answer); one
+		// that says it was confirmed is a move doc 3 does not have.
+		{"release answers held bookings CANCELLED after a confirmation", bs.DialectOCTO, func(r *http.Request, body any) any {
+			body = setStatus("/cancel", http.MethodPost, bs.Cancelled)(r, body)
+			if m, ok := body.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/cancel") {
+				m["utcConfirmedAt"] = time.Now().UTC().Format(time.RFC3339)
+			}
+			return body
+		}, release, RuleTransition},
 		{"a booking confirmed behind our back answers a hold read", bs.DialectOCTO, setStatus(BookingUUID(holdID, 0), http.MethodGet, bs.Confirmed),
 			read, RuleDisagree},
 	}
