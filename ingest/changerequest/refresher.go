@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsync"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/changerequest"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -18,25 +18,25 @@ import (
 // cache (which publishes the snapshots the processor diffs), in windows
 // of at most 31 days. The partner interface has no price schedule read, so
 // price-schedule mode fails for partner suppliers with that reason (their
-// schedules are written by the operator). Booking-system suppliers (spec
-// doc 3) are refreshed by their client once it is wired (issue 6).
+// schedules are written by the operator). Booking-system and OCTO
+// suppliers (spec doc 3) are ingest/bookingsync's: standard mode is its
+// RefreshProduct, price-schedule mode its RefreshPriceSchedule.
 type Refresher struct {
 	Catalog Catalog
 	// Partner refreshes a partner supplier's availabilities through the
 	// availability cache (*query/availability.Service).
 	Partner PartnerRefresher
-	// BookingSystem reads a booking system (*bookingsystem.Client).
-	BookingSystem BookingSystem
+	// BookingSync refreshes booking-system suppliers (*bookingsync.Syncer,
+	// built with the process's Schedule so that its refreshes count for
+	// the status-based schedule too).
+	BookingSync BookingSync
 }
 
 // Catalog is what the refresher needs of the catalog; *catalog.Store
-// implements it.
+// implements it. It is what ingest/bookingsync needs (the booking-system
+// refresh is delegated there), which covers the partner refresh's reads.
 type Catalog interface {
-	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
-	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
-	Rates(ctx context.Context, p principals.Principal, sid, pid string) ([]catalog.Rate, error)
-	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
-	PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error)
+	bookingsync.Catalog
 }
 
 // PartnerRefresher reads a partner's availabilities at once and publishes
@@ -45,9 +45,11 @@ type PartnerRefresher interface {
 	Refresh(ctx context.Context, reqID, sid, pid string, rates []string, start, end time.Time) error
 }
 
-// BookingSystem reads an option's availability from a booking system.
-type BookingSystem interface {
-	Availability(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.AvailabilityRequest) ([]bookingsystem.Availability, []bookingsystem.Problem, error)
+// BookingSync refreshes one product of a booking-system supplier over a
+// window of local dates (end exclusive); *bookingsync.Syncer implements it.
+type BookingSync interface {
+	RefreshProduct(ctx context.Context, sid, pid, startDate, endDate string) (bookingsync.Outcome, error)
+	RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, endDate string) (bookingsync.Outcome, error)
 }
 
 var _ Syncer = Refresher{}
@@ -67,7 +69,7 @@ func (c Refresher) Sync(ctx context.Context, r changerequest.Request) (changereq
 	switch sup.Connection.Kind {
 	case catalog.ConnectionPartner:
 	case catalog.ConnectionBookingSystem, catalog.ConnectionOCTO:
-		return c.syncBookingSystem(ctx, r, sup)
+		return c.syncBookingSystem(ctx, r)
 	default:
 		return changerequest.Result{}, fmt.Errorf("refreshing from a %q connection is not available yet", sup.Connection.Kind)
 	}
@@ -98,75 +100,21 @@ func (c Refresher) Sync(ctx context.Context, r changerequest.Request) (changereq
 	return res, nil
 }
 
-// FreesaleCapacity is the capacity a FREESALE availability (spec doc 3:
-// no limit) is stored with: more than any booking can ask for.
-const FreesaleCapacity = 1_000_000
-
-// syncBookingSystem refreshes a booking-system supplier's product (spec
-// doc 3): each option (our rates) is read over the window and written to
-// the catalog as the operator's availabilities of the rate, keeping those
-// outside the window, so the availability processor diffs them and
-// subscribers get the usual notifications. Statuses map to capacity:
-// FREESALE unlimited (FreesaleCapacity), AVAILABLE and LIMITED their
-// vacancies, SOLD_OUT and CLOSED 0. Items the client rejects by the data
-// rules are reported, never half-applied (the rest of the option is).
-func (c Refresher) syncBookingSystem(ctx context.Context, r changerequest.Request, sup catalog.Supplier) (changerequest.Result, error) {
+// syncBookingSystem hands a booking-system supplier's request to
+// ingest/bookingsync: standard mode refreshes the product and its
+// options' availabilities over the window, price-schedule mode re-caches
+// the options' price schedules over it (spec doc 3, change notification
+// rules 3 and 4).
+func (c Refresher) syncBookingSystem(ctx context.Context, r changerequest.Request) (changerequest.Result, error) {
+	bs := c.BookingSync
+	if bs == nil {
+		return changerequest.Result{}, errors.New("booking-system refresh is not configured")
+	}
+	sid, pid := r.CreateRequest.SupplierID, r.CreateRequest.ProductID
+	refresh := bs.RefreshProduct
 	if r.Mode == changerequest.ModePriceSchedule {
-		return changerequest.Result{}, errors.New("price-schedule mode from a booking system is not available yet")
+		refresh = bs.RefreshPriceSchedule
 	}
-	sid, pid := sup.ID, r.CreateRequest.ProductID
-	prod, err := c.Catalog.Product(ctx, adminPrincipal, sid, pid)
-	if err != nil {
-		return changerequest.Result{}, fmt.Errorf("product %s/%s: %w", sid, pid, err)
-	}
-	rates, err := c.Catalog.Rates(ctx, adminPrincipal, sid, pid)
-	if err != nil {
-		return changerequest.Result{}, fmt.Errorf("rates of %s/%s: %w", sid, pid, err)
-	}
-	conn, err := bookingsystem.ConnectionFor(sup)
-	if err != nil {
-		return changerequest.Result{}, err
-	}
-	start, end := r.Window()
-	var res changerequest.Result
-	for _, rt := range rates {
-		avs, problems, err := c.BookingSystem.Availability(ctx, conn, bookingsystem.AvailabilityRequest{SupplierID: sid, ProductID: pid, OptionID: rt.ID,
-			LocalDateStart: r.StartDate, LocalDateEnd: r.EndDate, AvailabilityType: prod.AvailabilityType})
-		if err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: %v", rt.ID, err))
-			continue
-		}
-		for _, p := range problems {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: %v", rt.ID, p))
-		}
-		cur, err := c.Catalog.Availabilities(ctx, adminPrincipal, sid, pid, rt.ID)
-		if err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: read stored availabilities: %v", rt.ID, err))
-			continue
-		}
-		next := make([]catalog.Availability, 0, len(cur.Availabilities)+len(avs))
-		for _, a := range cur.Availabilities {
-			if !a.Start.Before(end) || a.Start.Before(start) {
-				next = append(next, a) // outside the refreshed window: kept
-			}
-		}
-		for _, a := range avs {
-			capacity := 0
-			switch a.Status {
-			case bookingsystem.Freesale:
-				capacity = FreesaleCapacity
-			case bookingsystem.Available, bookingsystem.Limited:
-				if a.Vacancies != nil {
-					capacity = *a.Vacancies
-				}
-			}
-			next = append(next, catalog.Availability{ID: bookingsystem.CatalogAvailabilityID(a.ID), Start: a.LocalDateTimeStart, End: a.LocalDateTimeEnd, Capacity: capacity})
-		}
-		if _, err := c.Catalog.PutAvailabilities(ctx, adminPrincipal, sid, pid, rt.ID, next); err != nil {
-			res.Failures = append(res.Failures, fmt.Sprintf("option %s: write availabilities: %v", rt.ID, err))
-			continue
-		}
-		res.Items += len(avs)
-	}
-	return res, nil
+	out, err := refresh(ctx, sid, pid, r.StartDate, r.EndDate)
+	return changerequest.Result{Items: out.Items, Failures: out.Failures}, err
 }

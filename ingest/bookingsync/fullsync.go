@@ -1,0 +1,491 @@
+package bookingsync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/cronsync"
+	"github.com/switchbackhq/switchback/internal/catalog"
+)
+
+var _ cronsync.Syncer = (*Syncer)(nil)
+
+// maxNameLen is the catalog's bound on names (internal/catalog: 1000).
+const maxNameLen = 1000
+
+// conflictRetries bounds how often a bulk write is redone after an
+// operator changed one of its items between our read and our write.
+const conflictRetries = 3
+
+// PlaceholderName is the name a product or rate gets when the booking
+// system brings it first: the catalog needs a name, resellers see it, and
+// doc 3 says internalName "MUST NOT be shown to customers", so it is the
+// item's id (what the operator's own system calls it), never the
+// internalName. When the id happens to equal the internalName, it is
+// kind and a hash of the id instead. The operator is expected to rename
+// it; a synchronization never touches a name again.
+func PlaceholderName(kind, id, internalName string) string {
+	name := id
+	if len(name) > maxNameLen {
+		n := maxNameLen
+		for n > 0 && !utf8.RuneStart(name[n]) {
+			n--
+		}
+		name = name[:n]
+	}
+	if strings.EqualFold(strings.TrimSpace(name), strings.TrimSpace(internalName)) {
+		sum := sha256.Sum256([]byte(id))
+		name = kind + " " + hex.EncodeToString(sum[:4])
+	}
+	return name
+}
+
+// MergeProduct is the product to write for bp, a product the booking
+// system returned, given the stored one (nil: new). The fields the
+// booking system owns (doc 3's Product: internalName, reference, locale,
+// timeZone, instantConfirmation, instantDelivery, availabilityType,
+// deliveryFormats, deliveryMethods, redemptionMethod) come from bp; every
+// other field (name, title, description, code, partnerId, hours,
+// locations, ext, extensions) is kept from the stored product, or, for a
+// new one, empty but for its PlaceholderName. The version given is the
+// stored one (0 for a new product), so an operator's write between our
+// read and our write is a conflict, never silently overwritten.
+func MergeProduct(bp bookingsystem.Product, cur *catalog.Product) catalog.ProductInput {
+	var d catalog.ProductData
+	var version int64
+	if cur != nil {
+		d, version = cur.ProductData, cur.Version
+	} else {
+		d.ID, d.Name = bp.ID, PlaceholderName("Product", bp.ID, bp.InternalName)
+	}
+	d.InternalName = bp.InternalName
+	d.Reference = ""
+	if bp.Reference != nil {
+		d.Reference = *bp.Reference
+	}
+	d.Locale, d.TimeZone = bp.Locale, bp.TimeZone
+	d.InstantConfirmation, d.InstantDelivery = bp.InstantConfirmation, bp.InstantDelivery
+	d.AvailabilityType = bp.AvailabilityType
+	d.DeliveryFormats, d.DeliveryMethods = nonEmpty(bp.DeliveryFormats), nonEmpty(bp.DeliveryMethods)
+	d.RedemptionMethod = bp.RedemptionMethod
+	return catalog.ProductInput{ProductData: d, Version: &version}
+}
+
+// NewRate is the rate created for an option the catalog does not have
+// yet. A doc 3 option carries nothing a rate shows (its internalName MUST
+// NOT be shown either, its units are the booking's concern): the rate is
+// the option's id, its PlaceholderName, no prices (price-schedule mode
+// writes them) and the zero terms, which the operator sets. An option
+// already stored is never rewritten: nothing of it belongs to the booking
+// system but its id.
+func NewRate(o bookingsystem.Option) catalog.RateInput {
+	var zero int64
+	return catalog.RateInput{RateData: catalog.RateData{ID: o.ID, Name: PlaceholderName("Option", o.ID, o.InternalName),
+		Prices: []catalog.Price{}}, Version: &zero}
+}
+
+// nonEmpty keeps the catalog's spelling of an empty list (absent), so an
+// unchanged product compares equal byte for byte.
+func nonEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// merge writes a supplier's products and options into the catalog in
+// bulk (catalog.MaxBulk at a time), item-level failures collected in errs.
+type merge struct {
+	s      *Syncer
+	sup    catalog.Supplier
+	stored map[string]catalog.Product
+	errs   []string
+}
+
+// landed is a product of the booking system as written.
+type landed struct {
+	bp     bookingsystem.Product
+	stored catalog.Product
+}
+
+func (s *Syncer) newMerge(sup catalog.Supplier) *merge { return &merge{s: s, sup: sup} }
+
+func (m *merge) loadProducts(ctx context.Context) error {
+	ps, err := m.s.o.Catalog.Products(ctx, admin, m.sup.ID)
+	if err != nil {
+		return fmt.Errorf("supplier %s: read stored products: %w", m.sup.ID, err)
+	}
+	m.stored = make(map[string]catalog.Product, len(ps))
+	for _, p := range ps {
+		m.stored[p.ID] = p
+	}
+	return nil
+}
+
+// itemIndex reads the index of a bulk FieldError's field ("products[3].locale"
+// → 3, "locale").
+func itemIndex(field, list string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(field, list+"[")
+	if !ok {
+		return 0, "", false
+	}
+	n, after, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil {
+		return 0, "", false
+	}
+	return i, strings.TrimPrefix(after, "."), true
+}
+
+// upsertProducts merges and writes bps. A product the catalog refuses
+// (its id, or a value the client does not check, such as a locale) is one
+// entry of errs and the others are written; the error is fatal only.
+func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product) ([]landed, error) {
+	var out []landed
+	var valid []bookingsystem.Product
+	for _, bp := range bps {
+		if !catalog.ValidID(bp.ID) {
+			m.errs = append(m.errs, fmt.Sprintf("product %q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", shortID(bp.ID)))
+			m.s.metrics.products.WithLabelValues("failed").Inc()
+			continue
+		}
+		valid = append(valid, bp)
+	}
+	for len(valid) > 0 {
+		n := min(len(valid), catalog.MaxBulk)
+		chunk := valid[:n]
+		valid = valid[n:]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			ins := make([]catalog.ProductInput, len(chunk))
+			for i, bp := range chunk {
+				var cur *catalog.Product
+				if p, ok := m.stored[bp.ID]; ok {
+					cur = &p
+				}
+				ins[i] = MergeProduct(bp, cur)
+			}
+			written, err := m.s.o.Catalog.UpsertProducts(ctx, admin, m.sup.ID, ins)
+			if err == nil {
+				for i, p := range written {
+					prev, had := m.stored[p.ID]
+					switch {
+					case !had:
+						m.s.metrics.products.WithLabelValues("created").Inc()
+					case prev.Version != p.Version:
+						m.s.metrics.products.WithLabelValues("updated").Inc()
+					default:
+						m.s.metrics.products.WithLabelValues("unchanged").Inc()
+					}
+					m.stored[p.ID] = p
+					out = append(out, landed{bp: chunk[i], stored: p})
+				}
+				break
+			}
+			var fe *catalog.FieldError
+			if errors.As(err, &fe) {
+				if i, field, ok := itemIndex(fe.Field, "products"); ok && i < len(chunk) {
+					m.errs = append(m.errs, fmt.Sprintf("product %s: the catalog refuses it: %s %s", chunk[i].ID, field, fe.Reason))
+					m.s.metrics.products.WithLabelValues("failed").Inc()
+					chunk = append(chunk[:i:i], chunk[i+1:]...)
+					continue
+				}
+			}
+			if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
+				if err := m.loadProducts(ctx); err != nil {
+					return out, err
+				}
+				continue
+			}
+			if fatal(ctx, err) {
+				return out, fmt.Errorf("supplier %s: write products: %w", m.sup.ID, err)
+			}
+			for _, bp := range chunk {
+				m.errs = append(m.errs, fmt.Sprintf("product %s: write: %v", bp.ID, err))
+				m.s.metrics.products.WithLabelValues("failed").Inc()
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
+// upsertOptions creates the options of l the catalog lacks as rates and
+// returns the options that are rates now (present) and the product's rates
+// that are no longer among its options (gone). The error is fatal only.
+func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []string, err error) {
+	sid, pid := m.sup.ID, l.stored.ID
+	rates, err := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
+	if err != nil {
+		if fatal(ctx, err) {
+			return nil, nil, fmt.Errorf("product %s: read rates: %w", pid, err)
+		}
+		m.errs = append(m.errs, fmt.Sprintf("product %s: read rates: %v", pid, err))
+		return nil, nil, nil
+	}
+	have := make(map[string]bool, len(rates))
+	for _, r := range rates {
+		have[r.ID] = true
+	}
+	offered := make(map[string]bool, len(l.bp.Options))
+	var missing []bookingsystem.Option
+	for _, o := range l.bp.Options {
+		if !catalog.ValidID(o.ID) {
+			m.errs = append(m.errs, fmt.Sprintf("option %q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", shortID(o.ID)))
+			continue
+		}
+		offered[o.ID] = true
+		if have[o.ID] {
+			present = append(present, o.ID)
+		} else {
+			missing = append(missing, o)
+		}
+	}
+	for _, r := range rates {
+		if !offered[r.ID] {
+			gone = append(gone, r.ID)
+		}
+	}
+	for len(missing) > 0 {
+		n := min(len(missing), catalog.MaxBulk)
+		chunk := missing[:n]
+		missing = missing[n:]
+		for attempt := 0; len(chunk) > 0; attempt++ {
+			ins := make([]catalog.RateInput, len(chunk))
+			for i, o := range chunk {
+				ins[i] = NewRate(o)
+			}
+			_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
+			if err == nil {
+				for _, o := range chunk {
+					present = append(present, o.ID)
+				}
+				break
+			}
+			var fe *catalog.FieldError
+			if errors.As(err, &fe) {
+				if i, field, ok := itemIndex(fe.Field, "rates"); ok && i < len(chunk) {
+					m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", chunk[i].ID, field, fe.Reason))
+					chunk = append(chunk[:i:i], chunk[i+1:]...)
+					continue
+				}
+			}
+			if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
+				// Created meanwhile (by the operator, or another run):
+				// it exists, which is all a new option needs.
+				rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
+				if rerr != nil {
+					return present, gone, fmt.Errorf("product %s: read rates: %w", pid, rerr)
+				}
+				exists := map[string]bool{}
+				for _, r := range rs {
+					exists[r.ID] = true
+				}
+				var rest []bookingsystem.Option
+				for _, o := range chunk {
+					if exists[o.ID] {
+						present = append(present, o.ID)
+					} else {
+						rest = append(rest, o)
+					}
+				}
+				chunk = rest
+				continue
+			}
+			if fatal(ctx, err) {
+				return present, gone, fmt.Errorf("product %s: write rates: %w", pid, err)
+			}
+			for _, o := range chunk {
+				m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", o.ID, err))
+			}
+			break
+		}
+	}
+	return present, gone, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}
+
+// productProblem is the error text of a product the client rejected.
+func productProblem(p bookingsystem.Problem) string {
+	if catalog.ValidID(p.ID) {
+		return fmt.Sprintf("product %s: rejected by data rule %s (spec doc 3); not synchronized", p.ID, p.Rule)
+	}
+	return fmt.Sprintf("%s rejected by data rule %s (spec doc 3); not synchronized", problemItem(p), p.Rule)
+}
+
+// SyncSupplier is the scheduled full synchronization of one supplier
+// (cronsync.Syncer; spec doc 3, "What the service does" 4): the
+// supplier's products are read from its booking system with their options
+// and merged into the catalog (MergeProduct, NewRate), then every option's
+// availability over the local dates [from, to) is refreshed as
+// RefreshProduct does. Price schedules are not read (doc 3: "price
+// schedule data is not synchronized by it").
+//
+// What was read is counted (Result.Products, Options, Availabilities).
+// Item-level failures are Result.Errors entries ("product P1: ...",
+// "option O1: ...") and the rest still syncs: a product the client
+// rejects by a data rule, one the catalog refuses, an option whose read
+// fails. A product or option the booking system no longer returns is kept
+// in the catalog (it may be bound to channels; deleting it is the
+// operator's decision), reported, and its availability over the window
+// emptied, so nothing the booking system stopped offering is sold. The
+// supplier record itself is the operator's (name, code, connection) and
+// is not changed. An error (the supplier or its product list cannot be
+// read, the catalog is unavailable, ctx ended) fails the whole
+// synchronization; the Result then holds what was done before.
+func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Time) (cronsync.Result, error) {
+	var res cronsync.Result
+	started := time.Now()
+	sup, conn, err := s.resolve(ctx, sid)
+	if err != nil {
+		return res, err
+	}
+	prods, problems, err := s.o.Client.Products(ctx, conn, sid, nil)
+	if err != nil {
+		return res, fmt.Errorf("supplier %s: read products: %w", sid, err)
+	}
+	res.Products = len(prods)
+	offered := make(map[string]bool, len(prods)+len(problems))
+	for _, p := range prods {
+		res.Options += len(p.Options)
+		offered[p.ID] = true
+	}
+	for _, p := range problems {
+		res.Errors = append(res.Errors, productProblem(p))
+		offered[p.ID] = true // rejected, not gone: its catalog data is left as it is
+		s.metrics.products.WithLabelValues("failed").Inc()
+	}
+
+	m := s.newMerge(sup)
+	if err := m.loadProducts(ctx); err != nil {
+		return res, err
+	}
+	var goneProducts []catalog.Product
+	for _, p := range m.stored {
+		if !offered[p.ID] {
+			goneProducts = append(goneProducts, p)
+		}
+	}
+	ls, err := m.upsertProducts(ctx, prods)
+	res.Errors = append(res.Errors, m.errs...)
+	m.errs = nil
+	if err != nil {
+		return res, err
+	}
+
+	window := []DayRange{{Start: from.UTC().Format(time.DateOnly), End: to.UTC().Format(time.DateOnly)}}
+	type job struct {
+		t    target
+		gone bool
+	}
+	var jobs []job
+	for _, l := range ls {
+		present, gone, err := m.upsertOptions(ctx, l)
+		res.Errors = append(res.Errors, m.errs...)
+		m.errs = nil
+		if err != nil {
+			return res, err
+		}
+		t := target{conn: conn, sup: sup, prod: l.stored, loc: s.location(l.stored.TimeZone)}
+		for _, oid := range present {
+			t.optionID = oid
+			jobs = append(jobs, job{t: t})
+		}
+		for _, oid := range gone {
+			res.Errors = append(res.Errors, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
+				oid, l.stored.ID, window[0].Start, window[0].End))
+			t.optionID = oid
+			jobs = append(jobs, job{t: t, gone: true})
+		}
+	}
+	slices.SortFunc(goneProducts, func(a, b catalog.Product) int { return strings.Compare(a.ID, b.ID) })
+	for _, p := range goneProducts {
+		s.metrics.products.WithLabelValues("missing").Inc()
+		res.Errors = append(res.Errors, fmt.Sprintf("product %s: no longer offered by the booking system; kept in the catalog (delete or unbind it there), its availability from %s until %s emptied",
+			p.ID, window[0].Start, window[0].End))
+		rates, err := s.o.Catalog.Rates(ctx, admin, sid, p.ID)
+		if err != nil {
+			if fatal(ctx, err) {
+				return res, fmt.Errorf("product %s: read rates: %w", p.ID, err)
+			}
+			res.Errors = append(res.Errors, fmt.Sprintf("product %s: read rates: %v", p.ID, err))
+			continue
+		}
+		t := target{conn: conn, sup: sup, prod: p, loc: s.location(p.TimeZone)}
+		for _, r := range rates {
+			t.optionID = r.ID
+			jobs = append(jobs, job{t: t, gone: true})
+		}
+	}
+
+	// Availability, option by option, Concurrency at a time; results are
+	// reported in job order whatever order they finish in.
+	results := make([]optionResult, len(jobs))
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fatalErr error
+	var once sync.Once
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(s.o.Concurrency, max(len(jobs), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				r := s.refreshOption(rctx, jobs[i].t, window, TriggerFullSync, jobs[i].gone)
+				results[i] = r
+				if r.err != nil && fatal(rctx, r.err) {
+					once.Do(func() { fatalErr = r.err; cancel() })
+				}
+			}
+		})
+	}
+feed:
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-rctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	for i, r := range results {
+		if !jobs[i].gone {
+			res.Availabilities += r.read
+		}
+		if fatalErr != nil && errors.Is(r.err, context.Canceled) {
+			continue // cut short by the failure below, not an item's own
+		}
+		res.Errors = append(res.Errors, r.failures...)
+	}
+	if fatalErr == nil && ctx.Err() != nil {
+		fatalErr = ctx.Err()
+	}
+	if fatalErr != nil {
+		if errors.Is(fatalErr, context.Canceled) && ctx.Err() != nil {
+			fatalErr = ctx.Err()
+		}
+		return res, fmt.Errorf("supplier %s: %w", sid, fatalErr)
+	}
+	s.log.Info("supplier synchronized from its booking system", "supplier", sid, "from", window[0].Start, "until", window[0].End,
+		"products", res.Products, "options", res.Options, "availabilities", res.Availabilities, "errors", len(res.Errors),
+		"took", time.Since(started).Round(time.Millisecond), "connection", conn.String())
+	return res, nil
+}

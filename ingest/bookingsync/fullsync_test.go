@@ -1,0 +1,406 @@
+package bookingsync
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchbackhq/switchback/bench/bookingsim"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/cronreport"
+)
+
+func (e *env) sync(t *testing.T, sy *Syncer, days int) (res resultT, err error) {
+	t.Helper()
+	r, err := sy.SyncSupplier(ctx, sid, e.clock.date(0), e.clock.date(days))
+	return resultT{r.Products, r.Options, r.Availabilities, r.Errors}, err
+}
+
+type resultT struct {
+	Products, Options, Availabilities int
+	Errors                            []string
+}
+
+// TestSyncSupplier_NewProductsAndOptionsLandWithPlaceholderNames: a first
+// synchronization creates every product and option of the booking system
+// (doc 3 fields from it; the name is the id, never internalName, which
+// doc 3 says MUST NOT be shown), and every option's availability over the
+// window with the status mapping (FREESALE unlimited, AVAILABLE/LIMITED
+// their vacancies, SOLD_OUT/CLOSED 0); the Result counts what was read.
+func TestSyncSupplier_NewProductsAndOptionsLandWithPlaceholderNames(t *testing.T) {
+	e := start(t, envOptions{sim: bookingsim.Config{TimeZone: "Europe/Paris"}})
+	res, err := e.sync(t, e.syncer(nil), 7)
+	if err != nil || len(res.Errors) != 0 {
+		t.Fatalf("sync: %v %v", err, res.Errors)
+	}
+	// 4 products × 2 options; START_TIME (P1, P3) 3 slots a day, OPENING_HOURS (P2, P4) 2 ranges a day.
+	if want := (resultT{4, 8, 2*2*7*3 + 2*2*7*2, nil}); res.Products != want.Products || res.Options != want.Options || res.Availabilities != want.Availabilities {
+		t.Fatalf("result %+v, want %+v", res, want)
+	}
+	p := e.product(t, "S1-P2")
+	if p.Name != "S1-P2" || p.Name == p.InternalName || p.InternalName != "Product S1-P2" || p.TimeZone != "Europe/Paris" ||
+		p.AvailabilityType != "OPENING_HOURS" || p.Reference != "S1-P2" || p.Locale != "en" || !p.InstantDelivery ||
+		!slices.Equal(p.DeliveryMethods, []string{"TICKET", "VOUCHER"}) || p.RedemptionMethod != "DIGITAL" {
+		t.Fatalf("product %+v", p)
+	}
+	rates, err := e.Store.Rates(ctx, admin, sid, "S1-P2")
+	if err != nil || len(rates) != 2 || rates[0].ID != "S1-P2-O1" || rates[0].Name != "S1-P2-O1" || rates[0].OptionID != "S1-P2-O1" || len(rates[0].Prices) != 0 {
+		t.Fatalf("rates %+v %v", rates, err)
+	}
+	free := e.availabilities(t, "S1-P2", "S1-P2-O1")
+	if len(free) != 14 || free[0].Capacity != FreesaleCapacity {
+		t.Fatalf("OPENING_HOURS availabilities %d, first %+v", len(free), free[0])
+	}
+	// The first range opens at 09:00 in Paris (08:00Z in November), on the first day.
+	if want := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC); !free[0].Start.Equal(want) {
+		t.Fatalf("first start %v, want %v", free[0].Start, want)
+	}
+	// START_TIME: each stored capacity is what the booking system reports.
+	read, _, err := e.bsc.Availability(ctx, bookingsystem.Connection{Endpoint: e.url, APIKey: simKey}, bookingsystem.AvailabilityRequest{
+		SupplierID: sid, ProductID: "S1-P1", OptionID: "S1-P1-O2", LocalDateStart: e.clock.today(0), LocalDateEnd: e.clock.today(7), AvailabilityType: "START_TIME"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := e.availabilities(t, "S1-P1", "S1-P1-O2")
+	if len(stored) != len(read) {
+		t.Fatalf("stored %d, read %d", len(stored), len(read))
+	}
+	statuses := map[string]bool{}
+	for i, a := range read {
+		statuses[a.Status] = true
+		if stored[i].ID != bookingsystem.CatalogAvailabilityID(a.ID) || stored[i].Capacity != Capacity(a) || !stored[i].Start.Equal(a.LocalDateTimeStart) {
+			t.Fatalf("availability %d: stored %+v, read %+v", i, stored[i], a)
+		}
+	}
+	if len(statuses) < 3 {
+		t.Fatalf("the window shows statuses %v only; pick a longer one", statuses)
+	}
+	if got := counter(t, e.syncer(nil).metrics.products.WithLabelValues("created")); got != 4 {
+		t.Errorf("products created = %v", got)
+	}
+}
+
+// TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields:
+// for a product the operator set up, the fields doc 3 gives the booking
+// system come from it and every other field stays; a stored rate is never
+// rewritten (an option brings nothing but its id).
+func TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields(t *testing.T) {
+	e := start(t, envOptions{})
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Admin, `{"id":"S1-P1","name":"Glacier walk","title":"Walk on ice",
+"description":"Four hours on the glacier","code":"GW","partnerId":"gw-1","internalName":"old internal","reference":"old-ref","locale":"fr",
+"timeZone":"Europe/Paris","instantConfirmation":false,"instantDelivery":false,"availabilityType":"OPENING_HOURS","deliveryFormats":["EAN13"],
+"deliveryMethods":["VOUCHER"],"redemptionMethod":"PRINT","locations":[{"name":"Start","type":"START","order":1}],"ext":{"k":"v"}}`)
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products/S1-P1/rates", e.Admin, catalogtest.RateBody("S1-P1-O1", "Morning walk"))
+	rateBefore, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1")
+	if _, err := e.sync(t, e.syncer(nil), 2); err != nil {
+		t.Fatal(err)
+	}
+	p := e.product(t, "S1-P1")
+	tests := []struct {
+		field     string
+		got, want any
+	}{
+		// The operator's.
+		{"name", p.Name, "Glacier walk"},
+		{"title", p.Title, "Walk on ice"},
+		{"description", p.Description, "Four hours on the glacier"},
+		{"code", p.Code, "GW"},
+		{"partnerId", p.PartnerID, "gw-1"},
+		{"locations", len(p.Locations), 1},
+		{"ext", p.Ext["k"], "v"},
+		// The booking system's (doc 3, Product).
+		{"internalName", p.InternalName, "Product S1-P1"},
+		{"reference", p.Reference, "S1-P1"},
+		{"locale", p.Locale, "en"},
+		{"timeZone", p.TimeZone, "UTC"},
+		{"instantConfirmation", p.InstantConfirmation, true},
+		{"instantDelivery", p.InstantDelivery, true},
+		{"availabilityType", p.AvailabilityType, "START_TIME"},
+		{"deliveryFormats", strings.Join(p.DeliveryFormats, ","), "QR_CODE"},
+		{"deliveryMethods", strings.Join(p.DeliveryMethods, ","), "TICKET,VOUCHER"},
+		{"redemptionMethod", p.RedemptionMethod, "DIGITAL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			if fmt.Sprint(tt.got) != fmt.Sprint(tt.want) {
+				t.Errorf("%s = %v, want %v", tt.field, tt.got, tt.want)
+			}
+		})
+	}
+	rateAfter, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1")
+	if jsonString(rateAfter) != jsonString(rateBefore) {
+		t.Errorf("a stored rate was rewritten:\n%s\n%s", jsonString(rateBefore), jsonString(rateAfter))
+	}
+	if r, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O2"); r.Name != "S1-P1-O2" {
+		t.Errorf("the missing option was not created: %+v", r)
+	}
+}
+
+// TestPlaceholderName_IsNeverTheInternalName: the name a new item gets is
+// its id, and something else when the id is the internalName.
+func TestPlaceholderName_IsNeverTheInternalName(t *testing.T) {
+	tests := []struct {
+		name, id, internal, want string
+	}{
+		{"the id", "P1", "Glacier walk (internal)", "P1"},
+		{"id equals the internalName", "glacier", "glacier", "Product "},
+		{"id equals it but for case and spaces", "Glacier", " glacier ", "Product "},
+		{"long id cut to the catalog's name length", strings.Repeat("x", 1024), "y", strings.Repeat("x", 1000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PlaceholderName("Product", tt.id, tt.internal)
+			if strings.EqualFold(strings.TrimSpace(got), strings.TrimSpace(tt.internal)) {
+				t.Fatalf("%q is the internalName", got)
+			}
+			if !strings.HasPrefix(got, tt.want) || len(got) > 1000 {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSyncSupplier_SecondIdenticalSyncPublishesNothing: what did not
+// change is not republished (products, rates, availabilities), so a sync
+// that finds nothing new produces no events and no notifications.
+func TestSyncSupplier_SecondIdenticalSyncPublishesNothing(t *testing.T) {
+	e := start(t, envOptions{sim: bookingsim.Config{TimeZone: "Pacific/Auckland"}})
+	sy := e.syncer(e.schedule(7))
+	if _, err := e.sync(t, sy, 7); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.published(); n != 4+8+8 {
+		t.Fatalf("first sync published %d records, want 20 (4 products, 8 rates, 8 availability sets)", n)
+	}
+	e.clock.add(time.Minute)
+	res, err := e.sync(t, sy, 7)
+	if err != nil || len(res.Errors) != 0 || res.Availabilities == 0 {
+		t.Fatalf("second sync: %+v %v", res, err)
+	}
+	if n := e.published(); n != 0 {
+		t.Fatalf("an identical second sync published %d records", n)
+	}
+	// A change request over part of the window changes nothing either.
+	if _, err := sy.RefreshProduct(ctx, sid, "S1-P1", e.clock.today(2), e.clock.today(4)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.published(); n != 0 {
+		t.Fatalf("an identical partial refresh published %d records", n)
+	}
+}
+
+// TestSyncSupplier_ItemFailuresArePartial: what fails for one item is one
+// error naming it (entity and id, as the cron report reads it) and every
+// other item still lands.
+func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
+	tests := []struct {
+		name    string
+		sim     bookingsim.Config
+		fault   faultFunc
+		rewrite rewriteFunc
+		// wantErr: entity and id of each error; landed: a product that
+		// must have availabilities; notLanded: one that must not.
+		wantErr   []string
+		landed    string
+		notLanded string
+	}{
+		{
+			name:    "a product the client rejects by a data rule",
+			sim:     bookingsim.Config{Break: []string{bookingsim.BreakAvailabilityTyp}},
+			wantErr: []string{"product S1-PX"}, landed: "S1-P1", notLanded: "S1-PX",
+		},
+		{
+			name: "a product whose availability reads fail",
+			fault: func(r *http.Request) int {
+				if r.URL.Query().Get("productId") == "S1-P3" {
+					return http.StatusInternalServerError
+				}
+				return 0
+			},
+			wantErr: []string{"option S1-P3-O1", "option S1-P3-O2"}, landed: "S1-P1", notLanded: "S1-P3",
+		},
+		{
+			name: "a product the catalog refuses (a locale that is no BCP 47 tag)",
+			rewrite: func(r *http.Request, body any) any {
+				if strings.HasSuffix(r.URL.Path, "/products") {
+					for _, x := range body.([]any) {
+						if p := x.(map[string]any); p["id"] == "S1-P2" {
+							p["locale"] = "not a locale"
+						}
+					}
+				}
+				return body
+			},
+			wantErr: []string{"product S1-P2"}, landed: "S1-P4", notLanded: "S1-P2",
+		},
+		{
+			name: "availabilities the client rejects (a status outside doc 3's list)",
+			rewrite: func(r *http.Request, body any) any {
+				if r.URL.Query().Get("optionId") == "S1-P1-O2" {
+					return mapAvailabilities(body, func(a map[string]any) { a["status"] = "MAYBE" })
+				}
+				return body
+			},
+			wantErr: []string{"option S1-P1-O2"}, landed: "S1-P1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := start(t, envOptions{sim: tt.sim})
+			e.setFault(tt.fault)
+			e.setRewrite(tt.rewrite)
+			res, err := e.sync(t, e.syncer(nil), 3)
+			if err != nil {
+				t.Fatalf("the whole sync failed: %v", err)
+			}
+			t.Logf("errors: %q", res.Errors)
+			named := map[string]bool{}
+			for _, text := range res.Errors {
+				it := cronreport.ParseError(text)
+				named[it.Entity+" "+it.ID] = true
+			}
+			for _, w := range tt.wantErr {
+				if !named[w] {
+					t.Errorf("no error names %s: %q", w, res.Errors)
+				}
+			}
+			if len(e.availabilities(t, tt.landed, tt.landed+"-O1")) == 0 {
+				t.Errorf("%s did not land", tt.landed)
+			}
+			if tt.notLanded != "" {
+				if set, err := e.Store.Availabilities(ctx, admin, sid, tt.notLanded, tt.notLanded+"-O1"); err == nil && len(set.Availabilities) > 0 {
+					t.Errorf("%s landed: %d availabilities", tt.notLanded, len(set.Availabilities))
+				}
+			}
+		})
+	}
+}
+
+// TestSyncSupplier_WholeFailures: what makes the whole sync fail is an
+// error (the cron report says the sync failed), and nothing is written.
+func TestSyncSupplier_WholeFailures(t *testing.T) {
+	e := start(t, envOptions{})
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Admin, catalogtest.SupplierBody("PARTNER", "P", "P", "k", "s"))
+	e.Rec.Reset()
+	tests := []struct {
+		name  string
+		sid   string
+		fault faultFunc
+		want  error
+	}{
+		{"unknown supplier", "NOPE", nil, catalog.ErrNotFound},
+		{"a partner supplier", "PARTNER", nil, ErrNotBookingSystem},
+		{"the product list cannot be read", sid, func(*http.Request) int { return 503 }, bookingsystem.ErrUnavailable},
+		{"the booking system refuses our key", sid, func(*http.Request) int { return 401 }, bookingsystem.ErrUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.setFault(tt.fault)
+			_, err := e.syncer(nil).SyncSupplier(ctx, tt.sid, e.clock.date(0), e.clock.date(2))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err %v, want %v", err, tt.want)
+			}
+			noSecret(t, "error", err.Error())
+			if n := e.published(); n != 0 {
+				t.Fatalf("published %d records", n)
+			}
+		})
+	}
+	noSecret(t, "logs", e.Logs.String())
+}
+
+// TestSyncSupplier_GoneItemsAreKeptReportedAndEmptied: a product or an
+// option the booking system no longer returns stays in the catalog (it
+// may be bound), is reported, and has no availability left in the window.
+func TestSyncSupplier_GoneItemsAreKeptReportedAndEmptied(t *testing.T) {
+	e := start(t, envOptions{})
+	sy := e.syncer(nil)
+	if _, err := e.sync(t, sy, 3); err != nil {
+		t.Fatal(err)
+	}
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products/S1-P4/channels/"+catalogtest.ChannelA, e.Admin, `{}`)
+	e.sim.Update(func(c *bookingsim.Config) { c.ProductsPerSupplier, c.OptionsPerProduct = 3, 1 })
+	res, err := e.sync(t, sy, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("errors: %q", res.Errors)
+	named := map[string]bool{}
+	for _, text := range res.Errors {
+		it := cronreport.ParseError(text)
+		named[it.Entity+" "+it.ID] = true
+	}
+	for _, w := range []string{"product S1-P4", "option S1-P1-O2", "option S1-P3-O2"} {
+		if !named[w] {
+			t.Errorf("not reported: %s (%q)", w, res.Errors)
+		}
+	}
+	if _, err := e.Store.Product(ctx, admin, sid, "S1-P4"); err != nil {
+		t.Fatalf("a gone (and bound) product was deleted: %v", err)
+	}
+	for _, it := range [][2]string{{"S1-P4", "S1-P4-O1"}, {"S1-P4", "S1-P4-O2"}, {"S1-P1", "S1-P1-O2"}} {
+		if as := e.availabilities(t, it[0], it[1]); len(as) != 0 {
+			t.Errorf("%s/%s still has %d availabilities", it[0], it[1], len(as))
+		}
+	}
+	if len(e.availabilities(t, "S1-P1", "S1-P1-O1")) == 0 {
+		t.Error("an option still offered lost its availability")
+	}
+}
+
+// TestSyncSupplier_ChunksProductsBeyondTheBulkLimit: more products than
+// one catalog bulk write takes (catalog.MaxBulk) all land.
+func TestSyncSupplier_ChunksProductsBeyondTheBulkLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1001 products")
+	}
+	e := start(t, envOptions{sim: bookingsim.Config{ProductsPerSupplier: catalog.MaxBulk + 1, OptionsPerProduct: 1}})
+	sy := New(Options{Catalog: e.Store, Client: e.bsc, Clock: e.clock.now, Concurrency: 8})
+	res, err := e.sync(t, sy, 1)
+	if err != nil || len(res.Errors) != 0 {
+		t.Fatalf("%v %q", err, res.Errors)
+	}
+	ps, err := e.Store.Products(ctx, admin, sid)
+	if err != nil || len(ps) != catalog.MaxBulk+1 || res.Products != catalog.MaxBulk+1 {
+		t.Fatalf("%d products stored, %d read (%v)", len(ps), res.Products, err)
+	}
+}
+
+// TestSyncSupplier_OCTODialect: an OCTO booking system is synchronized
+// the same way (the client speaks the dialect).
+func TestSyncSupplier_OCTODialect(t *testing.T) {
+	e := start(t, envOptions{dialect: catalog.ConnectionOCTO})
+	res, err := e.sync(t, e.syncer(nil), 2)
+	if err != nil || len(res.Errors) != 0 || res.Products != 4 || res.Availabilities == 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	as := e.availabilities(t, "S1-P1", "S1-P1-O1")
+	if len(as) == 0 || !strings.HasPrefix(as[0].ID, "b64.") {
+		t.Fatalf("OCTO availability ids (local date-times) must be stored reversibly: %+v", as)
+	}
+	if got := bookingsystem.SystemAvailabilityID(as[0].ID); !strings.HasPrefix(got, e.clock.today(0)) {
+		t.Fatalf("id %s maps back to %s", as[0].ID, got)
+	}
+}
+
+// TestSyncSupplier_WritesThroughTheEmbeddedBroker: the real write path
+// (Kafka first, acks=all) carries a full sync.
+func TestSyncSupplier_WritesThroughTheEmbeddedBroker(t *testing.T) {
+	e := start(t, envOptions{kafka: true})
+	res, err := e.sync(t, e.syncer(nil), 2)
+	if err != nil || len(res.Errors) != 0 {
+		t.Fatalf("%v %q", err, res.Errors)
+	}
+	if as := e.availabilities(t, "S1-P3", "S1-P3-O2"); len(as) != 6 {
+		t.Fatalf("%d availabilities", len(as))
+	}
+	raw, _ := json.Marshal(e.product(t, "S1-P3"))
+	noSecret(t, "product", string(raw))
+}
