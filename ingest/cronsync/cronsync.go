@@ -64,8 +64,9 @@ func Synced(s catalog.Supplier) bool {
 
 // Triggers of a run.
 const (
-	TriggerSchedule = "schedule"
-	TriggerManual   = "manual"
+	TriggerSchedule  = "schedule"
+	TriggerManual    = "manual"
+	TriggerConnected = "connected" // a supplier's first synchronization (Scheduler.Connected)
 )
 
 // EventRequested is the envelope type of a request on TopicCronSync.

@@ -223,6 +223,91 @@ func TestScheduler_OneInstanceEnqueuesEachSlot(t *testing.T) {
 	}
 }
 
+// TestScheduler_ConnectedSuppliersAreSynchronizedAtOnce: a supplier
+// connected (or pointed at another endpoint) after the slot's run gets a
+// first synchronization at the next check instead of hours later, once
+// however many instances check, under a key that derives from its
+// connection (so the worker reports it once); suppliers of a run are not
+// synchronized again by it, and with the schedule off nothing is.
+func TestScheduler_ConnectedSuppliersAreSynchronizedAtOnce(t *testing.T) {
+	e := env(t)
+	clk := &clock{t: time.Date(2026, 5, 10, 7, 20, 0, 0, time.UTC)}
+	mk := func(interval time.Duration) *Scheduler {
+		return NewScheduler(SchedulerOptions{Redis: e.Redis, Publisher: e.Producer, Suppliers: e.Store, Interval: interval,
+			HorizonDays: 30, Clock: clk.Now})
+	}
+	a, b, off := mk(time.Hour), mk(time.Hour), mk(0)
+	ctx := context.Background()
+	bsBody := func(id, url string) string {
+		body := strings.Replace(catalogtest.SupplierBody(id, "Three", "S3", "k", "s"), `"kind":"partner"`, `"kind":"bookingsystem"`, 1)
+		return strings.Replace(body, "https://partner.example.com/api/", url, 1)
+	}
+	steps := []struct {
+		name   string
+		before func()
+		check  *Scheduler
+		want   []string // suppliers of the first synchronizations enqueued
+	}{
+		{"the slot's run covers s1 and s2", func() {
+			if run, err := a.Check(ctx); err != nil || run.Suppliers != 2 {
+				t.Fatalf("slot run %+v (%v)", run, err)
+			}
+		}, a, nil},
+		{"s3 connected after the run", func() {
+			e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, bsBody("s3", "https://bs.example.com/v2"))
+		}, b, []string{"s3"}},
+		{"seen by the other instance: nothing more", nil, a, nil},
+		{"schedule off: nothing", func() {
+			e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, bsBody("s4", "https://bs.example.com/v2"))
+		}, off, nil},
+		{"s4 once the schedule is on", nil, a, []string{"s4"}},
+		{"s3 pointed at another endpoint", func() {
+			e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/s3", e.Operator, bsBody("s3", "https://other.example.com/v2"))
+		}, b, []string{"s3"}},
+		{"nothing new", nil, b, nil},
+	}
+	_, before := requests(t, e.Brokers)
+	seen := len(before)
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		n, err := st.check.Connected(ctx)
+		if err != nil || n != len(st.want) {
+			t.Fatalf("%s: enqueued %d (%v), want %v", st.name, n, err, st.want)
+		}
+		_, reqs := requests(t, e.Brokers)
+		var got []string
+		for _, r := range reqs[seen:] {
+			if r.Trigger == TriggerConnected {
+				got = append(got, r.SupplierID)
+				if !strings.HasPrefix(r.Key, r.RunID+"/") || r.Of != 1 || r.From != "2026-05-10" || r.To != "2026-06-09" {
+					t.Errorf("%s: request %+v", st.name, r)
+				}
+			}
+		}
+		seen = len(reqs)
+		if fmt.Sprint(got) != fmt.Sprint(st.want) {
+			t.Fatalf("%s: first synchronizations of %v, want %v", st.name, got, st.want)
+		}
+	}
+	// Two instances that both miss the memory (a flushed Redis, or two
+	// checks at once) enqueue the same keys: the worker reports each once.
+	for _, s := range []*Scheduler{a, b} {
+		if err := e.Redis.Del(ctx, a.connectedKey()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Connected(ctx); err != nil || n != 4 {
+			t.Fatalf("after the flush: enqueued %d (%v), want 4", n, err)
+		}
+	}
+	_, reqs := requests(t, e.Brokers)
+	last := keys(reqs[len(reqs)-8:])
+	if fmt.Sprint(last[:4]) != fmt.Sprint(last[4:]) {
+		t.Fatalf("the two instances enqueued different keys: %v", last)
+	}
+}
+
 // TestScheduler_ClaimsThatDidNotEnqueue: a failed enqueue releases its
 // claim (the next check retries); a claim whose holder died holds the slot
 // until it expires, then the run is enqueued with the same keys.

@@ -3,15 +3,18 @@ package cronsync
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/stream"
 )
 
@@ -32,6 +35,10 @@ type SchedulerOptions struct {
 	// min(Interval, 15s): a slot whose claimer died before enqueuing is
 	// taken over that soon after its claim expires.
 	CheckEvery time.Duration
+	// ConnectedEvery is how often newly connected suppliers are looked
+	// for (Connected). Default 5 s: an operator who connects a supplier
+	// sees its products within seconds.
+	ConnectedEvery time.Duration
 	// ClaimTTL bounds how long a claim holds a slot before its run is
 	// enqueued. Default 1 min.
 	ClaimTTL  time.Duration
@@ -71,6 +78,9 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 			o.CheckEvery = o.Interval
 		}
 	}
+	if o.ConnectedEvery <= 0 {
+		o.ConnectedEvery = 5 * time.Second
+	}
 	if o.ClaimTTL <= 0 {
 		o.ClaimTTL = time.Minute
 	}
@@ -100,16 +110,28 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return nil
 	}
 	s.log.Info("scheduled full synchronization on", "interval", s.o.Interval, "horizonDays", s.o.HorizonDays)
-	t := time.NewTicker(s.o.CheckEvery)
-	defer t.Stop()
+	slots, conns := time.NewTicker(s.o.CheckEvery), time.NewTicker(s.o.ConnectedEvery)
+	defer slots.Stop()
+	defer conns.Stop()
+	check, connected := true, true
 	for {
-		if _, err := s.Check(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("scheduled full synchronization not enqueued; retrying at the next check", "err", err)
+		if check {
+			if _, err := s.Check(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("scheduled full synchronization not enqueued; retrying at the next check", "err", err)
+			}
+		}
+		if connected {
+			if _, err := s.Connected(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("first synchronization of connected suppliers not enqueued; retrying at the next check", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-slots.C:
+			check, connected = true, false
+		case <-conns.C:
+			check, connected = false, true
 		}
 	}
 }
@@ -174,27 +196,20 @@ func (s *Scheduler) RunNow(ctx context.Context) (Run, error) {
 }
 
 // enqueue puts one request per booking-system supplier on the topic, in
-// one publish.
+// one publish, and remembers their connections as synchronized (see
+// Connected).
 func (s *Scheduler) enqueue(ctx context.Context, runID, trigger string) (Run, error) {
-	sups, err := s.o.Suppliers.Suppliers(ctx, admin)
+	sups, err := s.synced(ctx)
 	if err != nil {
 		s.runs.WithLabelValues(trigger, "failed").Inc()
 		return Run{}, fmt.Errorf("run %s: list suppliers: %w", runID, err)
 	}
-	var ids []string
-	for _, sup := range sups {
-		if Synced(sup) {
-			ids = append(ids, sup.ID)
-		}
-	}
 	now := s.o.Clock().UTC().Truncate(time.Millisecond)
-	// The window starts today (UTC) and covers HorizonDays.
-	from := now.Truncate(24 * time.Hour)
-	to := from.AddDate(0, 0, s.o.HorizonDays)
-	msgs := make([]stream.Message, 0, len(ids))
-	for i, sid := range ids {
-		m, err := Request{Key: runID + "/" + sid, RunID: runID, Trigger: trigger, SupplierID: sid,
-			From: from.Format(time.DateOnly), To: to.Format(time.DateOnly), Enqueued: now, Index: i + 1, Of: len(ids)}.message()
+	from, to := s.window(now)
+	msgs := make([]stream.Message, 0, len(sups))
+	for i, sup := range sups {
+		m, err := Request{Key: runID + "/" + sup.ID, RunID: runID, Trigger: trigger, SupplierID: sup.ID,
+			From: from, To: to, Enqueued: now, Index: i + 1, Of: len(sups)}.message()
 		if err != nil {
 			return Run{}, fmt.Errorf("run %s: encode request: %w", runID, err)
 		}
@@ -206,13 +221,111 @@ func (s *Scheduler) enqueue(ctx context.Context, runID, trigger string) (Run, er
 	}
 	s.runs.WithLabelValues(trigger, "enqueued").Inc()
 	s.enqueued.Add(float64(len(msgs)))
-	if len(ids) == 0 {
+	s.remember(ctx, sups)
+	if len(sups) == 0 {
 		s.log.Info("full synchronization run: no booking-system supplier to synchronize", "run", runID, "trigger", trigger)
 		return Run{ID: runID, Trigger: trigger, Enqueued: now}, nil
 	}
-	s.log.Info("full synchronization run started", "run", runID, "trigger", trigger, "suppliers", len(ids),
-		"from", from.Format(time.DateOnly), "until", to.Format(time.DateOnly))
-	return Run{ID: runID, Trigger: trigger, Suppliers: len(ids), Enqueued: now}, nil
+	s.log.Info("full synchronization run started", "run", runID, "trigger", trigger, "suppliers", len(sups), "from", from, "until", to)
+	return Run{ID: runID, Trigger: trigger, Suppliers: len(sups), Enqueued: now}, nil
+}
+
+// synced lists the suppliers a full synchronization covers.
+func (s *Scheduler) synced(ctx context.Context) ([]catalog.Supplier, error) {
+	sups, err := s.o.Suppliers.Suppliers(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(sups, func(sup catalog.Supplier) bool { return !Synced(sup) }), nil
+}
+
+// window is a run's availability window: today (UTC) and HorizonDays on.
+func (s *Scheduler) window(now time.Time) (string, string) {
+	from := now.Truncate(24 * time.Hour)
+	return from.Format(time.DateOnly), from.AddDate(0, 0, s.o.HorizonDays).Format(time.DateOnly)
+}
+
+// connectionMark names a supplier's connection as synchronized: its id,
+// kind and endpoint (never its credentials), hashed to a short member of
+// the "connected" set.
+func connectionMark(sup catalog.Supplier) string {
+	h := sha256.Sum256([]byte(sup.ID + "\x00" + sup.Connection.Kind + "\x00" + sup.Connection.BaseURL))
+	return hex.EncodeToString(h[:12])
+}
+
+func (s *Scheduler) connectedKey() string { return s.o.KeyPrefix + "connected" }
+
+// remember records the suppliers' connections as synchronized (or
+// queued to be), so that Connected leaves them to the schedule. Best
+// effort: a connection not remembered is synchronized once more.
+func (s *Scheduler) remember(ctx context.Context, sups []catalog.Supplier) {
+	if len(sups) == 0 {
+		return
+	}
+	marks := make([]any, len(sups))
+	for i, sup := range sups {
+		marks[i] = connectionMark(sup)
+	}
+	if err := s.o.Redis.SAdd(context.WithoutCancel(ctx), s.connectedKey(), marks...).Err(); err != nil {
+		s.log.Warn("synchronized connections not remembered; they are synchronized again at the next check", "err", err)
+	}
+}
+
+// Connected enqueues a first synchronization of every booking-system
+// supplier whose connection (id, kind, endpoint) was never synchronized:
+// a supplier an operator just connected, or pointed at another endpoint,
+// gets its products and availability within ConnectedEvery, not at the
+// next slot hours later, and its cron report. Each is a run of its own
+// whose id derives from the connection, so two instances that both see it
+// enqueue the same request key and the worker reports it once. Off with
+// the schedule. It returns how many it enqueued.
+func (s *Scheduler) Connected(ctx context.Context) (int, error) {
+	if s.o.Interval <= 0 {
+		return 0, nil
+	}
+	sups, err := s.synced(ctx)
+	if err != nil || len(sups) == 0 {
+		return 0, err
+	}
+	marks := make([]any, len(sups))
+	for i, sup := range sups {
+		marks[i] = connectionMark(sup)
+	}
+	known, err := s.o.Redis.SMIsMember(ctx, s.connectedKey(), marks...).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read synchronized connections: %w", err)
+	}
+	now := s.o.Clock().UTC().Truncate(time.Millisecond)
+	from, to := s.window(now)
+	var fresh []catalog.Supplier
+	var msgs []stream.Message
+	for i, sup := range sups {
+		if known[i] {
+			continue
+		}
+		runID := TriggerConnected + "-" + marks[i].(string)
+		m, err := Request{Key: runID + "/" + sup.ID, RunID: runID, Trigger: TriggerConnected, SupplierID: sup.ID,
+			From: from, To: to, Enqueued: now, Index: 1, Of: 1}.message()
+		if err != nil {
+			return 0, fmt.Errorf("connected supplier %s: encode request: %w", sup.ID, err)
+		}
+		fresh, msgs = append(fresh, sup), append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	if err := s.o.Publisher.Publish(ctx, msgs...); err != nil {
+		s.runs.WithLabelValues(TriggerConnected, "failed").Add(float64(len(msgs)))
+		return 0, fmt.Errorf("enqueue %d first synchronizations: %w", len(msgs), err)
+	}
+	s.runs.WithLabelValues(TriggerConnected, "enqueued").Add(float64(len(msgs)))
+	s.enqueued.Add(float64(len(msgs)))
+	s.remember(ctx, fresh)
+	for _, sup := range fresh {
+		s.log.Info("first synchronization of a connected supplier enqueued", "supplier", sup.ID, "kind", sup.Connection.Kind,
+			"from", from, "until", to)
+	}
+	return len(msgs), nil
 }
 
 func randomHex() string {
