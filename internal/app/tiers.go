@@ -12,8 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/ingest/bookingsync"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	ingestchangerequest "github.com/switchbackhq/switchback/ingest/changerequest"
+	"github.com/switchbackhq/switchback/ingest/cronsync"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/ingest/supplierbooking"
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
@@ -88,7 +90,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 		case TierProcess:
 			startProcess(cfg, d, sh, tlog, reg, closers, st.failed)
 		case TierIngest:
-			startIngest(d, sh, tlog, reg, closers, st.failed)
+			startIngest(cfg, d, sh, tlog, reg, closers, st.failed)
 			tlog.Info("tier started")
 		}
 	}
@@ -411,11 +413,30 @@ func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ct
 
 // startIngest runs what brings changes in: the change notification worker
 // (first in, first out), which refreshes a product from its supplier's
-// system through the same cache and snapshots as a stale read.
-func startIngest(d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
+// system (through the same cache and snapshots as a stale read for a
+// partner, through the catalog for a booking system); the scheduled full
+// synchronization of booking-system suppliers (its scheduler and its
+// worker, which leaves the cron reports); and the refresh of
+// booking-system availability by status (spec doc 3, rule 8). Every ingest
+// process runs all of them: Redis claims and consumer groups share the
+// work.
+func startIngest(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
+	sched := bookingsync.NewSchedule(bookingsync.ScheduleOptions{Redis: d.redis, HorizonDays: cfg.SyncHorizonDays})
+	bsync := bookingsync.New(bookingsync.Options{Catalog: sh.catalog, Client: sh.bookingSystem, Schedule: sched,
+		Logger: log, Registerer: reg})
+
 	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
-		Syncer: ingestchangerequest.Refresher{Catalog: sh.catalog, Partner: sh.avail,
-			BookingSystem: sh.bookingSystem},
+		Syncer:    ingestchangerequest.Refresher{Catalog: sh.catalog, Partner: sh.avail, BookingSync: bsync},
 		Publisher: d.producer, Logger: log, Registerer: reg})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
+
+	cw := cronsync.NewWorker(cronsync.WorkerOptions{Brokers: d.brokers, Store: sh.cronReports, Syncer: bsync,
+		Publisher: d.producer, Redis: d.redis, Logger: log, Registerer: reg})
+	runWorker(closers, "full synchronization worker (commit)", failed, cw.Run)
+	cs := cronsync.NewScheduler(cronsync.SchedulerOptions{Redis: d.redis, Publisher: d.producer, Suppliers: sh.catalog,
+		Interval: cfg.SyncInterval, HorizonDays: cfg.SyncHorizonDays, Logger: log, Registerer: reg})
+	runWorker(closers, "full synchronization scheduler", failed, cs.Run)
+
+	rs := bookingsync.NewScheduler(bookingsync.SchedulerOptions{Syncer: bsync, Logger: log, Registerer: reg})
+	runWorker(closers, "booking-system refresh scheduler", failed, rs.Run)
 }

@@ -1,6 +1,8 @@
 // Package demo is what `make run` shows on a fresh machine: a simulated
-// partner (bench/partnersim) behind a demo supplier, the demo operator's
-// products bound to the demo channel, a subscriber (the demo sink
+// partner (bench/partnersim) behind a demo supplier and a simulated
+// booking system (bench/bookingsim, spec doc 3) behind a second one whose
+// products arrive by the scheduled full synchronization, the demo
+// operator's products bound to the demo channel, a subscriber (the demo sink
 // principal) with a rule of every notification type pointing at a
 // built-in webhook sink that verifies every signature and logs what it
 // received, and changes every few seconds (availability pushes, price
@@ -63,8 +65,9 @@ const (
 	RateChild      = "demo-child"
 	RateDay        = "demo-day"
 	// On the simulated booking system (its own names).
-	BookingSupplierID = "S1"
-	BookingProductID  = "S1-P1"
+	BookingSupplierID     = "S1"
+	BookingProductID      = "S1-P1" // START_TIME, options S1-P1-O1 and -O2
+	BookingOpeningHoursID = "S1-P2" // OPENING_HOURS (FREESALE)
 )
 
 // ruleTypes: notification type → registry path of its CRUD (spec doc 1:
@@ -92,6 +95,10 @@ type Demo struct {
 	sink     *http.Server
 	sinkURL  string
 	received *prometheus.CounterVec
+
+	// bsBound: the booking-system products are bound (the rounds'
+	// goroutine only).
+	bsBound bool
 
 	mu   sync.Mutex
 	keys map[string]string // notification type → securityKey of its rule
@@ -275,13 +282,13 @@ func (d *Demo) setup(ctx context.Context) error {
 		{"POST", prodPath(ProductCanyon) + "/rates", rateBody(RateDay, "Day pass", 0)},
 		{"POST", prodPath(ProductGlacier) + "/channels/" + d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["` + RateAdult + `","` + RateChild + `"]}`},
 		{"POST", prodPath(ProductCanyon) + "/channels/" + d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE"}`},
-		// A supplier on the simulated booking system (spec doc 3): its
-		// names are the simulator's (S1, S1-P1, options S1-P1-O1/O2).
+		// A supplier on the simulated booking system (spec doc 3): the
+		// operator only connects it; its first full synchronization
+		// (seconds after it is connected) brings its products and options
+		// with the simulator's names (S1-P1 START_TIME, S1-P2
+		// OPENING_HOURS, options -O1/-O2), and the rounds bind them once
+		// they are there (bindBookingSystem).
 		{"POST", "/channel/v1.2/suppliers", bookingSupplierBody(d.bookURL)},
-		{"POST", "/channel/v1.2/suppliers/" + BookingSupplierID + "/products", productBody(BookingProductID, "Fjord cruise", "START_TIME", 0)},
-		{"POST", bookingProdPath() + "/rates", rateBody(BookingProductID+"-O1", "Deck", 0)},
-		{"POST", bookingProdPath() + "/rates", rateBody(BookingProductID+"-O2", "Cabin", 0)},
-		{"POST", bookingProdPath() + "/channels/" + d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE"}`},
 	}
 	// Rules first, so that the bindings below already notify the sink.
 	for _, r := range ruleTypes {
@@ -368,6 +375,9 @@ func (d *Demo) round(ctx context.Context, tick int) error {
 		}
 		return got
 	}
+	if !d.bsBound {
+		d.bsBound = d.bindBookingSystem(ctx, &errs)
+	}
 	// Availability pushed by the operator: three windows tomorrow and the
 	// day after, vacancies moving every round.
 	do(op, "PUT", prodPath(ProductGlacier)+"/rates/"+RateAdult+"/availabilities", availabilityBody(day, tick), 200)
@@ -398,6 +408,9 @@ func (d *Demo) round(ctx context.Context, tick int) error {
 			start, day.AddDate(0, 0, 7).Format(time.DateOnly)), "", 201)
 		d.book(ctx, tick, day, false, &errs) // then cancelled: canceled
 		d.book(ctx, tick, day, true, &errs)  // accepted (202): tickets-added later
+		if d.bsBound {
+			d.bookAtBookingSystem(ctx, tick, day, &errs)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -434,6 +447,88 @@ func (d *Demo) book(ctx context.Context, tick int, day time.Time, accepted bool,
 	}
 	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusOK {
 		*errs = append(*errs, fmt.Errorf("cancel: %d %s %v", status, body, err))
+	}
+}
+
+// bindBookingSystem binds the booking-system supplier's products to the
+// demo channel once its first synchronization has brought them (404
+// until then: tried again next round). It reports whether both are bound.
+func (d *Demo) bindBookingSystem(ctx context.Context, errs *[]error) bool {
+	bound := true
+	for _, pid := range []string{BookingProductID, BookingOpeningHoursID} {
+		status, body, err := d.call(ctx, d.opts.Operator, "POST", bookingProdPath(pid)+"/channels/"+d.opts.ChannelID, `{"priceAt":"PRICE_AT_SALE"}`)
+		switch {
+		case err == nil && (status == http.StatusCreated || status == http.StatusConflict):
+		case err == nil && status == http.StatusNotFound:
+			bound = false // not synchronized yet
+		default:
+			bound = false
+			*errs = append(*errs, fmt.Errorf("bind %s: %d %s %v", pid, status, body, err))
+		}
+	}
+	if bound {
+		d.log.Info("demo: the booking-system supplier's products arrived by its first synchronization and are bound", "supplier", BookingSupplierID)
+	}
+	return bound
+}
+
+// bookAtBookingSystem holds, books and cancels one place at the
+// booking-system supplier (spec doc 3: createBooking on hold, confirmed,
+// then cancelled): the reseller picks an availability id from its
+// availability read, as doc 3 requires it when booking.
+func (d *Demo) bookAtBookingSystem(ctx context.Context, tick int, day time.Time, errs *[]error) {
+	sub := d.opts.Subscriber
+	const rate = BookingProductID + "-O1"
+	status, body, err := d.call(ctx, sub, "GET", fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", BookingSupplierID,
+		BookingProductID, day.AddDate(0, 0, 1).Format(time.RFC3339), day.AddDate(0, 0, 8).Format(time.RFC3339)), "")
+	if err != nil || status != http.StatusOK {
+		*errs = append(*errs, fmt.Errorf("booking-system availability: %d %s %v", status, body, err))
+		return
+	}
+	var av struct {
+		Availabilities struct {
+			ByRate map[string]struct {
+				Availability []struct {
+					ID       string `json:"id"`
+					Start    string `json:"start"`
+					Capacity int    `json:"capacity"`
+				} `json:"availability"`
+			} `json:"byRate"`
+		} `json:"availabilities"`
+	}
+	_ = json.Unmarshal(body, &av)
+	var id, at string
+	for _, a := range av.Availabilities.ByRate[rate].Availability {
+		if a.Capacity > 0 {
+			id, at = a.ID, a.Start
+			break
+		}
+	}
+	if id == "" {
+		return // sold out this week, or not synchronized yet
+	}
+	item := fmt.Sprintf(`{"supplierId":%q,"productId":%q,"rateId":%q,"availabilityId":%q,"quantity":1`, BookingSupplierID, BookingProductID, rate, id)
+	status, body, err = d.call(ctx, sub, "POST", "/v1.2/holds", `{"hold":{"items":[`+item+`,"at":"`+at+`"}]}}`)
+	if err != nil || status != http.StatusCreated {
+		*errs = append(*errs, fmt.Errorf("booking-system hold: %d %s %v", status, body, err))
+		return
+	}
+	var h struct {
+		Hold struct {
+			ID string `json:"id"`
+		} `json:"hold"`
+	}
+	_ = json.Unmarshal(body, &h)
+	bid := fmt.Sprintf("demo-bs-booking-%d-%d", time.Now().Unix(), tick)
+	status, body, err = d.call(ctx, sub, "POST", "/v1.2/bookings", fmt.Sprintf(
+		`{"booking":{"id":%q,"holdId":%q,"resellerBookingRef":"DEMO-BS-%d","customer":{"firstName":"Demo","lastName":"Traveller","email":"demo@example.com"},"items":[%s,"startTime":%q}]}}`,
+		bid, h.Hold.ID, tick, item, at))
+	if err != nil || status != http.StatusCreated {
+		*errs = append(*errs, fmt.Errorf("booking-system booking: %d %s %v", status, body, err))
+		return
+	}
+	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+bid, ""); err != nil || status != http.StatusOK {
+		*errs = append(*errs, fmt.Errorf("booking-system cancel: %d %s %v", status, body, err))
 	}
 }
 
@@ -519,8 +614,8 @@ func priceScheduleBody(day time.Time, tick int) string {
 		day.Format(time.DateOnly), day.AddDate(0, 0, 9).Format(time.DateOnly), 40+tick%7)
 }
 
-func bookingProdPath() string {
-	return "/channel/v1.2/suppliers/" + BookingSupplierID + "/products/" + BookingProductID
+func bookingProdPath(pid string) string {
+	return "/channel/v1.2/suppliers/" + BookingSupplierID + "/products/" + pid
 }
 
 func bookingSupplierBody(endpoint string) string {
