@@ -1,10 +1,11 @@
 package dispatcher
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchbackhq/switchback/internal/instrument"
 )
 
 // backlogBuckets are the upper bounds of switchback_dispatcher_subscribers_by_backlog.
@@ -89,35 +90,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg == nil {
 		return m
 	}
-	m.deliveries = register(reg, m.deliveries)
-	m.attemptSeconds = register(reg, m.attemptSeconds)
-	m.retries = register(reg, m.retries)
-	m.intake = register(reg, m.intake)
-	m.autoDisabled = register(reg, m.autoDisabled)
-	m.autoDisabledG = register(reg, m.autoDisabledG)
-	m.backlog = register(reg, m.backlog)
-	m.backlogMax = register(reg, m.backlogMax)
-	m.backlogLimit = register(reg, m.backlogLimit)
-	m.byBacklog = register(reg, m.byBacklog)
-	m.inflight = register(reg, m.inflight)
-	m.lanes = register(reg, m.lanes)
-	m.rebuilds = register(reg, m.rebuilds)
+	m.deliveries = instrument.Register(reg, m.deliveries)
+	m.attemptSeconds = instrument.Register(reg, m.attemptSeconds)
+	m.retries = instrument.Register(reg, m.retries)
+	m.intake = instrument.Register(reg, m.intake)
+	m.autoDisabled = instrument.Register(reg, m.autoDisabled)
+	m.autoDisabledG = instrument.Register(reg, m.autoDisabledG)
+	m.backlog = instrument.Register(reg, m.backlog)
+	m.backlogMax = instrument.Register(reg, m.backlogMax)
+	m.backlogLimit = instrument.Register(reg, m.backlogLimit)
+	m.byBacklog = instrument.Register(reg, m.byBacklog)
+	m.inflight = instrument.Register(reg, m.inflight)
+	m.lanes = instrument.Register(reg, m.lanes)
+	m.rebuilds = instrument.Register(reg, m.rebuilds)
 	return m
-}
-
-// register registers c, or returns the identical collector registered
-// before (a restarted dispatcher in one process, tests).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // conflicting metric definitions: a programming error
-	}
-	return c
 }
 
 func (m *metrics) observeBacklogs(backlogs map[string]int64) {

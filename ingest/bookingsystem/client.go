@@ -34,6 +34,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/instrument"
 )
 
 // Domain errors of booking-system calls. Callers see the code and this
@@ -410,26 +411,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Booking systems whose circuit breaker is open or half-open.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.seconds, m.errors, m.rejected, m.open} {
-			if err := reg.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-				switch c {
-				case m.seconds:
-					m.seconds = are.ExistingCollector.(*prometheus.HistogramVec)
-				case m.errors:
-					m.errors = are.ExistingCollector.(*prometheus.CounterVec)
-				case m.rejected:
-					m.rejected = are.ExistingCollector.(*prometheus.CounterVec)
-				case m.open:
-					m.open = are.ExistingCollector.(prometheus.Gauge)
-				}
-			}
-		}
-	}
+	m.seconds = instrument.Register(reg, m.seconds)
+	m.errors = instrument.Register(reg, m.errors)
+	m.rejected = instrument.Register(reg, m.rejected)
+	m.open = instrument.Register(reg, m.open)
 	return m
 }
 

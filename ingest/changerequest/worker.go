@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/changerequest"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -66,16 +67,8 @@ func NewWorker(o WorkerOptions) *Worker {
 		secs: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchback_ingest_changerequest_seconds",
 			Help: "Duration of one change notification's refresh.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 9)}),
 	}
-	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{w.runs, w.secs} {
-			if err := o.Registerer.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	}
+	w.runs = instrument.Register(o.Registerer, w.runs)
+	w.secs = instrument.Register(o.Registerer, w.secs)
 	return w
 }
 

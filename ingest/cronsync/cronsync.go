@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -142,22 +141,4 @@ func decodeRequest(m stream.Message) (Request, error) {
 		return Request{}, err
 	}
 	return r, nil
-}
-
-// register registers c, or returns the identical collector registered
-// before (a scheduler and a worker, or two workers, in one process).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // conflicting metric definitions: a programming error
-	}
-	return c
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/stream"
 )
 
@@ -94,10 +95,10 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Scheduler{o: o, log: o.Logger.With("part", "cronsync"),
-		runs: register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_cronsync_runs_total",
+		runs: instrument.Register(o.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_cronsync_runs_total",
 			Help: "Full synchronization runs this instance enqueued or failed to enqueue, by trigger (schedule, manual) and outcome (enqueued, failed)."},
 			[]string{"trigger", "outcome"})),
-		enqueued: register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_cronsync_requests_enqueued_total",
+		enqueued: instrument.Register(o.Registerer, prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_cronsync_requests_enqueued_total",
 			Help: "Per-supplier synchronization requests enqueued."})),
 	}
 }

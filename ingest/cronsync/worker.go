@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/cronreport"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -85,16 +86,16 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	reg := o.Registerer
 	return &Worker{o: o, log: o.Logger.With("part", "cronsync"),
-		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_cronsync_requests_total",
+		requests: instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_cronsync_requests_total",
 			Help: "Per-supplier synchronization requests handled, by outcome (ok, errors, failed, duplicate, stale, unusable, collision)."},
 			[]string{"outcome"})),
-		syncSecs: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchback_cronsync_sync_seconds",
+		syncSecs: instrument.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchback_cronsync_sync_seconds",
 			Help: "Duration of one supplier's full synchronization.", Buckets: prometheus.ExponentialBuckets(0.05, 4, 9)})),
-		runSecs: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchback_cronsync_run_seconds",
+		runSecs: instrument.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: "switchback_cronsync_run_seconds",
 			Help: "Duration of a run, from its enqueueing to its last supplier's report.", Buckets: prometheus.ExponentialBuckets(1, 4, 9)})),
-		errorItems: register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_cronsync_report_errors_total",
+		errorItems: instrument.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_cronsync_report_errors_total",
 			Help: "Errors recorded in cron reports (errorCount summed)."})),
-		lastSuccess: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchback_cronsync_last_success_timestamp_seconds",
+		lastSuccess: instrument.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchback_cronsync_last_success_timestamp_seconds",
 			Help: "Unix time of the last supplier synchronization reported without errors."})),
 	}
 }

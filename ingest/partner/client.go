@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/instrument"
 )
 
 // Domain errors of partner calls. The reseller sees the code and this
@@ -260,23 +261,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			ConstLabels: prometheus.Labels{"kind": "partner"},
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.seconds, m.errors, m.open} {
-			if err := reg.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-				switch c.(type) {
-				case *prometheus.HistogramVec:
-					m.seconds = are.ExistingCollector.(*prometheus.HistogramVec)
-				case *prometheus.CounterVec:
-					m.errors = are.ExistingCollector.(*prometheus.CounterVec)
-				case prometheus.Gauge:
-					m.open = are.ExistingCollector.(prometheus.Gauge)
-				}
-			}
-		}
-	}
+	m.seconds = instrument.Register(reg, m.seconds)
+	m.errors = instrument.Register(reg, m.errors)
+	m.open = instrument.Register(reg, m.open)
 	return m
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -386,25 +387,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Orders cancelled to keep a hold or booking all-or-nothing, by reason (partial_hold, rejected_booking, refused_confirm, failed_confirm) and result (ok, failed).",
 		}, []string{"reason", "result"}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.calls, m.seconds, m.refused, m.compensations} {
-			if err := reg.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-				switch c {
-				case m.calls:
-					m.calls = are.ExistingCollector.(*prometheus.CounterVec)
-				case m.seconds:
-					m.seconds = are.ExistingCollector.(*prometheus.HistogramVec)
-				case m.refused:
-					m.refused = are.ExistingCollector.(*prometheus.CounterVec)
-				case m.compensations:
-					m.compensations = are.ExistingCollector.(*prometheus.CounterVec)
-				}
-			}
-		}
-	}
+	m.calls = instrument.Register(reg, m.calls)
+	m.seconds = instrument.Register(reg, m.seconds)
+	m.refused = instrument.Register(reg, m.refused)
+	m.compensations = instrument.Register(reg, m.compensations)
 	return m
 }

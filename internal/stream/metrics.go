@@ -1,10 +1,11 @@
 package stream
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchbackhq/switchback/internal/instrument"
 )
 
 // Metrics are the producer and consumer metrics. Labels are topics, groups
@@ -65,29 +66,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg == nil {
 		return m
 	}
-	m.consumed = register(reg, m.consumed)
-	m.handlerFailures = register(reg, m.handlerFailures)
-	m.deadLettered = register(reg, m.deadLettered)
-	m.handlerSeconds = register(reg, m.handlerSeconds)
-	m.lag = register(reg, m.lag)
-	m.produced = register(reg, m.produced)
-	m.produceErrors = register(reg, m.produceErrors)
-	m.produceSeconds = register(reg, m.produceSeconds)
+	m.consumed = instrument.Register(reg, m.consumed)
+	m.handlerFailures = instrument.Register(reg, m.handlerFailures)
+	m.deadLettered = instrument.Register(reg, m.deadLettered)
+	m.handlerSeconds = instrument.Register(reg, m.handlerSeconds)
+	m.lag = instrument.Register(reg, m.lag)
+	m.produced = instrument.Register(reg, m.produced)
+	m.produceErrors = instrument.Register(reg, m.produceErrors)
+	m.produceSeconds = instrument.Register(reg, m.produceSeconds)
 	return m
-}
-
-// register registers c, or returns the identical collector registered before.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a programming error: conflicting metric definitions
-	}
-	return c
 }
 
 func (m *Metrics) observeConsumed(topic, group string, partition int, lag int64) {

@@ -21,7 +21,6 @@ package availability
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -32,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -148,16 +148,9 @@ func New(opts Options) *Processor {
 			Help: "Availability windows whose vacancies changed."}),
 		stream: stream.NewMetrics(opts.Registerer),
 	}
-	if reg := opts.Registerer; reg != nil {
-		for _, c := range []prometheus.Collector{p.events, p.notes, p.changes} {
-			if err := reg.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	}
+	p.events = instrument.Register(opts.Registerer, p.events)
+	p.notes = instrument.Register(opts.Registerer, p.notes)
+	p.changes = instrument.Register(opts.Registerer, p.changes)
 	return p
 }
 

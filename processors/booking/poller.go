@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -60,15 +61,7 @@ func NewPoller(opts PollerOptions) *Poller {
 	p := &Poller{opts: opts, log: opts.Logger.With("part", "booking-poller"),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_booking_polls_total",
 			Help: "Partner polls of bookings awaiting tickets, by result (changed, unchanged, error)."}, []string{"result"})}
-	if reg := opts.Registerer; reg != nil {
-		if err := reg.Register(p.polls); err != nil {
-			if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
-				p.polls = are.ExistingCollector.(*prometheus.CounterVec)
-			} else {
-				panic(err)
-			}
-		}
-	}
+	p.polls = instrument.Register(opts.Registerer, p.polls)
 	return p
 }
 

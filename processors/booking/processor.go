@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	bookingsvc "github.com/switchbackhq/switchback/internal/booking"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -105,15 +106,7 @@ func New(opts Options) *Processor {
 		notes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_booking_notifications_total",
 			Help: "booking notifications produced, by operation (canceled, tickets-added)."}, []string{"operation"}),
 		stream: stream.NewMetrics(opts.Registerer)}
-	if reg := opts.Registerer; reg != nil {
-		if err := reg.Register(p.notes); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-			p.notes = are.ExistingCollector.(*prometheus.CounterVec)
-		}
-	}
+	p.notes = instrument.Register(opts.Registerer, p.notes)
 	return p
 }
 

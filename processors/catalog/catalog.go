@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -460,21 +461,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"type"}),
 	}
 	if reg != nil {
-		m.events = register(reg, m.events)
-		m.notifications = register(reg, m.notifications)
+		m.events = instrument.Register(reg, m.events)
+		m.notifications = instrument.Register(reg, m.notifications)
 	}
 	return m
-}
-
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }

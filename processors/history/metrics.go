@@ -1,11 +1,12 @@
 package history
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchbackhq/switchback/internal/instrument"
 )
 
 // metrics of the sink. Labels are table names, partition numbers and fixed
@@ -81,18 +82,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.rowsInserted = register(reg, m.rowsInserted)
-		m.insertErrors = register(reg, m.insertErrors)
-		m.unrouted = register(reg, m.unrouted)
-		m.batchSeconds = register(reg, m.batchSeconds)
-		m.batchEvents = register(reg, m.batchEvents)
-		m.lag = register(reg, m.lag)
-		m.pendingEvents = register(reg, m.pendingEvents)
-		m.oldestPending = register(reg, m.oldestPending)
-		m.lastFlush = register(reg, m.lastFlush)
-		m.commitErrors = register(reg, m.commitErrors)
-		m.dropped = register(reg, m.dropped)
-		m.retentionErrs = register(reg, m.retentionErrs)
+		m.rowsInserted = instrument.Register(reg, m.rowsInserted)
+		m.insertErrors = instrument.Register(reg, m.insertErrors)
+		m.unrouted = instrument.Register(reg, m.unrouted)
+		m.batchSeconds = instrument.Register(reg, m.batchSeconds)
+		m.batchEvents = instrument.Register(reg, m.batchEvents)
+		m.lag = instrument.Register(reg, m.lag)
+		m.pendingEvents = instrument.Register(reg, m.pendingEvents)
+		m.oldestPending = instrument.Register(reg, m.oldestPending)
+		m.lastFlush = instrument.Register(reg, m.lastFlush)
+		m.commitErrors = instrument.Register(reg, m.commitErrors)
+		m.dropped = instrument.Register(reg, m.dropped)
+		m.retentionErrs = instrument.Register(reg, m.retentionErrs)
 	}
 	// Every series exists from the start, so that rate() and "no inserts
 	// for 10 minutes" see a zero rather than nothing.
@@ -104,21 +105,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.unrouted.WithLabelValues(r)
 	}
 	return m
-}
-
-// register registers c, or returns the identical collector registered
-// before: `switchback run` may build several tiers on one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic("history: register metrics: " + err.Error())
-	}
-	return c
 }
 
 // observeLag records a partition's lag; gauges are cached by partition so

@@ -44,6 +44,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -160,31 +161,10 @@ func New(opts Options) *Service {
 		}),
 		historySlots: make(chan struct{}, maxHistoryInFlight),
 	}
-	if opts.Registerer != nil {
-		s.cache = registerCounter(opts.Registerer, s.cache)
-		s.publish = registerCounter(opts.Registerer, s.publish)
-		if err := opts.Registerer.Register(s.historyDropped); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-			s.historyDropped = are.ExistingCollector.(prometheus.Counter)
-		}
-	}
+	s.cache = instrument.Register(opts.Registerer, s.cache)
+	s.publish = instrument.Register(opts.Registerer, s.publish)
+	s.historyDropped = instrument.Register(opts.Registerer, s.historyDropped)
 	return s
-}
-
-func registerCounter(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if ex, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return ex
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 // ErrUnavailable is a read that has no usable entry and no partner

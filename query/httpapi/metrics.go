@@ -1,13 +1,14 @@
 package httpapi
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchbackhq/switchback/internal/instrument"
 )
 
 // unmatchedRoute labels requests that matched no route (404, 405, and those
@@ -48,26 +49,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		byMethod: map[string]*routeMetrics{},
 	}
 	if reg != nil {
-		m.requests = register(reg, m.requests)
-		m.seconds = register(reg, m.seconds)
-		m.limited = register(reg, m.limited)
+		m.requests = instrument.Register(reg, m.requests)
+		m.seconds = instrument.Register(reg, m.seconds)
+		m.limited = instrument.Register(reg, m.limited)
 	}
 	return m
-}
-
-// register registers c, or reuses the collector already registered under
-// the same name (a second Server on the same registry, as in tests).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic("httpapi: register metrics: " + err.Error())
-	}
-	return c
 }
 
 // routeMetrics caches the series of one route and method, so that the hot
