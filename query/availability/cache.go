@@ -270,7 +270,7 @@ func (s *Service) boundRates(ctx context.Context, channel, sid, pid, rid string,
 		}
 		if s.opts.LocalTTL > 0 {
 			all.until = now.Add(s.opts.LocalTTL)
-			s.local.put(lkey, all)
+			s.local.put(lkey, all, now)
 		}
 	}
 	if rid == "" {
@@ -389,7 +389,7 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 			if err := json.Unmarshal(e.raw, &e.decoded); err != nil {
 				e.decoded = nil
 			}
-			s.local.put(s.key(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e})
+			s.local.put(s.key(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e}, now)
 		}
 		out.entries[i] = e
 	}
@@ -685,11 +685,16 @@ func randomToken() string {
 }
 
 // local is the in-process copy of fresh entries and bound rates, each
-// kept until its own deadline. It is bounded: past maxLocal items it is
-// emptied (a burst of distinct keys costs Redis round trips, not memory).
+// kept until its own deadline (at most LocalTTL, 1 s). Expired items are
+// swept out when the map has doubled since the last sweep (amortized O(1)
+// per put), into a new map so that the memory is released (a Go map does
+// not shrink); a sweep that finds more than maxLocal/2 live items empties
+// it (a burst of distinct keys costs Redis round trips, not memory).
 type local struct {
 	mu sync.RWMutex
 	m  map[string]localItem
+	// sweepAt is the size at which the next put sweeps.
+	sweepAt int
 }
 
 type localItem struct {
@@ -698,7 +703,10 @@ type localItem struct {
 	e     entry
 }
 
-const maxLocal = 100_000
+const (
+	maxLocal      = 100_000
+	minLocalSweep = 1024
+)
 
 func (l *local) get(key string, now time.Time) (localItem, bool) {
 	l.mu.RLock()
@@ -710,11 +718,29 @@ func (l *local) get(key string, now time.Time) (localItem, bool) {
 	return it, true
 }
 
-func (l *local) put(key string, it localItem) {
+func (l *local) put(key string, it localItem, now time.Time) {
 	l.mu.Lock()
-	if len(l.m) >= maxLocal {
-		clear(l.m)
+	defer l.mu.Unlock()
+	if len(l.m) >= min(max(l.sweepAt, minLocalSweep), maxLocal) {
+		live := make(map[string]localItem, len(l.m)/2)
+		for k, v := range l.m {
+			if now.Before(v.until) {
+				live[k] = v
+			}
+		}
+		if len(live) > maxLocal/2 {
+			// Mostly live: a burst of distinct keys. Emptied, so that the
+			// next sweep is again a doubling away (amortized O(1)).
+			live = make(map[string]localItem)
+		}
+		l.m, l.sweepAt = live, 2*len(live)
 	}
 	l.m[key] = it
-	l.mu.Unlock()
+}
+
+// size is how many items the copy holds, expired or not (tests).
+func (l *local) size() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.m)
 }
