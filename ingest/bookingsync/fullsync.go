@@ -391,10 +391,20 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 		return res, err
 	}
 
-	window := []DayRange{{Start: from.UTC().Format(time.DateOnly), End: to.UTC().Format(time.DateOnly)}}
+	// The window is as many days as [from, to) holds, from each product's
+	// local today at the time the synchronization runs: from and to are
+	// UTC dates of when the run was enqueued, and a product west of UTC
+	// is still on the day before at 00:00 UTC (its today must be read).
+	days := max(1, int(to.Sub(from).Round(24*time.Hour)/(24*time.Hour)))
+	now := s.o.Clock()
+	windowOf := func(t target) []DayRange {
+		today := t.today(now)
+		return []DayRange{{Start: today, End: addDays(today, days)}}
+	}
 	type job struct {
-		t    target
-		gone bool
+		t      target
+		window []DayRange
+		gone   bool
 	}
 	var jobs []job
 	for _, l := range ls {
@@ -405,20 +415,23 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 			return res, err
 		}
 		t := target{conn: conn, sup: sup, prod: l.stored, loc: s.location(l.stored.TimeZone)}
+		window := windowOf(t)
 		for _, oid := range present {
 			t.optionID = oid
-			jobs = append(jobs, job{t: t})
+			jobs = append(jobs, job{t: t, window: window})
 		}
 		for _, oid := range gone {
 			res.Errors = append(res.Errors, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
 				oid, l.stored.ID, window[0].Start, window[0].End))
 			t.optionID = oid
-			jobs = append(jobs, job{t: t, gone: true})
+			jobs = append(jobs, job{t: t, window: window, gone: true})
 		}
 	}
 	slices.SortFunc(goneProducts, func(a, b catalog.Product) int { return strings.Compare(a.ID, b.ID) })
 	for _, p := range goneProducts {
 		s.metrics.products.WithLabelValues("missing").Inc()
+		t := target{conn: conn, sup: sup, prod: p, loc: s.location(p.TimeZone)}
+		window := windowOf(t)
 		res.Errors = append(res.Errors, fmt.Sprintf("product %s: no longer offered by the booking system; kept in the catalog (delete or unbind it there), its availability from %s until %s emptied",
 			p.ID, window[0].Start, window[0].End))
 		rates, err := s.o.Catalog.Rates(ctx, admin, sid, p.ID)
@@ -429,10 +442,9 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 			res.Errors = append(res.Errors, fmt.Sprintf("product %s: read rates: %v", p.ID, err))
 			continue
 		}
-		t := target{conn: conn, sup: sup, prod: p, loc: s.location(p.TimeZone)}
 		for _, r := range rates {
 			t.optionID = r.ID
-			jobs = append(jobs, job{t: t, gone: true})
+			jobs = append(jobs, job{t: t, window: window, gone: true})
 		}
 	}
 
@@ -448,7 +460,7 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 	for range min(s.o.Concurrency, max(len(jobs), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				r := s.refreshOption(rctx, jobs[i].t, window, TriggerFullSync, jobs[i].gone)
+				r := s.refreshOption(rctx, jobs[i].t, jobs[i].window, TriggerFullSync, jobs[i].gone)
 				results[i] = r
 				if r.err != nil && fatal(rctx, r.err) {
 					once.Do(func() { fatalErr = r.err; cancel() })
@@ -484,7 +496,7 @@ feed:
 		}
 		return res, fmt.Errorf("supplier %s: %w", sid, fatalErr)
 	}
-	s.log.Info("supplier synchronized from its booking system", "supplier", sid, "from", window[0].Start, "until", window[0].End,
+	s.log.Info("supplier synchronized from its booking system", "supplier", sid, "days", days,
 		"products", res.Products, "options", res.Options, "availabilities", res.Availabilities, "errors", len(res.Errors),
 		"took", time.Since(started).Round(time.Millisecond), "connection", conn.String())
 	return res, nil

@@ -404,3 +404,69 @@ func TestSyncSupplier_WritesThroughTheEmbeddedBroker(t *testing.T) {
 	raw, _ := json.Marshal(e.product(t, "S1-P3"))
 	noSecret(t, "product", string(raw))
 }
+
+// TestSyncSupplier_WindowStartsOnEachProductsLocalToday: the run's window
+// is UTC dates of when it was enqueued, but a product west of UTC is still
+// on the day before at 02:00 UTC; its local today is read (and nothing of
+// the window is left due), however the run's dates fall.
+func TestSyncSupplier_WindowStartsOnEachProductsLocalToday(t *testing.T) {
+	tests := []struct {
+		name, zone string
+		at         time.Time
+		wantFirst  string // local date of the first stored availability
+	}{
+		{"west of UTC, after midnight UTC", "America/Los_Angeles", time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC), "2026-11-21"},
+		{"east of UTC, before midnight UTC", "Pacific/Auckland", time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC), "2026-11-22"},
+		{"UTC", "UTC", time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC), "2026-11-22"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := start(t, envOptions{sim: bookingsim.Config{TimeZone: tt.zone, SlotHours: []int{20, 21}}})
+			e.clock.set(tt.at)
+			sch := e.schedule(3)
+			utcToday, _ := time.Parse(time.DateOnly, tt.at.UTC().Format(time.DateOnly))
+			if _, err := e.syncer(sch).SyncSupplier(ctx, sid, utcToday, utcToday.AddDate(0, 0, 3)); err != nil {
+				t.Fatal(err)
+			}
+			loc, _ := time.LoadLocation(tt.zone)
+			got := e.availabilities(t, "S1-P1", "S1-P1-O1")
+			if len(got) == 0 {
+				t.Fatal("nothing stored")
+			}
+			if first := got[0].Start.In(loc).Format(time.DateOnly); first != tt.wantFirst {
+				t.Fatalf("first stored day %s, want the product's local today %s", first, tt.wantFirst)
+			}
+			if last := got[len(got)-1].Start.In(loc).Format(time.DateOnly); last != addDays(tt.wantFirst, 2) {
+				t.Fatalf("last stored day %s, want %s (3 days)", last, addDays(tt.wantFirst, 2))
+			}
+			if n, err := sch.DueCount(ctx, e.clock.now()); err != nil || n != 0 {
+				t.Fatalf("%d options due right after the sync (%v)", n, err)
+			}
+		})
+	}
+}
+
+// TestSyncSupplier_PastDaysAreDropped: days before the product's local
+// today are never read again; a sync drops them instead of keeping them,
+// so a rate's stored availabilities do not pile up week after week (until
+// the catalog's bound per rate refused every write).
+func TestSyncSupplier_PastDaysAreDropped(t *testing.T) {
+	e := start(t, envOptions{})
+	var counts []int
+	for week := range 4 {
+		if _, err := e.sync(t, e.syncer(nil), 7); err != nil {
+			t.Fatalf("week %d: %v", week, err)
+		}
+		got := e.availabilities(t, "S1-P1", "S1-P1-O1")
+		counts = append(counts, len(got))
+		if first := got[0].Start.UTC().Format(time.DateOnly); first < e.clock.today(0) {
+			t.Fatalf("week %d: a past day %s is still stored (today %s)", week, first, e.clock.today(0))
+		}
+		e.clock.add(7 * 24 * time.Hour)
+	}
+	for _, n := range counts[1:] {
+		if n != counts[0] {
+			t.Fatalf("stored availabilities by week %v, want the same every week", counts)
+		}
+	}
+}

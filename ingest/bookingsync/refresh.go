@@ -207,8 +207,12 @@ func dueByDay(t target, read []bookingsystem.Availability, replaced, failed, ref
 }
 
 // writeAvailabilities replaces the rate's availabilities of the days of
-// replaced by read, keeping the others, sorted by start then id.
+// replaced by read, keeping the others but those of days before the
+// product's local today (past days are never read again: kept, they would
+// pile up until the catalog's bound per rate refused every write), sorted
+// by start then id.
 func (s *Syncer) writeAvailabilities(ctx context.Context, t target, replaced []DayRange, read []bookingsystem.Availability) error {
+	today := t.today(s.o.Clock())
 	cur, err := s.o.Catalog.Availabilities(ctx, admin, t.sup.ID, t.prod.ID, t.optionID)
 	if err != nil {
 		return fmt.Errorf("read stored availabilities: %w", err)
@@ -224,6 +228,9 @@ func (s *Syncer) writeAvailabilities(ctx context.Context, t target, replaced []D
 		day := a.Start.In(t.loc).Format(time.DateOnly)
 		if inRuns(replaced, day) || ids[a.ID] {
 			continue // replaced by this read (an id read again wins wherever it was)
+		}
+		if day < today {
+			continue // past
 		}
 		next = append(next, a)
 	}
