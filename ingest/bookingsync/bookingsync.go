@@ -56,6 +56,7 @@ type Catalog interface {
 	Products(ctx context.Context, p principals.Principal, sid string) ([]catalog.Product, error)
 	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
 	Rates(ctx context.Context, p principals.Principal, sid, pid string) ([]catalog.Rate, error)
+	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
 	UpsertProducts(ctx context.Context, p principals.Principal, sid string, ins []catalog.ProductInput) ([]catalog.Product, error)
 	UpsertRates(ctx context.Context, p principals.Principal, sid, pid string, ins []catalog.RateInput) ([]catalog.Rate, error)
 	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)

@@ -500,3 +500,31 @@ func TestScheduler_ARequestThatCannotBeMadeIsNotRetriedSoon(t *testing.T) {
 		t.Fatalf("next due %v", next)
 	}
 }
+
+// TestNewScheduler_BatchFitsTheLease: a round claims no more options than
+// its workers surely start within the claims' lease, so no claim runs out
+// before its refresh began (another process would claim and read it too).
+func TestNewScheduler_BatchFitsTheLease(t *testing.T) {
+	e := start(t, envOptions{})
+	sy := New(Options{Catalog: e.Store, Client: e.bsc, Schedule: e.schedule(7), Concurrency: 4,
+		OptionTimeout: time.Minute, LockWait: 15 * time.Second})
+	tests := []struct {
+		name  string
+		o     SchedulerOptions
+		batch int
+	}{
+		{"defaults: 4 workers × 2 refreshes of 75 s in a 3 min lease", SchedulerOptions{}, 8},
+		{"a larger batch asked is cut to what fits", SchedulerOptions{Batch: 64}, 8},
+		{"a smaller batch is kept", SchedulerOptions{Batch: 3}, 3},
+		{"a longer lease fits more", SchedulerOptions{Lease: 10 * time.Minute}, 32},
+		{"a lease shorter than one refresh: one per worker", SchedulerOptions{Lease: time.Minute, Concurrency: 2}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.o.Syncer = sy
+			if got := NewScheduler(tt.o).o.Batch; got != tt.batch {
+				t.Fatalf("batch %d, want %d", got, tt.batch)
+			}
+		})
+	}
+}

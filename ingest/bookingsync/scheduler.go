@@ -22,7 +22,11 @@ type SchedulerOptions struct {
 	// Every is the pause between rounds when nothing more is due.
 	// Default 30 s (well inside LimitedInterval's ten spare minutes).
 	Every time.Duration
-	// Batch is how many options one round claims. Default 64.
+	// Batch is how many options one round claims. Default, and at most,
+	// as many as Concurrency workers surely finish within one Lease
+	// (Concurrency × Lease / (OptionTimeout + LockWait)): a claim whose
+	// lease ran out before its refresh began would be claimed again by
+	// another process, and the option read twice.
 	Batch int
 	// Concurrency bounds the options refreshed at once. Default the
 	// Syncer's Concurrency.
@@ -61,14 +65,15 @@ func NewScheduler(o SchedulerOptions) *Scheduler {
 	if o.Every <= 0 {
 		o.Every = 30 * time.Second
 	}
-	if o.Batch <= 0 {
-		o.Batch = 64
-	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = o.Syncer.o.Concurrency
 	}
 	if o.Lease <= 0 {
 		o.Lease = 3 * time.Minute
+	}
+	perWorker := max(1, int(o.Lease/(o.Syncer.o.OptionTimeout+o.Syncer.o.LockWait)))
+	if limit := o.Concurrency * perWorker; o.Batch <= 0 || o.Batch > limit {
+		o.Batch = limit
 	}
 	if o.DiscoverEvery <= 0 {
 		o.DiscoverEvery = 10 * time.Minute
@@ -206,7 +211,7 @@ func (s *Scheduler) refresh(ctx context.Context, c Claim, now time.Time) (refres
 	if err != nil {
 		return false, false, err
 	}
-	if _, err := s.syncer.o.Catalog.Availabilities(ctx, admin, it.SupplierID, it.ProductID, it.OptionID); errors.Is(err, catalog.ErrNotFound) {
+	if _, err := s.syncer.o.Catalog.Rate(ctx, admin, it.SupplierID, it.ProductID, it.OptionID); errors.Is(err, catalog.ErrNotFound) {
 		return forget("rate gone")
 	} else if err != nil {
 		return false, false, err
