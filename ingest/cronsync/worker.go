@@ -218,12 +218,17 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 
 // put records the report, retrying until it is recorded or ctx ends: a
 // synchronization that ran is not run again because Kafka or Redis blinked.
+// Once the report is on the topic, only its view write is retried.
 func (w *Worker) put(ctx context.Context, r cronreport.Report) error {
 	delay := 100 * time.Millisecond
+	record := w.o.Store.Put
 	for {
-		err := w.o.Store.Put(ctx, r)
+		err := record(ctx, r)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, cronreport.ErrNotApplied) {
+			record = w.o.Store.Apply
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -12,6 +12,8 @@
 package cronreport
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -167,13 +169,19 @@ func cut(s string, n int) string {
 
 // ParseID reads a report id from a path (spec doc 3 rule 6: "id must be a
 // positive integer, otherwise 400"): decimal digits only (no sign,
-// fraction or exponent), from 1 to the largest int64. Anything else is an
-// INVALID_FIELD error on "id".
+// fraction or exponent), not zero. Anything else is an INVALID_FIELD error
+// on "id"; a positive integer beyond the largest int64 is ErrNotFound (no
+// report has it).
 func ParseID(s string) (int64, error) {
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 		return 0, errInvalidID
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && strings.TrimLeft(s, "0") != "" {
+		// A positive integer no report can have: unknown (404), not
+		// malformed.
+		return 0, fmt.Errorf("cron report %s: %w", s, ErrNotFound)
+	}
 	if err != nil || n < 1 {
 		return 0, errInvalidID
 	}

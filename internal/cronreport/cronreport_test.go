@@ -313,16 +313,22 @@ func TestStore_HandleMessage_RejectsWhatIsNotAReport(t *testing.T) {
 func TestParseID_PositiveIntegersOnly(t *testing.T) {
 	tests := []struct {
 		in   string
-		want int64 // 0 = invalid
+		want int64 // 0 = invalid (400), -1 = not found (404)
 	}{
 		{"1", 1}, {"42", 42}, {"007", 7}, {"9223372036854775807", 9223372036854775807},
 		{"", 0}, {"0", 0}, {"-1", 0}, {"+1", 0}, {"1.5", 0}, {"1e3", 0}, {"abc", 0}, {" 1", 0}, {"0x10", 0},
-		{"9223372036854775808", 0}, {"99999999999999999999", 0},
+		{"9223372036854775808", -1}, {"99999999999999999999", -1}, {"000", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := ParseID(tt.in)
 			var fe *domainerr.FieldError
+			if tt.want == -1 { // a positive integer no report has: 404
+				if !errors.Is(err, ErrNotFound) {
+					t.Fatalf("ParseID(%q) = %d, %v; want ErrNotFound", tt.in, got, err)
+				}
+				return
+			}
 			if tt.want == 0 {
 				if !errors.As(err, &fe) || fe.Field != "id" {
 					t.Fatalf("ParseID(%q) = %d, %v; want an INVALID_FIELD error on id", tt.in, got, err)
@@ -371,4 +377,54 @@ func FuzzParseError(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// failScripts fails the view's script while on: Redis refusing the write
+// after the report was published.
+type failScripts struct{ on *bool }
+
+func (failScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f failScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if *f.on && (cmd.Name() == "evalsha" || cmd.Name() == "eval") {
+			return errors.New("redis: connection refused")
+		}
+		return next(ctx, cmd)
+	}
+}
+func (failScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestStore_PublishedButNotAppliedIsAppliedNotPublishedAgain: a report
+// whose view write failed after its publish says so (ErrNotApplied), and
+// Apply records it in the view without a second record on the topic.
+func TestStore_PublishedButNotAppliedIsAppliedNotPublishedAgain(t *testing.T) {
+	rdb := rdbFor(t)
+	fail := true
+	rdb.AddHook(failScripts{&fail})
+	rec := &recorder{}
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Redis: rdb, Publisher: rec, Clock: func() time.Time { return now }})
+	r := Report{Summary: Summary{ID: 7, Inserted: now, ExternalSystemID: "s1"}, RequestKey: "run-1/s1", RunID: "run-1"}
+	err := s.Put(context.Background(), r)
+	if !errors.Is(err, ErrNotApplied) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Put with the view down: %v, want ErrNotApplied and ErrUnavailable", err)
+	}
+	if _, err := s.Get(context.Background(), 7); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get before Apply: %v", err)
+	}
+	if err := s.Apply(context.Background(), r); err == nil {
+		t.Fatal("Apply with the view still down succeeded")
+	}
+	fail = false
+	if err := s.Apply(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ByRequest(context.Background(), "run-1/s1"); err != nil || got.ID != 7 {
+		t.Fatalf("ByRequest after Apply: %+v %v", got, err)
+	}
+	if n := len(rec.Messages()); n != 1 {
+		t.Fatalf("%d records on the topic, want the one of Put", n)
+	}
 }

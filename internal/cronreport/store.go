@@ -89,7 +89,25 @@ func (s *Store) Put(ctx context.Context, r Report) error {
 		return unavailable("publish cron report", err)
 	}
 	if err := s.apply(ctx, rec, data); err != nil {
-		return unavailable(fmt.Sprintf("cron report %d published; apply to the view", r.ID), err)
+		return fmt.Errorf("cron report %d published: %w: %w", r.ID, ErrNotApplied, unavailable("apply to the view", err))
+	}
+	return nil
+}
+
+// ErrNotApplied: Put published the report but did not apply it to the
+// view; Apply it again (publishing it again would only add a copy to the
+// topic).
+var ErrNotApplied = errors.New("not applied to the view")
+
+// Apply applies a report (as Put recorded it on the topic) to the view.
+func (s *Store) Apply(ctx context.Context, r Report) error {
+	rec := r.record()
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode cron report %d: %w", r.ID, err)
+	}
+	if err := s.apply(ctx, rec, data); err != nil {
+		return unavailable(fmt.Sprintf("apply cron report %d", r.ID), err)
 	}
 	return nil
 }
@@ -182,7 +200,10 @@ func (s *Store) Get(ctx context.Context, id int64) (Report, error) {
 	}
 	var rec record
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return Report{}, fmt.Errorf("decode cron report %d: %w", id, err)
+		// Not a record this code wrote: as good as absent (the worker may
+		// then write the id; the API answers 404), and logged.
+		s.log.Error("unreadable cron report in the view; treated as absent", "id", id, "err", err)
+		return Report{}, fmt.Errorf("cron report %d: %w", id, ErrNotFound)
 	}
 	if rec.Inserted.Before(s.cutoff()) {
 		return Report{}, fmt.Errorf("cron report %d: %w", id, ErrNotFound)

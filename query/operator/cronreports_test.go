@@ -158,7 +158,7 @@ func TestCronReports_EveryRuleAndStatus(t *testing.T) {
 		{"id abc", func() catalogtest.Cred { return e.Admin }, "/abc", 400, nil, "id", nil},
 		{"id 1e3", func() catalogtest.Cred { return e.Admin }, "/1e3", 400, nil, "id", nil},
 		{"id +2", func() catalogtest.Cred { return e.Admin }, "/+2", 400, nil, "id", nil},
-		{"id past int64", func() catalogtest.Cred { return e.Admin }, "/99999999999999999999", 400, nil, "id", nil},
+		{"id past int64: a positive integer no report has", func() catalogtest.Cred { return e.Admin }, "/99999999999999999999", 404, nil, "", nil},
 		{"reseller, full report", func() catalogtest.Cred { return e.Reseller1 }, "/2", 403, nil, "", nil},
 	}
 	run := func(t *testing.T) {
