@@ -304,3 +304,13 @@ func TestRefusal_IsTheErrorObject(t *testing.T) {
 		})
 	}
 }
+
+// allowRequest is one request as run charges it: to its key when it has
+// one (an authenticated request), else to its address as a failed
+// authentication.
+func (l *limiter) allowRequest(key []byte, ip net.IP, t time.Time) (bool, time.Duration) {
+	if len(key) > 0 {
+		return l.allowKey(key, t)
+	}
+	return l.failed(ip, t)
+}

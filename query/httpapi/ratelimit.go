@@ -117,18 +117,21 @@ func newLimiter(rate, burst, maxKeys int, now time.Time) *limiter {
 // bound is the most buckets the limiter holds.
 func (l *limiter) bound() int { return l.shardCap * len(l.shards) }
 
-// allowRequest charges one request to the bucket of key, or of ip when key
-// is empty (anonymous requests are bounded per address; they are all 401
-// anyway, but each costs a secret hash). It returns false and the time
-// until the request would be admitted when it is over the limit.
-func (l *limiter) allowRequest(key []byte, ip net.IP, t time.Time) (bool, time.Duration) {
-	var h uint64
-	if len(key) > 0 {
-		h = maphash.Bytes(l.keySeed, key)
-	} else {
-		h = l.ipHash(ip)
-	}
-	return l.allow(h, int64(t.Sub(l.epoch)))
+// allowKey charges one request to the bucket of an authenticated key. It
+// returns false and the time until the request would be admitted when it
+// is over the limit. Only a request that proved the key is charged to it:
+// keys are not secret, and charging the key of a failed attempt would let
+// anyone who knows a reseller's key drain that reseller's bucket.
+func (l *limiter) allowKey(key []byte, t time.Time) (bool, time.Duration) {
+	return l.allow(maphash.Bytes(l.keySeed, key), int64(t.Sub(l.epoch)))
+}
+
+// failed charges a failed authentication (missing, unknown or wrong
+// credentials) to the client address: false and the wait when the address
+// is over its bucket. A flood of bad credentials from one address is
+// refused, one secret hash each (BenchmarkRefused).
+func (l *limiter) failed(ip net.IP, t time.Time) (bool, time.Duration) {
+	return l.allow(l.ipHash(ip), int64(t.Sub(l.epoch)))
 }
 
 // ipHash hashes an IPv4 address whole and an IPv6 address by its /64: a

@@ -3,14 +3,14 @@
 // v2, admin v1), the route table, and the middleware every request goes
 // through:
 //
-//	request id -> panic recovery -> routing (404/405) -> rate limit (429)
-//	-> authentication (401) -> role check (403) -> handler
+//	request id -> panic recovery -> routing (404/405) -> authentication
+//	(401, or 429 for an address over its failed-authentication limit)
+//	-> key over its limit (429) -> role check (403) -> handler
 //	-> error object, access log, metrics
 //
 // plus the body size limit (413), enforced by fasthttp while reading. The
-// rate limit (ratelimit.go) is a token bucket per X-API-Key, or per client
-// address for requests without a key, checked before the secret is hashed
-// so that a flood of bad secrets costs little.
+// rate limit (ratelimit.go) is a token bucket per authenticated X-API-Key,
+// and one per client address for failed authentications.
 //
 // Every response body is JSON; errors are the error object of
 // query/apierror, and every JSON object body carries meta.reqId, equal to
@@ -332,23 +332,32 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	r, _ := ctx.UserValue(requestKey{}).(*Request)
 	r.route = rt
 	key := ctx.Request.Header.Peek(HeaderAPIKey)
-	// The limit comes before the secret is verified (issue 9): the
-	// presented key is charged whether or not the secret is right, so
-	// that guessing secrets is as limited as using them and a refused
-	// request costs a hash lookup, not a secret hash. It reuses the
-	// request's start time rather than reading the clock again.
-	if s.limiter != nil {
-		if ok, wait := s.limiter.allowRequest(key, ctx.RemoteIP(), r.start); !ok {
-			s.rateLimited(r, rt, wait)
-			return
-		}
-	}
+	// The rate limit (issue 9) has two kinds of bucket. Authenticated
+	// requests are charged to their key, and only they: keys are not
+	// secret, so charging the key of a failed attempt would let anyone who
+	// knows a reseller's key starve that reseller. Failed authentications
+	// (missing, unknown, wrong or revoked credentials) are charged to the
+	// client address, which is then refused with 429 instead of 401, and
+	// never blocks a principal that authenticates from the same address.
+	// Both reuse the request's start time rather than reading the clock.
 	p, ok := s.auth.Authenticate(key, ctx.Request.Header.Peek(HeaderAPISecret))
 	if !ok {
+		if s.limiter != nil {
+			if ok, wait := s.limiter.failed(ctx.RemoteIP(), r.start); !ok {
+				s.rateLimited(r, rt, wait)
+				return
+			}
+		}
 		// One answer for missing, unknown, wrong and revoked credentials,
 		// so that the response does not tell a prober which keys exist.
 		r.Error(apierror.ErrUnauthorized)
 		return
+	}
+	if s.limiter != nil {
+		if ok, wait := s.limiter.allowKey(key, r.start); !ok {
+			s.rateLimited(r, rt, wait)
+			return
+		}
 	}
 	r.Principal = p
 	if !rt.allows(p.Role) {
