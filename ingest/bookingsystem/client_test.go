@@ -525,3 +525,27 @@ func TestSecrets_AbsentFromErrors(t *testing.T) {
 		t.Fatalf("Connection.String leaks: %s %s", e.conn, withUser)
 	}
 }
+
+// Connection.String is logged at every synchronization: it must show the
+// booking system (scheme and host) and nothing a key could hide in.
+func TestConnectionString_SchemeAndHostOnly(t *testing.T) {
+	tests := []struct {
+		name     string
+		endpoint string
+		want     string
+	}{
+		{"plain endpoint", "https://bs.example.com", "bookingsystem{https://bs.example.com}"},
+		{"key in the path", "https://bs.example.com/v2/" + apiKey + "/suppliers", "bookingsystem{https://bs.example.com}"},
+		{"key in userinfo", "https://user:" + apiKey + "@bs.example.com/api", "bookingsystem{https://bs.example.com}"},
+		{"key in query and fragment", "http://bs.example.com:8080/x?key=" + apiKey + "#" + apiKey, "bookingsystem{http://bs.example.com:8080}"},
+		{"not a URL", "://" + apiKey, "bookingsystem{invalid endpoint}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := bookingsystem.Connection{Endpoint: tt.endpoint, APIKey: apiKey}.String()
+			if got != tt.want || strings.Contains(got, apiKey) {
+				t.Fatalf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
