@@ -429,29 +429,6 @@ func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceSch
 	return out, ps, err
 }
 
-// ExtendBooking is OCTO's POST /bookings/{uuid}/extend
-// {expirationMinutes}: a longer hold of an ON_HOLD booking; the exact new
-// expiry is the answer's utcHoldExpiration (the booking system MAY choose
-// another length, as doc 3 rule 7 says of orders). The reason is checked as
-// doc 3 rule 7 asks but OCTO has no field for it. Doc 3 extends orders
-// only: for a v2 connection it is ErrUnsupported (use ExtendOrder).
-func (c *Client) ExtendBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in ExtendRequest) (Booking, error) {
-	if !conn.octo() {
-		return Booking{}, unsupported("doc 3 extends orders, not bookings")
-	}
-	if err := requireIDs("uuid", bookingUUID); err != nil {
-		return Booking{}, err
-	}
-	if !slices.Contains(extendReasons, in.Reason) {
-		return Booking{}, invalid("reason", "must be FRAUD_CHECK, CUSTOMER_REQUESTED or OTHER")
-	}
-	if in.HoldExpirationMinutes < 1 {
-		return Booking{}, invalid("holdExpirationMinutes", "must be at least 1")
-	}
-	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octoExtendBody{ExpirationMinutes: in.HoldExpirationMinutes},
-		BookingExpect{UUID: bookingUUID, Statuses: []string{OnHold}}, bookingUUID, "extend")
-}
-
 // requireIDs checks name/value pairs: every id present, at most 1024.
 func requireIDs(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {

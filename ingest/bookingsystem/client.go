@@ -52,8 +52,7 @@ var (
 	// rule before it was sent (errors.Is matches *domainerr.FieldError).
 	ErrInvalid = domainerr.New(domainerr.CodeInvalidField, "invalid booking-system request")
 	// ErrUnsupported: the call does not exist in the connection's dialect
-	// (orders of an OCTO booking system, booking extension in v2);
-	// nothing was sent.
+	// (orders of an OCTO booking system); nothing was sent.
 	ErrUnsupported = domainerr.New("BAD_REQUEST", "the supplier's booking system does not support this operation")
 )
 

@@ -26,7 +26,6 @@ import (
 //	GetBooking         GET  /bookings/{uuid}
 //	ConfirmBooking     POST /bookings/{uuid}/confirm  {contact, resellerReference?, unitItems?}
 //	CancelBooking      POST /bookings/{uuid}/cancel   {reason}
-//	ExtendBooking      POST /bookings/{uuid}/extend   {expirationMinutes}
 //	PriceSchedule      GET  /products/{productId}, then POST /availability per option with octo/pricing
 //	*Order             ErrUnsupported (core OCTO has no orders)
 //
@@ -83,9 +82,6 @@ type (
 	}
 	octoCancelBody struct {
 		Reason string `json:"reason"`
-	}
-	octoExtendBody struct {
-		ExpirationMinutes int `json:"expirationMinutes"`
 	}
 )
 
@@ -402,7 +398,7 @@ func (o octoBooking) booking() Booking {
 }
 
 // ParseOCTOBooking reads an OCTO booking answer (reservation, get,
-// confirm, cancel, extend) and checks it by doc 3's booking rules.
+// confirm, cancel) and checks it by doc 3's booking rules.
 func ParseOCTOBooking(body []byte, exp BookingExpect) (Booking, []Problem, error) {
 	var o octoBooking
 	if err := decodeStrict(body, &o); err != nil {

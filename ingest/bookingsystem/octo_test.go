@@ -225,7 +225,7 @@ func octoBookingReq(product, slot string) bookingsystem.BookingRequest {
 
 func TestOCTO_BookingStateMachine(t *testing.T) {
 	type step struct {
-		op      string // create, confirm, cancel, get, lapse, accept, reject, extend
+		op      string // create, confirm, cancel, get, lapse, accept, reject
 		want    string // status after the step ("" when an error is wanted)
 		wantErr error
 	}
@@ -238,8 +238,6 @@ func TestOCTO_BookingStateMachine(t *testing.T) {
 		{"confirm retried answers the same", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}, {"confirm", "CONFIRMED", nil}}},
 		{"released before confirmation expires", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"cancel", "EXPIRED", nil}, {"confirm", "", bookingsystem.ErrRejected}}},
 		{"hold lapses", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"lapse", "EXPIRED", nil}, {"confirm", "", bookingsystem.ErrRejected}}},
-		{"extended hold outlives the first", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"extend", "ON_HOLD", nil}, {"lapse", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}}},
-		{"confirmed cannot be extended", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}, {"extend", "", bookingsystem.ErrRejected}}},
 		{"cancelled cannot be confirmed", "S1-P1", []step{{"create", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}, {"cancel", "CANCELLED", nil}, {"confirm", "", bookingsystem.ErrRejected}}},
 		{"pending accepted", "S1-P3", []step{{"create", "ON_HOLD", nil}, {"confirm", "PENDING", nil}, {"accept", "CONFIRMED", nil}}},
 		{"pending rejected", "S1-P3", []step{{"create", "ON_HOLD", nil}, {"confirm", "PENDING", nil}, {"reject", "REJECTED", nil}, {"cancel", "", bookingsystem.ErrRejected}}},
@@ -261,11 +259,6 @@ func TestOCTO_BookingStateMachine(t *testing.T) {
 					b, err = e.c.CancelBooking(ctx, e.conn, "", req.UUID, bookingsystem.CancelRequest{Reason: "CUSTOMER"})
 				case "get":
 					b, err = e.c.GetBooking(ctx, e.conn, "", req.UUID)
-				case "extend":
-					b, err = e.c.ExtendBooking(ctx, e.conn, "", req.UUID, bookingsystem.ExtendRequest{Reason: "CUSTOMER_REQUESTED", HoldExpirationMinutes: 90})
-					if err == nil && (b.UTCHoldExpiration == nil || !b.UTCHoldExpiration.Equal(e.clock.now().Add(90*time.Minute))) {
-						t.Fatalf("step %d: extended hold %v", i, b.UTCHoldExpiration)
-					}
 				case "lapse":
 					e.clock.add(31 * time.Minute)
 					b, err = e.c.GetBooking(ctx, e.conn, "", req.UUID)
@@ -345,10 +338,6 @@ func TestOCTO_BookingRequests_OnTheWire(t *testing.T) {
 			map[string]any{"uuid": req.UUID, "availabilityId": req.AvailabilityID, "expirationMinutes": float64(30), "notes": "window seat"},
 			[]string{"holdExpirationMinutes", "channelId", "channelName", "orderId"}},
 		{"get", func() error { _, err := e.c.GetBooking(ctx, e.conn, "", req.UUID); return err }, "GET", "/S1/bookings/" + req.UUID, nil, nil},
-		{"extend", func() error {
-			_, err := e.c.ExtendBooking(ctx, e.conn, "", req.UUID, bookingsystem.ExtendRequest{Reason: "OTHER", HoldExpirationMinutes: 20})
-			return err
-		}, "POST", "/S1/bookings/" + req.UUID + "/extend", map[string]any{"expirationMinutes": float64(20)}, []string{"reason"}},
 		{"confirm without contact sends an empty one", func() error {
 			_, err := e.c.ConfirmBooking(ctx, e.conn, "", req.UUID, bookingsystem.ConfirmRequest{Contact: &bookingsystem.Contact{FullName: &name}})
 			return err
@@ -403,10 +392,6 @@ func TestOCTO_UnknownBookingIsNotFound(t *testing.T) {
 			_, err := e.c.CancelBooking(ctx, e.conn, "", id, bookingsystem.CancelRequest{Reason: "OTHER"})
 			return err
 		}},
-		{"extend", func() error {
-			_, err := e.c.ExtendBooking(ctx, e.conn, "", id, bookingsystem.ExtendRequest{Reason: "OTHER", HoldExpirationMinutes: 5})
-			return err
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,9 +407,8 @@ func TestOCTO_UnknownBookingIsNotFound(t *testing.T) {
 	}
 }
 
-func TestOCTO_OrdersAndV2BookingExtensionAreUnsupported(t *testing.T) {
+func TestOCTO_OrdersAreUnsupported(t *testing.T) {
 	e := newOCTOEnv(t, bookingsim.Config{}, bookingsystem.Options{})
-	v2 := newEnv(t, bookingsim.Config{}, bookingsystem.Options{})
 	withOrder := octoBookingReq("S1-P2", "2026-11-23T09:00:00Z")
 	withOrder.OrderID = "O1"
 	tests := []struct {
@@ -446,10 +430,6 @@ func TestOCTO_OrdersAndV2BookingExtensionAreUnsupported(t *testing.T) {
 			return err
 		}},
 		{"booking in an order", e.sim, func() error { _, err := e.c.CreateBooking(ctx, e.conn, withOrder); return err }},
-		{"v2 booking extension", v2.sim, func() error {
-			_, err := v2.c.ExtendBooking(ctx, v2.conn, "S1", uuid.NewString(), bookingsystem.ExtendRequest{Reason: "OTHER", HoldExpirationMinutes: 5})
-			return err
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
