@@ -293,8 +293,11 @@ func problemTexts(optionID string, ps []bookingsystem.Problem) []string {
 // problemItem names a rejected item for a failure text: its kind, position
 // in the answer and id (the client cuts ids to 64 characters).
 func problemItem(p bookingsystem.Problem) string {
-	if p.ID == "" {
+	switch {
+	case p.ID == "":
 		return fmt.Sprintf("%s %d", p.Item, p.Index)
+	case p.Detail != "":
+		return fmt.Sprintf("%s %d (%q, %s)", p.Item, p.Index, p.ID, p.Detail)
 	}
 	return fmt.Sprintf("%s %d (%q)", p.Item, p.Index, p.ID)
 }

@@ -486,11 +486,20 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 // whose availabilities differ is a RulePrice problem and left out), and
 // consecutive dates with the same prices make one entry [first, last+1).
 // Availabilities without prices give no date; those that break a rule are
-// reported and left out, as in ParseOCTOAvailability.
+// reported and left out, as in ParseOCTOAvailability. Every problem names
+// the option (ID exp.OptionID, as a v2 price entry's problem does: callers
+// keep that option's stored schedule), with the availability id or the
+// date in its Detail.
 func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Problem, error) {
 	avs, ps, err := ParseOCTOAvailability(body, exp)
 	if err != nil {
 		return nil, nil, err
+	}
+	for i := range ps {
+		if ps[i].ID != "" {
+			ps[i].Detail = "availability " + ps[i].ID
+		}
+		ps[i].ID = shortID(exp.OptionID)
 	}
 	type day struct {
 		prices   []UnitPrice
@@ -517,7 +526,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 	for i := 0; i < len(dates); {
 		d := days[dates[i]]
 		if d.conflict {
-			ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(exp.OptionID + "@" + dates[i]), Rule: RulePrice})
+			ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(exp.OptionID), Rule: RulePrice, Detail: "date " + dates[i]})
 			i++
 			continue
 		}
@@ -528,7 +537,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 		e := PriceEntry{OptionID: exp.OptionID, LocalDateStart: dates[i], LocalDateEnd: end, UnitPricing: d.prices}
 		if rules := priceEntryRules(&e); len(rules) > 0 {
 			for _, r := range rules {
-				ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(e.OptionID), Rule: r})
+				ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(e.OptionID), Rule: r, Detail: "date " + e.LocalDateStart})
 			}
 		} else {
 			out = append(out, e)

@@ -166,6 +166,8 @@ func TestParseOCTOPricing_DaysMergeIntoRanges(t *testing.T) {
 		{"slots of a day that disagree", []string{av("a", "23", price("adult", 5000)), octoAv("a2", "23T13:00:00Z", "23T15:00:00Z", `,"unitPricing":[`+price("adult", 7000)+`]`),
 			av("b", "24", price("adult", 5000))}, [][2]string{{"2026-11-24", "2026-11-25"}}, []string{"price"}},
 		{"no prices, no entries", []string{av("a", "23"), av("b", "24")}, nil, nil},
+		{"an availability that breaks a rule is left out", []string{av("a", "23", price("adult", 5000)), av("b", "24", price("adult", -1))},
+			[][2]string{{"2026-11-23", "2026-11-24"}}, []string{"price"}},
 		{"unit order does not matter", []string{av("a", "23", price("adult", 5000), price("child", 100)), av("b", "24", price("child", 100), price("adult", 5000))},
 			[][2]string{{"2026-11-23", "2026-11-25"}}, nil},
 	}
@@ -185,6 +187,10 @@ func TestParseOCTOPricing_DaysMergeIntoRanges(t *testing.T) {
 			var rules []string
 			for _, p := range ps {
 				rules = append(rules, p.Rule)
+				// Callers attribute a price-schedule problem to Problem.ID.
+				if p.ID != "O1" || p.Detail == "" {
+					t.Fatalf("problem %+v: want the option id O1 and what in it broke the rule", p)
+				}
 			}
 			if !slices.Equal(got, tt.want) || !slices.Equal(rules, tt.wantRules) {
 				t.Fatalf("entries %v rules %v, want %v %v", got, rules, tt.want, tt.wantRules)

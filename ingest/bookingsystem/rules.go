@@ -60,14 +60,21 @@ const MaxIDLength = 1024
 
 // Problem is one rejected item: which list and position, its id (cut to
 // 64 characters, since an over-long id is itself a problem) and the rule.
+// A price-schedule problem's ID is always the option id (callers attribute
+// it to the option); Detail then says which part of the option's answer it
+// was (OCTO: "availability <id>", "date <YYYY-MM-DD>").
 type Problem struct {
-	Item  string `json:"item"` // supplier, product, availability, booking, order, priceEntry
-	Index int    `json:"index"`
-	ID    string `json:"id,omitempty"`
-	Rule  string `json:"rule"`
+	Item   string `json:"item"` // supplier, product, availability, booking, order, priceEntry
+	Index  int    `json:"index"`
+	ID     string `json:"id,omitempty"`
+	Rule   string `json:"rule"`
+	Detail string `json:"detail,omitempty"`
 }
 
 func (p Problem) String() string {
+	if p.Detail != "" {
+		return fmt.Sprintf("%s %d (%q, %s): %s", p.Item, p.Index, p.ID, p.Detail, p.Rule)
+	}
 	return fmt.Sprintf("%s %d (%q): %s", p.Item, p.Index, p.ID, p.Rule)
 }
 
