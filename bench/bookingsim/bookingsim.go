@@ -76,6 +76,10 @@ type Config struct {
 	OptionsPerProduct int
 	// TimeZone of every product (tz name). Default "UTC".
 	TimeZone string
+	// UTCTimes sends availability times in UTC ("...Z") instead of the
+	// product's local offset: a booking system that does not keep local
+	// times (ids stay the local start times).
+	UTCTimes bool
 	// SlotHours of START_TIME options (local). Default 9, 13, 17.
 	SlotHours []int
 	// SlotLength of a START_TIME slot. Default 2 h.
@@ -366,6 +370,9 @@ func (sl slot) wire(cfg Config, oid string) wireAvailability {
 	format := func(t time.Time) string { return t.Format(time.RFC3339) }
 	if cfg.breaks(BreakFractions) {
 		format = func(t time.Time) string { return t.Format("2006-01-02T15:04:05") + ".123456" + t.Format("Z07:00") }
+	}
+	if local := format; cfg.UTCTimes {
+		format = func(t time.Time) string { return local(t.UTC()) }
 	}
 	return wireAvailability{ID: sl.id, OptionID: oid, LocalDateTimeStart: format(sl.start),
 		LocalDateTimeEnd: format(sl.end), Status: sl.status, Vacancies: sl.vacancies, octo: sl.octoExtras()}

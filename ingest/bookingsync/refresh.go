@@ -123,7 +123,8 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 		}
 		avs, problems, err := s.o.Client.Availability(ctx, t.conn, bookingsystem.AvailabilityRequest{
 			SupplierID: t.sup.ID, ProductID: t.prod.ID, OptionID: t.optionID,
-			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType})
+			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType,
+			TimeZone: t.loc.String()}) // the days the client checks are the days written here
 		if err != nil {
 			res.err = err
 			if refusedRead(err) {

@@ -72,6 +72,11 @@ type AvailabilityRequest struct {
 	LocalDateStart, LocalDateEnd string
 	// AvailabilityType of the product, for the status rules (required).
 	AvailabilityType string
+	// TimeZone of the product (tz name): an availability belongs to its
+	// start's local date there, whatever offset the booking system sent
+	// (doc 3: "any UTC offset calculation MUST use its offset"). Empty:
+	// the offset sent.
+	TimeZone string
 }
 
 // Availability is GET /suppliers/{supplierId}/availability. OCTO: POST
@@ -91,13 +96,16 @@ func (c *Client) Availability(ctx context.Context, conn Connection, in Availabil
 	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
 		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
 	}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
 	q := url.Values{}
 	q.Set("productId", in.ProductID)
 	q.Set("optionId", in.OptionID)
 	q.Set("localDateStart", in.LocalDateStart)
 	q.Set("localDateEnd", in.LocalDateEnd)
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
-		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
@@ -115,6 +123,7 @@ func (c *Client) Availability(ctx context.Context, conn Connection, in Availabil
 type AvailabilityCheck struct {
 	SupplierID       string         `json:"-"`
 	AvailabilityType string         `json:"-"` // of the product, for the status rules
+	TimeZone         string         `json:"-"` // of the product, as AvailabilityRequest's
 	ProductID        string         `json:"productId"`
 	OptionID         string         `json:"optionId"`
 	AvailabilityIDs  []string       `json:"availabilityIds"`
@@ -144,7 +153,11 @@ func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in Avai
 			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
 		}
 	}
-	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
+		TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
@@ -435,6 +448,14 @@ func requireIDs(pairs ...string) error {
 		if r := checkID(pairs[i+1]); r != "" {
 			return invalid(pairs[i], fmt.Sprintf("must be 1 to %d characters", MaxIDLength))
 		}
+	}
+	return nil
+}
+
+// checkTimeZone: empty, or a tz database name.
+func checkTimeZone(name string) error {
+	if name != "" && !validZone(name) {
+		return invalid("timeZone", "must be a tz database name")
 	}
 	return nil
 }

@@ -171,10 +171,13 @@ func (c *Client) octoAvailability(ctx context.Context, conn Connection, in Avail
 	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
 		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
 	}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
 	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
-		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
@@ -199,6 +202,9 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 	if len(in.Units) == 0 {
 		return nil, nil, invalid("units", "must list the units to reserve")
 	}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
 	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
 	for _, u := range in.Units {
 		if u.UnitID == "" || u.Quantity < 1 {
@@ -206,7 +212,8 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 		}
 		body.Units = append(body.Units, octoUnit{ID: u.UnitID, Quantity: u.Quantity})
 	}
-	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
+		TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
@@ -286,7 +293,7 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 	var problems []Problem
 	for _, o := range prod.Options {
 		exp := AvailabilityExpect{AvailabilityType: prod.AvailabilityType, OptionID: o.ID,
-			LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+			LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: prod.TimeZone}
 		body := octoAvailabilityBody{ProductID: prod.ID, OptionID: o.ID,
 			LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 		var es []PriceEntry
@@ -466,6 +473,10 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 	if exp.OptionID == "" {
 		return nil, nil, fmt.Errorf("%w: an OCTO availability read needs the optionId", ErrInvalid)
 	}
+	loc, err := exp.location()
+	if err != nil {
+		return nil, nil, err
+	}
 	raw, idx, ps, err := decodeItems[octoAvailability](body, "availability")
 	if err != nil {
 		return nil, nil, err
@@ -476,7 +487,7 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 			LocalDateTimeEnd: a.LocalDateTimeEnd, Status: a.Status, Vacancies: a.Vacancies, Available: a.Available,
 			Capacity: a.Capacity, MaxUnits: a.MaxUnits, AllDay: a.AllDay, UnitPricing: a.UnitPricing}
 	}
-	out, ps := checkAvailabilities(items, idx, ps, exp)
+	out, ps := checkAvailabilities(items, idx, ps, exp, loc)
 	return out, ps, nil
 }
 
@@ -495,6 +506,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 	if err != nil {
 		return nil, nil, err
 	}
+	loc, _ := exp.location() // checked by ParseOCTOAvailability
 	for i := range ps {
 		if ps[i].ID != "" {
 			ps[i].Detail = "availability " + ps[i].ID
@@ -511,7 +523,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 		if len(a.UnitPricing) == 0 {
 			continue
 		}
-		d := a.LocalDateTimeStart.Format(time.DateOnly)
+		d := localDate(a.LocalDateTimeStart, loc)
 		p := sortedPrices(a.UnitPricing)
 		switch x, ok := days[d]; {
 		case !ok:
