@@ -21,7 +21,8 @@
 // a fraction ChangeRate of the slots; status CLOSED for a few slots,
 // SOLD_OUT at 0 vacancies, LIMITED at a quarter of MaxCapacity or less,
 // AVAILABLE above. OPENING_HOURS options are FREESALE for each range of
-// OpeningRanges of every day. In the OCTO dialect supplier S<n> is served
+// OpeningRanges of every day (in OCTO, optionally one availability per day
+// listing them as openingHours: OCTOOpeningHoursByDay). In the OCTO dialect supplier S<n> is served
 // under the path prefix /S<n> (its OCTO endpoint is <base>/S<n>).
 package bookingsim
 
@@ -86,6 +87,12 @@ type Config struct {
 	SlotLength time.Duration
 	// OpeningRanges of OPENING_HOURS options. Default 9–12 and 13–18.
 	OpeningRanges []Range
+	// OCTOOpeningHoursByDay (DialectOCTO): an OPENING_HOURS option has one
+	// availability per day (allDay, local midnight to midnight, its id the
+	// day's start) with every range of OpeningRanges in its openingHours,
+	// as OCTO suppliers send them. Otherwise one per range, each with its
+	// own range as openingHours (doc 3's shape).
+	OCTOOpeningHoursByDay bool
 	// MaxCapacity of a START_TIME slot. Default 20.
 	MaxCapacity int
 	// Latency added to every answer.
@@ -307,7 +314,8 @@ type slot struct {
 	start, end time.Time
 	status     string
 	vacancies  *int
-	capacity   *int // START_TIME: the slot's capacity before holds
+	capacity   *int    // START_TIME: the slot's capacity before holds
+	ranges     []Range // an OCTO day's opening ranges (OCTOOpeningHoursByDay)
 }
 
 // slots generates the availabilities of an option whose local start date
@@ -322,6 +330,10 @@ func (s *Server) slots(cfg Config, p product, oid string, from, to time.Time, no
 	for d := from; d.Before(to); d = d.AddDate(0, 0, 1) {
 		day := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
 		if p.wire.AvailabilityType == "OPENING_HOURS" {
+			if cfg.Dialect == DialectOCTO && cfg.OCTOOpeningHoursByDay {
+				out = append(out, slot{id: day.Format(time.RFC3339), start: day, end: day.AddDate(0, 0, 1), status: "FREESALE", ranges: cfg.OpeningRanges})
+				continue
+			}
 			for _, r := range cfg.OpeningRanges {
 				st := day.Add(time.Duration(r.From) * time.Hour)
 				out = append(out, slot{id: st.Format(time.RFC3339), start: st, end: day.Add(time.Duration(r.To) * time.Hour), status: "FREESALE"})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,9 @@ import (
 //	CancelBooking      POST /bookings/{uuid}/cancel   {reason}
 //	PriceSchedule      GET  /products/{productId}, then POST /availability per option with octo/pricing
 //	*Order             ErrUnsupported (core OCTO has no orders)
+//
+// The availability ids sent are OCTO's own (OCTOAvailabilityID of the ids
+// the client returned, which split a day into its opening ranges).
 //
 // Answers are read into the package's types and checked by the same data
 // rules (rules.go). The mapping is in docs/decisions.md ("OCTO dialect").
@@ -205,7 +209,13 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 	if err := checkTimeZone(in.TimeZone); err != nil {
 		return nil, nil, err
 	}
-	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	// OCTO knows days, not the opening ranges the client split them into.
+	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID}
+	for _, id := range in.AvailabilityIDs {
+		if day := OCTOAvailabilityID(id); !slices.Contains(body.AvailabilityIDs, day) {
+			body.AvailabilityIDs = append(body.AvailabilityIDs, day)
+		}
+	}
 	for _, u := range in.Units {
 		if u.UnitID == "" || u.Quantity < 1 {
 			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
@@ -241,7 +251,8 @@ func (c *Client) octoCreateBooking(ctx context.Context, conn Connection, in Book
 	if len(in.UnitItems) == 0 {
 		return Booking{}, invalid("unitItems", "must not be empty")
 	}
-	body := octoBookingBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: in.AvailabilityID,
+	// An opening range is booked as the OCTO day it was split from.
+	body := octoBookingBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: OCTOAvailabilityID(in.AvailabilityID),
 		UnitItems: octoUnitItems(in.UnitItems), ExpirationMinutes: in.HoldExpirationMinutes, Notes: in.Notes,
 		ResellerReference: in.ResellerReference}
 	return c.bookingCall(ctx, conn, call{op: "createBooking", method: fasthttp.MethodPost, body: body, segments: []string{"bookings"}},
@@ -317,16 +328,22 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 // ignored, as capabilities add fields).
 type (
 	octoAvailability struct {
-		ID                 string      `json:"id"`
-		LocalDateTimeStart time.Time   `json:"localDateTimeStart"`
-		LocalDateTimeEnd   time.Time   `json:"localDateTimeEnd"`
-		AllDay             bool        `json:"allDay"`
-		Available          *bool       `json:"available"`
-		Status             string      `json:"status"`
-		Vacancies          *int        `json:"vacancies"`
-		Capacity           *int        `json:"capacity"`
-		MaxUnits           *int        `json:"maxUnits"`
-		UnitPricing        []UnitPrice `json:"unitPricing"`
+		ID                 string             `json:"id"`
+		LocalDateTimeStart time.Time          `json:"localDateTimeStart"`
+		LocalDateTimeEnd   time.Time          `json:"localDateTimeEnd"`
+		AllDay             bool               `json:"allDay"`
+		Available          *bool              `json:"available"`
+		Status             string             `json:"status"`
+		Vacancies          *int               `json:"vacancies"`
+		Capacity           *int               `json:"capacity"`
+		MaxUnits           *int               `json:"maxUnits"`
+		OpeningHours       []octoOpeningHours `json:"openingHours"`
+		UnitPricing        []UnitPrice        `json:"unitPricing"`
+	}
+	// octoOpeningHours is one opening range of a day, local "HH:MM".
+	octoOpeningHours struct {
+		From string `json:"from"`
+		To   string `json:"to"`
 	}
 	octoBookingAvailability struct {
 		ID                 string    `json:"id"`
@@ -463,9 +480,18 @@ func ParseOCTOProduct(body []byte) (Product, []Problem, error) {
 // ParseOCTOAvailability reads OCTO availability objects (POST
 // /availability) into Availability: OCTO's objects carry no optionId, so
 // each is the option asked for (exp.OptionID, required); capacity,
-// maxUnits, allDay and unitPricing are kept; openingHours is not read (the
-// object's own localDateTimeStart/End are its range). The availability
-// rules of doc 3 apply as to a v2 answer.
+// maxUnits, allDay and unitPricing are kept. For an OPENING_HOURS product,
+// an object with openingHours (OCTO sends a day with its ranges) is one
+// availability per range (doc 3 rule 2: one per contiguous range of a
+// day), on the object's local date in the product's time zone
+// (exp.TimeZone, else its own offset), with the object's status, prices
+// and capacity; with two ranges or more each gets its own id, the day's
+// and the range (ids.go, OCTOAvailabilityID maps it back). An object whose
+// ranges touch or overlap, or one of whose ranges is not "HH:MM", is
+// rejected whole (contiguous_range, time_range). Ids are escaped as ids.go
+// says. For a unit check (exp.AvailabilityIDs), the other ranges of a day
+// asked for are left out. The availability rules of doc 3 apply as to a
+// v2 answer.
 func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []Problem, error) {
 	if exp.AvailabilityType != StartTime && exp.AvailabilityType != OpeningHours {
 		return nil, nil, fmt.Errorf("%w: availabilityType %q", ErrInvalid, exp.AvailabilityType)
@@ -481,14 +507,89 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 	if err != nil {
 		return nil, nil, err
 	}
-	items := make([]Availability, len(raw))
+	items := make([]Availability, 0, len(raw))
+	pos := make([]int, 0, len(raw)) // the answer's index of each item: a day's ranges share it
 	for k, a := range raw {
-		items[k] = Availability{ID: a.ID, OptionID: exp.OptionID, LocalDateTimeStart: a.LocalDateTimeStart,
+		av := Availability{ID: octoID(a.ID), OptionID: exp.OptionID, LocalDateTimeStart: a.LocalDateTimeStart,
 			LocalDateTimeEnd: a.LocalDateTimeEnd, Status: a.Status, Vacancies: a.Vacancies, Available: a.Available,
 			Capacity: a.Capacity, MaxUnits: a.MaxUnits, AllDay: a.AllDay, UnitPricing: a.UnitPricing}
+		if exp.AvailabilityType != OpeningHours || len(a.OpeningHours) == 0 {
+			items, pos = append(items, av), append(pos, idx[k])
+			continue
+		}
+		for _, r := range openingRanges(av, a.ID, a.OpeningHours, loc) {
+			items, pos = append(items, r), append(pos, idx[k])
+		}
 	}
-	out, ps := checkAvailabilities(items, idx, ps, exp, loc)
+	if exp.AvailabilityIDs != nil {
+		items, pos = onlyAsked(items, pos, exp.AvailabilityIDs)
+	}
+	out, ps := checkAvailabilities(items, pos, ps, exp, loc)
 	return out, ps, nil
+}
+
+// openingRanges is the OCTO availability av (id: OCTO's own) as one
+// availability per opening range: from–to on av's local date (in loc, else
+// av's own offset), ending the next day when to is not after from (24:00,
+// or open past midnight). A range that is not "HH:MM" has no times
+// (RuleTimeRange). One range keeps av's id; two or more get octoRangeID.
+func openingRanges(av Availability, id string, hours []octoOpeningHours, loc *time.Location) []Availability {
+	if loc == nil {
+		loc = av.LocalDateTimeStart.Location()
+	}
+	day := av.LocalDateTimeStart.In(loc)
+	at := func(minutes int) time.Time {
+		return time.Date(day.Year(), day.Month(), day.Day(), 0, minutes, 0, 0, loc) // wall clock, so DST days stay right
+	}
+	out := make([]Availability, 0, len(hours))
+	for _, h := range hours {
+		r := av
+		r.AllDay = false
+		r.LocalDateTimeStart, r.LocalDateTimeEnd = time.Time{}, time.Time{}
+		from, ok1 := hhmm(h.From)
+		to, ok2 := hhmm(h.To)
+		if ok1 && ok2 && !av.LocalDateTimeStart.IsZero() {
+			if to <= from {
+				to += 24 * 60
+			}
+			r.LocalDateTimeStart, r.LocalDateTimeEnd = at(from), at(to)
+		}
+		if len(hours) > 1 {
+			r.ID = octoRangeID(id, h.From, h.To)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// hhmm reads a local "HH:MM" (00:00 to 24:00) as minutes after midnight.
+func hhmm(v string) (int, bool) {
+	if len(v) != 5 || v[2] != ':' {
+		return 0, false
+	}
+	h, err1 := strconv.Atoi(v[:2])
+	m, err2 := strconv.Atoi(v[3:])
+	if err1 != nil || err2 != nil || h < 0 || m < 0 || m > 59 || h > 24 || (h == 24 && m != 0) {
+		return 0, false
+	}
+	return h*60 + m, true
+}
+
+// onlyAsked leaves out the ranges a unit check did not ask for of the days
+// it did ask for (OCTO answers a day whole); what belongs to no day asked
+// for stays, for the not_requested rule.
+func onlyAsked(items []Availability, pos []int, asked []string) ([]Availability, []int) {
+	days := make(map[string]bool, len(asked))
+	for _, id := range asked {
+		days[OCTOAvailabilityID(id)] = true
+	}
+	outItems, outPos := items[:0:0], pos[:0:0]
+	for k, a := range items {
+		if slices.Contains(asked, a.ID) || !days[OCTOAvailabilityID(a.ID)] {
+			outItems, outPos = append(outItems, a), append(outPos, pos[k])
+		}
+	}
+	return outItems, outPos
 }
 
 // ParseOCTOPricing reads an OCTO availability answer read with

@@ -569,3 +569,70 @@ func TestOCTO_AuthAndDialect(t *testing.T) {
 		})
 	}
 }
+
+// An OCTO supplier that sends an OPENING_HOURS day with its openingHours
+// (lunch break: 09–12 and 13–18) gives one availability per range (doc 3
+// rule 2); a range is booked and checked as the OCTO day it belongs to.
+func TestOCTO_OpeningHoursOfADayAreOneAvailabilityPerRange(t *testing.T) {
+	e := newOCTOEnv(t, bookingsim.Config{TimeZone: "Europe/Paris", OCTOOpeningHoursByDay: true}, bookingsystem.Options{})
+	req := avReq("S1-P2", bookingsystem.OpeningHours)
+	req.TimeZone = "Europe/Paris"
+	as, ps, err := e.c.Availability(ctx, e.conn, req)
+	if err != nil || len(ps) != 0 || len(as) != 4 {
+		t.Fatalf("%d availabilities, problems %v, err %v; want 2 ranges × 2 days", len(as), ps, err)
+	}
+	want := []string{"2026-11-23T09:00:00+01:00", "2026-11-23T13:00:00+01:00", "2026-11-24T09:00:00+01:00", "2026-11-24T13:00:00+01:00"}
+	ids := map[string]bool{}
+	for i, a := range as {
+		day := a.LocalDateTimeStart.Format(time.DateOnly) + "T00:00:00+01:00"
+		if a.LocalDateTimeStart.Format(time.RFC3339) != want[i] || a.AllDay || ids[a.ID] || bookingsystem.OCTOAvailabilityID(a.ID) != day {
+			t.Fatalf("availability %d %+v: want a range starting %s, of the day %s, with an id of its own", i, a, want[i], day)
+		}
+		ids[a.ID] = true
+	}
+	afternoon := as[1]
+	tests := []struct {
+		name string
+		do   func() (string, error) // the availability id of the answer
+	}{
+		{"check the units of one range", func() (string, error) {
+			got, ps, err := e.c.CheckAvailability(ctx, e.conn, bookingsystem.AvailabilityCheck{AvailabilityType: bookingsystem.OpeningHours,
+				TimeZone: "Europe/Paris", ProductID: "S1-P2", OptionID: "S1-P2-O1", AvailabilityIDs: []string{afternoon.ID},
+				Units: []bookingsystem.UnitQuantity{{UnitID: "adult", Quantity: 2}}})
+			if err == nil && (len(ps) != 0 || len(got) != 1 || got[0].Available == nil || !*got[0].Available) {
+				t.Fatalf("check: %+v problems %v, want the range asked for only", got, ps)
+			}
+			if err != nil {
+				return "", err
+			}
+			return got[0].ID, nil
+		}},
+		{"book one range", func() (string, error) {
+			b, err := e.c.CreateBooking(ctx, e.conn, octoBookingReq("S1-P2", afternoon.ID))
+			if err != nil {
+				return "", err
+			}
+			if b.Status != bookingsystem.OnHold || b.Availability == nil {
+				t.Fatalf("booking %+v", b)
+			}
+			return b.Availability.ID, nil
+		}},
+	}
+	day := bookingsystem.OCTOAvailabilityID(afternoon.ID)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.do()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sent, _ := e.rec.last().body["availabilityIds"].([]any); sent == nil && e.rec.last().body["availabilityId"] != day {
+				t.Fatalf("sent %v, want OCTO's day id %s", e.rec.last().body, day)
+			} else if sent != nil && (len(sent) != 1 || sent[0] != day) {
+				t.Fatalf("sent availabilityIds %v, want [%s]", sent, day)
+			}
+			if got != afternoon.ID && got != e.conn.BookingAvailabilityID(afternoon.ID) {
+				t.Fatalf("answer names %q, want the range %q or (a booking) its day", got, afternoon.ID)
+			}
+		})
+	}
+}

@@ -140,16 +140,23 @@ func rawID(r json.RawMessage) string {
 }
 
 // keep returns the items whose index is not in bad, and the problems
-// sorted by index then rule.
+// sorted by index then rule. Items may share an index (an OCTO day split
+// into its opening ranges): they are kept or rejected together, and their
+// problems reported once, with the first one's id.
 func keep[T any](items []T, idx []int, bad map[int][]string, item string, ids func(T) string, ps []Problem) ([]T, []Problem) {
 	out := make([]T, 0, len(items))
+	reported := map[int]bool{}
 	for k, v := range items {
 		rules := bad[idx[k]]
 		if len(rules) == 0 {
 			out = append(out, v)
 			continue
 		}
-		for _, r := range rules {
+		if reported[idx[k]] {
+			continue
+		}
+		reported[idx[k]] = true
+		for _, r := range dedupe(rules) {
 			ps = append(ps, Problem{Item: item, Index: idx[k], ID: shortID(ids(v)), Rule: r})
 		}
 	}

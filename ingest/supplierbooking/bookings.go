@@ -54,7 +54,7 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry after a lost answer
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
 	}
-	if err := covers(prev, b.Items); err != nil {
+	if err := covers(s.conn, prev, b.Items); err != nil {
 		return schemas.Booking{}, false, err
 	}
 	ref := b.ResellerBookingRef
@@ -234,8 +234,9 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 
 // covers checks that the booking books the whole hold: per product and
 // option, as many units as the order holds, and each named availability
-// held (internal/booking already checked that the hold covers the items).
-func covers(o bs.Order, items []schemas.BookingItem) error {
+// held, as conn's bookings name it (Connection.BookingAvailabilityID;
+// internal/booking already checked that the hold covers the items).
+func covers(conn bs.Connection, o bs.Order, items []schemas.BookingItem) error {
 	held := map[[2]string]int{}
 	avail := map[[3]string]bool{}
 	for _, x := range o.Bookings {
@@ -250,7 +251,7 @@ func covers(o bs.Order, items []schemas.BookingItem) error {
 	booked := map[[2]string]int{}
 	for i, it := range items {
 		booked[[2]string{it.ProductID, it.RateID}] += it.Quantity
-		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, bs.SystemAvailabilityID(it.AvailabilityID)}] {
+		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, conn.BookingAvailabilityID(bs.SystemAvailabilityID(it.AvailabilityID))}] {
 			return domainerr.Field(fmt.Sprintf("booking.items[%d].availabilityId", i), "is not held by the hold")
 		}
 	}

@@ -73,9 +73,20 @@ var dialects = []string{bs.DialectV2, bs.DialectOCTO}
 // OCTO endpoint <base>/S1 (the same inventory and state machine).
 func startDialect(t *testing.T, dialect string) *env {
 	t.Helper()
+	return startWith(t, dialect, nil)
+}
+
+// startWith is startDialect with the simulator's configuration changed by
+// configure (nil: none).
+func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config)) *env {
+	t.Helper()
 	e := &env{clock: &clock{}, reg: prometheus.NewRegistry()}
 	e.clock.ns.Store(time.Now().UTC().Truncate(time.Second).UnixNano())
-	e.sim = bookingsim.New(bookingsim.Config{Dialect: dialect, Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40})
+	cfg := bookingsim.Config{Dialect: dialect, Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40}
+	if configure != nil {
+		configure(&cfg)
+	}
+	e.sim = bookingsim.New(cfg)
 	ts := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(ts.Close)
 	e.simURL = ts.URL

@@ -52,7 +52,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		}
 		for _, b := range prev.Bookings {
 			q, ok := byUUID[strings.ToLower(b.UUID)]
-			if !ok || !sameBooking(b, q) {
+			if !ok || !sameBooking(s.conn, b, q) {
 				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data", h.ID), nil, nil)
 			}
 			prevStatus[strings.ToLower(b.UUID)] = prior{b.Status}
@@ -150,10 +150,13 @@ func bookingHolds(o bs.Order) []*time.Time {
 	return out
 }
 
-// sameBooking reports whether a booking answered is what q asks for: the
-// data a retry must repeat (doc 3 rule 4).
-func sameBooking(b bs.Booking, q bs.BookingRequest) bool {
-	if b.ProductID != q.ProductID || b.OptionID != q.OptionID || b.Availability == nil || b.Availability.ID != q.AvailabilityID ||
+// sameBooking reports whether a booking answered by conn's booking system
+// is what q asks for: the data a retry must repeat (doc 3 rule 4). Its
+// availability is the one a booking of q's names (an OCTO opening range is
+// booked as its day: Connection.BookingAvailabilityID).
+func sameBooking(conn bs.Connection, b bs.Booking, q bs.BookingRequest) bool {
+	if b.ProductID != q.ProductID || b.OptionID != q.OptionID || b.Availability == nil ||
+		b.Availability.ID != conn.BookingAvailabilityID(q.AvailabilityID) ||
 		len(b.UnitItems) != len(q.UnitItems) {
 		return false
 	}

@@ -495,3 +495,31 @@ func TestCancel_OCTOFailingHalfWayIsFinishedByTheRetry(t *testing.T) {
 		})
 	}
 }
+
+// An OCTO supplier's OPENING_HOURS day with a lunch break is two
+// availabilities in the catalog (bookingsystem splits it, doc 3 rule 2);
+// a hold of a range is booked as the OCTO day, and the hold's retry and
+// its booking still recognise it as that range.
+func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
+	e := startWith(t, bs.DialectOCTO, func(c *bookingsim.Config) { c.OCTOOpeningHoursByDay = true })
+	from := e.clock.now().AddDate(0, 0, 1)
+	avs, ps, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{ProductID: "S1-P2", OptionID: "S1-P2-O1",
+		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bs.OpeningHours})
+	if err != nil || len(ps) != 0 || len(avs) != 2 || avs[0].ID == avs[1].ID {
+		t.Fatalf("availabilities %+v problems %v err %v, want the day's two ranges", avs, ps, err)
+	}
+	afternoon := bs.CatalogAvailabilityID(avs[1].ID)
+	h := schemas.Hold{ID: "hold-range", Items: []schemas.HoldItem{item("S1-P2", 1, afternoon, 2)}}
+	for attempt := range 2 {
+		if got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil || got.Status != schemas.HoldActive {
+			t.Fatalf("hold attempt %d: %+v %v", attempt, got, err)
+		}
+	}
+	b, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-range", h), "req")
+	if err != nil || accepted || b.Status != schemas.BookingOpen || len(b.Tickets) != 1 {
+		t.Fatalf("booking %+v accepted %v err %v", b, accepted, err)
+	}
+	if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed || e.sim.Bookings() != 1 {
+		t.Fatalf("simulator: %s, %d bookings; want one CONFIRMED", st, e.sim.Bookings())
+	}
+}
