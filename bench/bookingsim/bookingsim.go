@@ -113,6 +113,11 @@ type Config struct {
 	// MaxExtendMinutes caps an order extension (doc 3 rule 7: the booking
 	// system MAY extend by another length). 0: as asked.
 	MaxExtendMinutes int
+	// RejectRepeatedConfirm answers 400 to a confirm of an order or
+	// booking that is already CONFIRMED or PENDING, as a booking system
+	// may (doc 3 lists no CONFIRMED → CONFIRMED move). Default: the
+	// current state (a retry after a lost answer must not fail).
+	RejectRepeatedConfirm bool
 	// Break lists the rule-breaking data to return (Break* constants).
 	Break []string
 	// EchoSecretsInErrors puts the request's Authorization header into

@@ -398,7 +398,7 @@ func (s *Server) serveOCTOBooking(w http.ResponseWriter, r *http.Request, cfg Co
 			fail(http.StatusBadRequest, "BAD_REQUEST", "contact is required")
 			return
 		}
-		if err := s.confirmBooking(b, now); err != nil {
+		if err := s.confirmBooking(cfg, b, now); err != nil {
 			refuse("confirmed")
 			return
 		}

@@ -31,7 +31,9 @@ import (
 // which a booking lapsed or was rejected can never be confirmed: it is
 // released whole and the booking is CONFLICT, as is a confirmation that
 // fails because a booking's hold has passed (the order REJECTED); a
-// PENDING one is accepted (the partner's 202).
+// PENDING one is accepted (the partner's 202). A hold already confirmed
+// (a retry after a lost answer) is answered from its order, without a
+// second confirm.
 func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Booking) (schemas.Booking, bool, error) {
 	if b.HoldID == "" {
 		return schemas.Booking{}, false, fmt.Errorf("create booking at %s without a hold: %w", s.sup.ID, ErrNeedsRecord)
@@ -51,11 +53,17 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	case prev.Status == bs.OnHold && slices.ContainsFunc(prev.Bookings, func(x bs.Booking) bool { return x.Status != bs.OnHold }):
 		r.compensate(ctx, s, ord, "partial_hold")
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("a booking of hold %s lapsed or was rejected at the supplier; acquire a new hold", b.HoldID), nil, nil)
-	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry after a lost answer
+	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry (below)
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
 	}
 	if err := covers(s.conn, prev, b.Items); err != nil {
 		return schemas.Booking{}, false, err
+	}
+	if prev.Status == bs.Confirmed {
+		// A retry after a lost answer: the confirmation happened. doc 3
+		// lists no CONFIRMED → CONFIRMED move, so confirm is not sent
+		// again (a booking system may refuse it); the order is the answer.
+		return r.booked(ctx, s, ord, b, prev)
 	}
 	ref := b.ResellerBookingRef
 	if ref == "" {
@@ -68,16 +76,20 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if err != nil {
 		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
 	}
-	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed}}
-	if prev.Status == bs.OnHold {
-		// doc 3: after confirm, CONFIRMED (or PENDING without instant
-		// confirmation) for every booking; nothing left held.
-		exp.bookingsAfter = []string{bs.Confirmed, bs.Pending}
-	}
+	// doc 3: after confirm, CONFIRMED (or PENDING without instant
+	// confirmation) for every booking; nothing left held.
+	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed},
+		bookingsAfter: []string{bs.Confirmed, bs.Pending}}
 	if err := checkOrder(o, exp); err != nil {
 		r.compensate(ctx, s, ord, "refused_confirm")
 		return schemas.Booking{}, false, r.refuse("confirmOrder", s, err)
 	}
+	return r.booked(ctx, s, ord, b, o)
+}
+
+// booked is the reseller's booking b of a confirmed order o (view); accepted
+// while a booking awaits the supplier's decision.
+func (r *Router) booked(ctx context.Context, s supplier, ord order, b schemas.Booking, o bs.Order) (schemas.Booking, bool, error) {
 	out, err := r.view(ctx, s, ord, b, o)
 	if err != nil {
 		return schemas.Booking{}, false, err

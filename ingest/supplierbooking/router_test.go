@@ -523,3 +523,43 @@ func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
 		t.Fatalf("simulator: %s, %d bookings; want one CONFIRMED", st, e.sim.Bookings())
 	}
 }
+
+// A retried booking whose hold is already confirmed is answered from the
+// order as it is: confirm is not sent again (doc 3 lists no CONFIRMED →
+// CONFIRMED move, and the simulator, like a real system may, refuses a
+// second one).
+func TestCreateBooking_RetryOfAConfirmedHoldSendsNoSecondConfirm(t *testing.T) {
+	tests := []struct {
+		name         string
+		items        func(e *env, t *testing.T) []schemas.HoldItem
+		wantStatus   string
+		wantAccepted bool
+	}{
+		{"confirmed", func(e *env, _ *testing.T) []schemas.HoldItem {
+			return []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P4", 2, e.freeSlot(), 2)}
+		}, schemas.BookingOpen, false},
+		{"pending the supplier's decision", func(e *env, t *testing.T) []schemas.HoldItem {
+			slot, _ := e.slotWithRoom(t, "S1-P3", "S1-P3-O1", 1)
+			return []schemas.HoldItem{item("S1-P3", 1, slot, 1)}
+		}, schemas.BookingPending, true},
+	}
+	for _, dialect := range dialects {
+		for _, tt := range tests {
+			t.Run(dialect+"/"+tt.name, func(t *testing.T) {
+				e := startWith(t, dialect, func(c *bookingsim.Config) { c.RejectRepeatedConfirm = true })
+				h := schemas.Hold{ID: "hold-again", Items: tt.items(e, t)}
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatal(err)
+				}
+				first, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-again", h), "req")
+				if err != nil || first.Status != tt.wantStatus {
+					t.Fatalf("first: %+v %v", first, err)
+				}
+				again, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-again", h), "req")
+				if err != nil || again.Status != tt.wantStatus || accepted != tt.wantAccepted || len(again.Tickets) != len(first.Tickets) {
+					t.Fatalf("retry: %+v accepted %v err %v; want the booking as first answered", again, accepted, err)
+				}
+			})
+		}
+	}
+}
