@@ -29,7 +29,10 @@ type order interface {
 	// added is the order as the adds left it.
 	added(ctx context.Context) (bs.Order, error)
 	// confirm confirms every booking or none (doc 3: confirmOrder; an
-	// order operation that fails on a booking fails whole).
+	// order operation that fails on a booking fails whole). A call that
+	// fails without a rejection (timeout, 5xx, an answer lost) may still
+	// have confirmed: it is settled by reading again (settleConfirm), so
+	// a sale the supplier made is never reported as failed.
 	confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error)
 	// cancel releases the held bookings and cancels the confirmed ones
 	// (doc 3 rule 6: cancelOrder).
@@ -85,8 +88,26 @@ func (o v2Order) added(ctx context.Context) (bs.Order, error) {
 	return got, err
 }
 
+// confirm is confirmOrder, settled by a read of the order when it fails
+// without a rejection: CONFIRMED is the answer (checked by the caller as
+// any), still ON_HOLD (or unreadable) the failure, REJECTED or EXPIRED a
+// rejection (doc 3: the confirmation failed; the caller explains it), any
+// other status the answer, which the caller's checks refuse.
 func (o v2Order) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
-	return o.sys.ConfirmOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
+	got, err := o.sys.ConfirmOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
+	if err == nil || errors.Is(err, bs.ErrRejected) {
+		return got, err
+	}
+	sctx, cancel := settleContext(ctx)
+	defer cancel()
+	now, rerr := o.read(sctx)
+	switch {
+	case rerr != nil || now.Status == bs.OnHold:
+		return bs.Order{}, err
+	case now.Status == bs.Rejected || now.Status == bs.Expired:
+		return bs.Order{}, fmt.Errorf("confirm order %s: %w (read again after: %w)", o.id(), bs.ErrRejected, err)
+	}
+	return now, nil
 }
 
 func (o v2Order) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
@@ -172,10 +193,13 @@ func (o *octoOrder) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, e
 func (o *octoOrder) added(context.Context) (bs.Order, error) { return o.order(), nil }
 
 // confirm confirms the bookings one by one (those already confirmed or
-// pending are a retry's and left alone). When one fails, the order fails
-// whole, as doc 3's confirmOrder: what was confirmed is cancelled and
-// what is held released (compensate, reason failed_confirm), then the
-// error is returned; a following read shows REJECTED (or EXPIRED).
+// pending are a retry's and left alone). A confirmation that fails
+// without a rejection (timeout, 5xx, an answer lost) is settled by
+// reading that booking again: CONFIRMED or PENDING, it happened and the
+// next one follows. When one fails, the order fails whole, as doc 3's
+// confirmOrder: what was confirmed is cancelled and what is held released
+// (compensate, reason failed_confirm), then the error is returned; a
+// following read shows REJECTED (or EXPIRED).
 func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
 	if err := o.known(ctx); err != nil {
 		return bs.Order{}, err
@@ -185,6 +209,9 @@ func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order
 			continue
 		}
 		b, err := o.r.opts.BookingSystem.ConfirmBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
+		if err != nil && !errors.Is(err, bs.ErrRejected) {
+			b, err = o.settleConfirm(ctx, u, err)
+		}
 		if err != nil {
 			o.r.compensate(ctx, o.s, o, "failed_confirm")
 			return bs.Order{}, fmt.Errorf("confirm booking %d of hold %s: %w", itemOf(o.holdID, u, len(o.uuids)), o.holdID, err)
@@ -192,6 +219,32 @@ func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order
 		o.note(b)
 	}
 	return o.order(), nil
+}
+
+// settleConfirm reads booking u again after its confirmation failed with
+// cause (not a rejection): CONFIRMED or PENDING is the answer the call
+// lost; anything else, or no answer, is cause.
+func (o *octoOrder) settleConfirm(ctx context.Context, u string, cause error) (bs.Booking, error) {
+	sctx, cancel := settleContext(ctx)
+	defer cancel()
+	b, err := o.r.opts.BookingSystem.GetBooking(sctx, o.s.conn, o.s.sup.ID, u)
+	if err != nil || (b.Status != bs.Confirmed && b.Status != bs.Pending) {
+		if err == nil {
+			o.note(b)
+		}
+		return bs.Booking{}, cause
+	}
+	return b, nil
+}
+
+// settleTimeout bounds the calls that find out or undo what a failed call
+// left (reading a confirmation without answer again, a compensation):
+// they run even when the operation's own context has ended.
+const settleTimeout = 5 * time.Second
+
+// settleContext is ctx's values without its end, for settleTimeout.
+func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 }
 
 // cancel cancels every booking that holds or sells something (ON_HOLD →
