@@ -59,10 +59,18 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if err := covers(s.conn, prev, b.Items); err != nil {
 		return schemas.Booking{}, false, err
 	}
+	instant, err := r.instantProducts(ctx, s, prev)
+	if err != nil {
+		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
+	}
 	if prev.Status == bs.Confirmed {
 		// A retry after a lost answer: the confirmation happened. doc 3
 		// lists no CONFIRMED → CONFIRMED move, so confirm is not sent
-		// again (a booking system may refuse it); the order is the answer.
+		// again (a booking system may refuse it); the order is the answer,
+		// checked as the confirmation's would have been.
+		if err := checkOrder(prev, orderExpect{id: orderID, holdID: b.HoldID, instant: instant}); err != nil {
+			return schemas.Booking{}, false, r.refuse("getOrder", s, err)
+		}
 		return r.booked(ctx, s, ord, b, prev)
 	}
 	ref := b.ResellerBookingRef
@@ -79,12 +87,36 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	// doc 3: after confirm, CONFIRMED (or PENDING without instant
 	// confirmation) for every booking; nothing left held.
 	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed},
-		bookingsAfter: []string{bs.Confirmed, bs.Pending}}
+		bookingsAfter: []string{bs.Confirmed, bs.Pending}, instant: instant}
 	if err := checkOrder(o, exp); err != nil {
 		r.compensate(ctx, s, ord, "refused_confirm")
 		return schemas.Booking{}, false, r.refuse("confirmOrder", s, err)
 	}
 	return r.booked(ctx, s, ord, b, o)
+}
+
+// instantProducts are the products of the order's bookings that the
+// catalog confirms instantly (instantConfirmation true): their bookings
+// must never be PENDING (orderExpect.instant). A product the catalog no
+// longer has is not known to be instant.
+func (r *Router) instantProducts(ctx context.Context, s supplier, o bs.Order) (map[string]bool, error) {
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, x := range o.Bookings {
+		if seen[x.ProductID] {
+			continue
+		}
+		seen[x.ProductID] = true
+		p, err := r.opts.Catalog.Product(ctx, catalogAdmin, s.sup.ID, x.ProductID)
+		switch {
+		case isNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("product %s: %w", x.ProductID, err)
+		case p.InstantConfirmation:
+			out[x.ProductID] = true
+		}
+	}
+	return out, nil
 }
 
 // booked is the reseller's booking b of a confirmed order o (view); accepted

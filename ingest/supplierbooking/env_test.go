@@ -58,8 +58,9 @@ type env struct {
 
 // start runs a catalog (real redis-server) with supplier S1 connected to
 // a simulated v2 booking system, its products S1-P1..S1-P4 (P2 and P4
-// OPENING_HOURS, so always free; P3 confirms PENDING) with rates = options
-// O1 and O2 bound to channel A, and a Router.
+// OPENING_HOURS, so always free; P3 confirms PENDING, and has
+// instantConfirmation false in the catalog too) with rates = options O1
+// and O2 bound to channel A, and a Router.
 func start(t *testing.T) *env {
 	t.Helper()
 	return startDialect(t, bs.DialectV2)
@@ -102,7 +103,7 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 	for p := 1; p <= 4; p++ {
 		pid := fmt.Sprintf("%s-P%d", sid, p)
 		base := catalogtest.Ch + "/suppliers/" + sid + "/products/" + pid
-		e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody(pid, "Product "+pid, "Simulated"))
+		e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, productBody(pid, p%4 != 3))
 		for o := 1; o <= 2; o++ {
 			e.Must(t, 201, "POST", base+"/rates", e.Operator, catalogtest.RateBody(fmt.Sprintf("%s-O%d", pid, o), "Option"))
 		}
@@ -113,6 +114,19 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
 		Registerer: e.reg, Logger: e.Logger})
 	return e
+}
+
+// productBody is a catalog product of the simulator's supplier.
+func productBody(pid string, instant bool) string {
+	return strings.Replace(catalogtest.ProductBody(pid, "Product "+pid, "Simulated"), `"instantConfirmation":true`,
+		fmt.Sprintf(`"instantConfirmation":%t`, instant), 1)
+}
+
+// setInstant changes a catalog product's instantConfirmation (the booking
+// system's stays as it is).
+func (e *env) setInstant(t *testing.T, pid string, instant bool) {
+	t.Helper()
+	e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/"+sid+"/products/"+pid, e.Operator, productBody(pid, instant))
 }
 
 func (e *env) serve(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,7 @@ import (
 // implements it.
 type Catalog interface {
 	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
+	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
 	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
 	Channel(ctx context.Context, cid string) (catalog.Channel, error)
 }
@@ -380,7 +381,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_supplierbooking_refused_answers_total",
-			Help: "Booking-system answers refused by the state machine of spec doc 3, by rule (transition, postcondition, order_disagree, stray_booking).",
+			Help: "Booking-system answers refused by the state machine of spec doc 3, by rule (transition, postcondition, order_disagree, stray_booking, instant_confirmation).",
 		}, []string{"rule"}),
 		compensations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_supplierbooking_compensations_total",

@@ -615,3 +615,42 @@ func TestCreateBooking_ConfirmWithoutAnAnswerIsReadAgain(t *testing.T) {
 		})
 	}
 }
+
+// doc 3: "PENDING MAY appear only for products with instantConfirmation
+// false". A booking system that answers PENDING for a product the catalog
+// says confirms instantly is refused, never recorded as accepted.
+func TestCreateBooking_PendingForAnInstantProductIsRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		instant bool // the catalog product's instantConfirmation
+	}{
+		{"instantConfirmation false: accepted", false},
+		{"instantConfirmation true: refused", true},
+	}
+	for _, dialect := range dialects {
+		for _, tt := range tests {
+			t.Run(dialect+"/"+tt.name, func(t *testing.T) {
+				e := startDialect(t, dialect) // the simulator confirms S1-P3 PENDING
+				e.setInstant(t, "S1-P3", tt.instant)
+				slot, _ := e.slotWithRoom(t, "S1-P3", "S1-P3-O1", 1)
+				h := schemas.Hold{ID: "hold-pending", Items: []schemas.HoldItem{item("S1-P3", 1, slot, 1)}}
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatal(err)
+				}
+				got, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-pending", h), "req")
+				if !tt.instant {
+					if err != nil || !accepted || got.Status != schemas.BookingPending {
+						t.Fatalf("booking %+v accepted %v err %v, want PENDING", got, accepted, err)
+					}
+					return
+				}
+				if !errors.Is(err, ErrRefused) || codeOf(err) != "UNAVAILABLE" || accepted {
+					t.Fatalf("err = %v accepted %v, want ErrRefused (UNAVAILABLE)", err, accepted)
+				}
+				if n := counter(e.router.metrics.refused.WithLabelValues(RuleInstant)); n != 1 {
+					t.Fatalf("refused{%s} = %v, want 1", RuleInstant, n)
+				}
+			})
+		}
+	}
+}

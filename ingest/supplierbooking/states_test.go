@@ -2,6 +2,7 @@ package supplierbooking
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -157,7 +158,7 @@ func TestCheckOrder_RefusesWhatDocThreeDoesNotAllow(t *testing.T) {
 	order := func(st string, bsts ...string) bs.Order {
 		o := bs.Order{ID: OrderID(hold), Status: st}
 		for i, s := range bsts {
-			o.Bookings = append(o.Bookings, bs.Booking{UUID: BookingUUID(hold, i), Status: s})
+			o.Bookings = append(o.Bookings, bs.Booking{UUID: BookingUUID(hold, i), Status: s, ProductID: "P" + strconv.Itoa(i)})
 		}
 		return o
 	}
@@ -170,6 +171,10 @@ func TestCheckOrder_RefusesWhatDocThreeDoesNotAllow(t *testing.T) {
 	}{
 		{"confirm of a held order", order(bs.Confirmed, bs.Confirmed, bs.Pending),
 			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, bookingsAfter: []string{bs.Confirmed, bs.Pending}}, ""},
+		{"confirm answering PENDING for a product confirmed instantly", order(bs.Confirmed, bs.Confirmed, bs.Pending),
+			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, instant: map[string]bool{"P1": true}}, RuleInstant},
+		{"confirm answering PENDING, another product confirmed instantly", order(bs.Confirmed, bs.Confirmed, bs.Pending),
+			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, instant: map[string]bool{"P0": true}}, ""},
 		{"confirm leaving a booking held", order(bs.Confirmed, bs.Confirmed, bs.OnHold),
 			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}}, RuleDisagree},
 		{"confirm answering the order still held", order(bs.OnHold, bs.OnHold, bs.OnHold),
