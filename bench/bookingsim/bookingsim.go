@@ -481,8 +481,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f, ok := s.fault(r); ok {
-		if f.Lost {
-			s.serve(&discard{}, r, cfg, func(int, string, string) {})
+		if f.Lost || f.Delay > 0 {
+			// Served first: the change is made whatever the caller learns.
+			h := &held{}
+			s.serve(h, r, cfg, func(status int, code, msg string) {
+				writeJSON(h, status, errorBody{Error: code, ErrorMessage: msg})
+			})
+			select {
+			case <-time.After(f.Delay):
+			case <-r.Context().Done():
+				return
+			}
+			if f.Status == 0 {
+				h.send(w)
+				return
+			}
 		}
 		fail(f.Status, "INJECTED_FAULT", "injected fault")
 		return

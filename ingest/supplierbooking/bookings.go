@@ -138,6 +138,8 @@ func (r *Router) booked(ctx context.Context, s supplier, ord order, b schemas.Bo
 // it may pass through CONFIRMED to CANCELLED.
 func (r *Router) confirmRejected(ctx context.Context, s supplier, ord order, b schemas.Booking, prev bs.Order, cause error) error {
 	orderID := OrderID(b.HoldID)
+	ctx, cancel := settleContext(ctx) // the confirmation may have ended at the deadline
+	defer cancel()
 	o, found, err := readOrder(ctx, ord)
 	if err == nil && found && o.Status != prev.Status {
 		reverted := statuses(prev)

@@ -54,6 +54,9 @@ type env struct {
 
 	mu      sync.Mutex
 	rewrite rewriter
+
+	// creates in flight at the simulator now, and at most so far.
+	creating, maxCreating atomic.Int64
 }
 
 // start runs a catalog (real redis-server) with supplier S1 connected to
@@ -129,7 +132,22 @@ func (e *env) setInstant(t *testing.T, pid string, instant bool) {
 	e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/"+sid+"/products/"+pid, e.Operator, productBody(pid, instant))
 }
 
+// routerWith replaces the env's Router by one with opts changed by
+// configure.
+func (e *env) routerWith(configure func(*Options)) {
+	opts := Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
+		Registerer: prometheus.NewRegistry(), Logger: e.Logger}
+	configure(&opts)
+	e.router = NewRouter(opts)
+}
+
 func (e *env) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/bookings") {
+		n := e.creating.Add(1)
+		defer e.creating.Add(-1)
+		for m := e.maxCreating.Load(); n > m && !e.maxCreating.CompareAndSwap(m, n); m = e.maxCreating.Load() {
+		}
+	}
 	e.mu.Lock()
 	rw := e.rewrite
 	e.mu.Unlock()

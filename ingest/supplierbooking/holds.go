@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
@@ -18,9 +21,10 @@ import (
 // createHold makes a hold as one order (doc 3 rules 4 and 5): a
 // createBooking per item, each with BookingUUID(h.ID, i), so a retried
 // hold is the same bookings; all with OrderID(h.ID) for a v2 booking
-// system, none for an OCTO one (orderOf). All or nothing: when an item
-// fails, the order is cancelled (the bookings made released) and the error
-// returned. The hold answered keeps the reseller's id and items; it
+// system, none for an OCTO one (orderOf); holdParallelism at a time
+// (addAll). All or nothing: when an item fails (or the operation's
+// deadline passes), the order is cancelled (every booking made released)
+// and the error returned. The hold answered keeps the reseller's id and items; it
 // expires when the first of the order and its bookings does (doc 3: a
 // booking's utcHoldExpiration MAY differ from the request, and confirmOrder
 // fails once one has passed).
@@ -62,41 +66,39 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		}
 	}
 	// Replays first: a retry whose data the booking system finds different
-	// (400) fails before this call created anything.
-	slices.SortStableFunc(reqs, func(a, b bs.BookingRequest) int {
-		_, ea := prevStatus[a.UUID]
-		_, eb := prevStatus[b.UUID]
-		switch {
-		case ea && !eb:
-			return -1
-		case eb && !ea:
-			return 1
+	// (400) fails before this call created anything. Then the new ones.
+	var replays, fresh []int
+	for i, q := range reqs {
+		if _, ok := prevStatus[q.UUID]; ok {
+			replays = append(replays, i)
+		} else {
+			fresh = append(fresh, i)
 		}
-		return 0
-	})
-	for _, q := range reqs {
-		p, replay := prevStatus[q.UUID]
-		if !replay {
-			p = prior{New}
-		}
-		got, err := ord.add(ctx, q)
+	}
+	adds := make([]addResult, len(reqs))
+	failed := r.addAll(ctx, ord, reqs, replays, prevStatus, adds)
+	if failed < 0 {
+		failed = r.addAll(ctx, ord, reqs, fresh, prevStatus, adds)
+	}
+	if failed >= 0 {
+		a := adds[failed]
+		_, replay := prevStatus[reqs[failed].UUID]
 		switch {
-		case err != nil && replay && errors.Is(err, bs.ErrRejected):
-			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, err)
-		case err != nil:
+		case a.err != nil && replay && errors.Is(a.err, bs.ErrRejected):
+			// Nothing new was sent: replays make nothing.
+			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, a.err)
+		case a.err != nil:
 			r.compensate(ctx, s, ord, "partial_hold")
-			if errors.Is(err, bs.ErrRejected) {
-				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, err)
+			if errors.Is(a.err, bs.ErrRejected) {
+				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", failed), nil, a.err)
 			}
-			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, err)
-		}
-		if err := checkBooking(got, p, []string{bs.OnHold, bs.Rejected}); err != nil {
+			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, a.err)
+		case a.refused != nil:
 			r.compensate(ctx, s, ord, "partial_hold")
-			return schemas.Hold{}, r.refuse("createBooking", s, err)
-		}
-		if got.Status == bs.Rejected {
+			return schemas.Hold{}, r.refuse("createBooking", s, a.refused)
+		default: // REJECTED
 			r.compensate(ctx, s, ord, "partial_hold")
-			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected item %d of the hold (the availability cannot take it); nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, nil)
+			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected item %d of the hold (the availability cannot take it); nothing is held", failed), nil, nil)
 		}
 	}
 
@@ -119,6 +121,65 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 	out := h
 	out.Status, out.Expires = schemas.HoldActive, holdExpires(o)
 	return out, nil
+}
+
+// addResult is what createBooking of one item of a hold gave: the
+// booking, or the call's error, or the refusal of its answer; a booking
+// REJECTED is a failure too.
+type addResult struct {
+	sent    bool
+	b       bs.Booking
+	err     error
+	refused error
+}
+
+func (a addResult) failed() bool {
+	return a.sent && (a.err != nil || a.refused != nil || a.b.Status == bs.Rejected)
+}
+
+// addAll sends createBooking for the items idx of reqs (prior: what each
+// was before, absent for a new one), holdParallelism at a time, into
+// out. Once one fails (an error, an answer refused by the doc 3 tables, a
+// booking REJECTED) no further one is sent, and every one sent is waited
+// for: what the compensation then cancels is all this call may have made
+// (a v2 order holds it; an octoOrder tracks every uuid it tried). It
+// returns the first failed item in idx order, or -1.
+func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest, idx []int, prev map[string]prior, out []addResult) int {
+	var stop atomic.Bool
+	var g errgroup.Group
+	g.SetLimit(holdParallelism)
+	for _, i := range idx {
+		if stop.Load() {
+			break
+		}
+		g.Go(func() error {
+			if stop.Load() { // failed while this one waited for its turn
+				return nil
+			}
+			q := reqs[i]
+			p, ok := prev[q.UUID]
+			if !ok {
+				p = prior{New}
+			}
+			a := addResult{sent: true}
+			a.b, a.err = ord.add(ctx, q)
+			if a.err == nil {
+				a.refused = checkBooking(a.b, p, []string{bs.OnHold, bs.Rejected})
+			}
+			out[i] = a
+			if a.failed() {
+				stop.Store(true)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the workers return no error: out holds them
+	for _, i := range idx {
+		if out[i].failed() {
+			return i
+		}
+	}
+	return -1
 }
 
 // itemOf is the hold item index whose booking uuid is u.
@@ -316,12 +377,15 @@ var compensations = map[string]bs.CancelRequest{
 
 // compensate cancels an order so that no part of a failed hold or booking
 // stays held or sold (doc 3: order operations are all or nothing; rule 6:
-// cancel order releases an in-progress order). Best effort: a failure is
-// logged and counted; what is still held lapses by itself, but a
-// confirmed booking does not (an OCTO hold's, whose confirmation is ours
-// to undo): the error log and the failed count are the operator's cue.
+// cancel order releases an in-progress order). It runs on its own
+// deadline (settleContext), also when the operation's has passed: that is
+// when a hold fails half made. Best effort: a failure is logged and
+// counted; what is still held lapses by itself, but a confirmed booking
+// does not (an OCTO hold's, whose confirmation is ours to undo): the
+// error log and the failed count are the operator's cue.
 func (r *Router) compensate(ctx context.Context, s supplier, ord order, reason string) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
 	_, err := ord.cancel(ctx, compensations[reason])
 	result := "ok"
 	if err != nil && !errors.Is(err, bs.ErrNotFound) { // no order: nothing was held

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/booking"
 )
 
 func TestBookingTransition_DocThreeTableOnly(t *testing.T) {
@@ -220,3 +221,15 @@ func TestNewRouter_ToleratesRegisteredMetrics(t *testing.T) {
 
 // nilCatalog is never called: NewRouter only needs a Catalog.
 type nilCatalog struct{ Catalog }
+
+// An operation, the settling of its failure and internal/booking's record
+// of its answer all end before the write lock they run under can lapse.
+func TestDeadlines_EndInsideTheLock(t *testing.T) {
+	if total := OperationTimeout + SettleTimeout + booking.PublishTimeout; total >= booking.LockTTL {
+		t.Fatalf("operation %s + settling %s + publish %s = %s, not inside the lock's %s",
+			OperationTimeout, SettleTimeout, booking.PublishTimeout, total, booking.LockTTL)
+	}
+	if r := NewRouter(Options{Catalog: nilCatalog{}}); r.opts.OperationTimeout != OperationTimeout {
+		t.Fatalf("default operation timeout %s, want %s", r.opts.OperationTimeout, OperationTimeout)
+	}
+}
