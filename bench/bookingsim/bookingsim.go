@@ -65,6 +65,9 @@ const (
 // Range is an opening range [From, To) in hours of the local day.
 type Range struct{ From, To int }
 
+// Unit is a unit type of every option (OCTO: id and type).
+type Unit struct{ ID, Type string }
+
 // Config configures a Server. Zero values take the defaults.
 type Config struct {
 	// Dialect the server speaks: DialectV2 (default) or DialectOCTO.
@@ -75,6 +78,10 @@ type Config struct {
 	ProductsPerSupplier int
 	// OptionsPerProduct. Default 2.
 	OptionsPerProduct int
+	// Units of every option. Default "adult" (ADULT) and "child" (CHILD).
+	// Changed with Update, the next answers and bookings take the new ones
+	// (a booking system that renamed its units).
+	Units []Unit
 	// TimeZone of every product (tz name). Default "UTC".
 	TimeZone string
 	// UTCTimes sends availability times in UTC ("...Z") instead of the
@@ -152,6 +159,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.OptionsPerProduct <= 0 {
 		cfg.OptionsPerProduct = 2
+	}
+	if len(cfg.Units) == 0 {
+		cfg.Units = []Unit{{"adult", "ADULT"}, {"child", "CHILD"}}
 	}
 	if cfg.TimeZone == "" {
 		cfg.TimeZone = "UTC"
@@ -286,10 +296,18 @@ func (cfg Config) product(sid, pid string) (product, bool) {
 		DeliveryFormats: []string{"QR_CODE"}, DeliveryMethods: []string{"TICKET", "VOUCHER"},
 		RedemptionMethod: "DIGITAL", Capabilities: []any{},
 	}
+	units := make([]wireUnit, 0, len(cfg.Units))
+	for _, u := range cfg.Units {
+		name := u.ID
+		if name != "" {
+			name = strings.ToUpper(name[:1]) + name[1:]
+		}
+		units = append(units, wireUnit{ID: u.ID, InternalName: name, Type: u.Type})
+	}
 	for o := 1; o <= cfg.OptionsPerProduct; o++ {
 		p.Options = append(p.Options, wireOption{
 			ID: fmt.Sprintf("%s-O%d", pid, o), Default: o == 1, InternalName: fmt.Sprintf("Option %d", o),
-			Units: []wireUnit{{"adult", "Adult", "ADULT"}, {"child", "Child", "CHILD"}},
+			Units: units,
 		})
 	}
 	return product{supplierID: sid, wire: p}, true

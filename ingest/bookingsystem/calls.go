@@ -64,6 +64,18 @@ func (c *Client) Products(ctx context.Context, conn Connection, supplierID strin
 	return out, ps, err
 }
 
+// Product is one product of the supplier, as Products reads them (the
+// same rules; a product that breaks one comes back as its Problems and no
+// product). OCTO: GET /products/{productId} (400 INVALID_PRODUCT_ID is
+// ErrNotFound). Doc 3 has no read of one product: for a v2 connection it
+// is ErrUnsupported and nothing is sent (read Products).
+func (c *Client) Product(ctx context.Context, conn Connection, supplierID, productID string, capabilities []string) (Product, []Problem, error) {
+	if !conn.octo() {
+		return Product{}, nil, unsupported("doc 3 reads a supplier's products as one list")
+	}
+	return c.octoProduct(ctx, conn, productID, capabilities)
+}
+
 // AvailabilityRequest is GET /suppliers/{supplierId}/availability.
 type AvailabilityRequest struct {
 	SupplierID, ProductID, OptionID string

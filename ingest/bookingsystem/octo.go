@@ -21,6 +21,7 @@ import (
 //
 //	Suppliers          GET  /supplier                 → a list of one
 //	Products           GET  /products                 Octo-Capabilities header
+//	Product            GET  /products/{productId}     Octo-Capabilities header
 //	Availability       POST /availability             {productId, optionId, localDateStart, localDateEnd (inclusive)}
 //	CheckAvailability  POST /availability             {productId, optionId, availabilityIds, units: [{id, quantity}]}
 //	CreateBooking      POST /bookings                 {uuid, productId, optionId, availabilityId, unitItems, expirationMinutes, notes?, resellerReference?}
@@ -269,6 +270,28 @@ func (c *Client) octoBooking(ctx context.Context, conn Connection, op, method st
 		notFound: []string{octoInvalidBookingUUID}}, exp, ParseOCTOBooking)
 }
 
+// octoProduct is GET /products/{productId} (400 INVALID_PRODUCT_ID is
+// ErrNotFound); a product that breaks a rule is its Problems.
+func (c *Client) octoProduct(ctx context.Context, conn Connection, productID string, capabilities []string) (Product, []Problem, error) {
+	if err := requireIDs("productId", productID); err != nil {
+		return Product{}, nil, err
+	}
+	var h map[string]string
+	if len(capabilities) > 0 {
+		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
+	}
+	var out Product
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", productID},
+		headers: h, notFound: []string{octoInvalidProductID},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseOCTOProduct(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
 // octoPriceSchedule derives the price schedule of a product from OCTO's
 // availability pricing: GET /products/{productId} (its options and
 // availability type; 400 INVALID_PRODUCT_ID is ErrNotFound, a product that
@@ -282,23 +305,12 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 	if err := checkWindow(in.LocalDateStart, in.LocalDateEnd); err != nil {
 		return nil, nil, err
 	}
-	var prod Product
-	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", in.ProductID},
-		headers: map[string]string{"Octo-Capabilities": octoPricing}, notFound: []string{octoInvalidProductID},
-		parse: func(b []byte) error {
-			p, ps, err := ParseOCTOProduct(b)
-			if err != nil {
-				return err
-			}
-			if ps != nil {
-				c.metrics.reject(ps)
-				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
-			}
-			prod = p
-			return nil
-		}})
+	prod, ps, err := c.octoProduct(ctx, conn, in.ProductID, []string{octoPricing})
 	if err != nil {
 		return nil, nil, err
+	}
+	if ps != nil {
+		return nil, nil, &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
 	}
 	var out []PriceEntry
 	var problems []Problem

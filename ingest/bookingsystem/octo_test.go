@@ -636,3 +636,46 @@ func TestOCTO_OpeningHoursOfADayAreOneAvailabilityPerRange(t *testing.T) {
 		})
 	}
 }
+
+func TestProduct_OneProductOfAnOCTOSupplier(t *testing.T) {
+	e := newOCTOEnv(t, bookingsim.Config{}, bookingsystem.Options{})
+	v2 := newEnv(t, bookingsim.Config{}, bookingsystem.Options{})
+	tests := []struct {
+		name    string
+		env     func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server)
+		product string
+		wantErr error
+	}{
+		{"OCTO product", func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server) {
+			return e.c, e.conn, e.sim
+		}, "S1-P2", nil},
+		{"OCTO unknown product", func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server) {
+			return e.c, e.conn, e.sim
+		}, "S1-P9", bookingsystem.ErrNotFound},
+		{"v2 has no read of one product", func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server) {
+			return v2.c, v2.conn, v2.sim
+		}, "S1-P2", bookingsystem.ErrUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, conn, sim := tt.env()
+			calls := sim.Calls()
+			p, ps, err := c.Product(ctx, conn, "S1", tt.product, []string{"octo/pricing"})
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err %v, want %v", err, tt.wantErr)
+				}
+				if errors.Is(err, bookingsystem.ErrUnsupported) && sim.Calls() != calls {
+					t.Fatal("an unsupported call was sent")
+				}
+				return
+			}
+			if err != nil || len(ps) != 0 || p.ID != tt.product || len(p.Options) != 2 || len(p.Options[0].Units) != 2 {
+				t.Fatalf("product %+v problems %v err %v", p, ps, err)
+			}
+			if r := e.rec.last(); r.method != "GET" || r.path != "/S1/products/"+tt.product || r.header.Get("Octo-Capabilities") != "octo/pricing" {
+				t.Fatalf("request %s %s capabilities %q", r.method, r.path, r.header.Get("Octo-Capabilities"))
+			}
+		})
+	}
+}

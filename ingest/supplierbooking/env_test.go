@@ -57,6 +57,8 @@ type env struct {
 
 	// creates in flight at the simulator now, and at most so far.
 	creating, maxCreating atomic.Int64
+	// productReads: product list or product reads at the simulator.
+	productReads atomic.Int64
 }
 
 // start runs a catalog (real redis-server) with supplier S1 connected to
@@ -115,7 +117,7 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 	e.bsc = bs.NewClient(bs.Options{Clock: e.clock.now})
 	e.conn = bs.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
 	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
-		Registerer: e.reg, Logger: e.Logger})
+		Registerer: e.reg, Logger: e.Logger, Clock: e.clock.now})
 	return e
 }
 
@@ -136,12 +138,15 @@ func (e *env) setInstant(t *testing.T, pid string, instant bool) {
 // configure.
 func (e *env) routerWith(configure func(*Options)) {
 	opts := Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
-		Registerer: prometheus.NewRegistry(), Logger: e.Logger}
+		Registerer: prometheus.NewRegistry(), Logger: e.Logger, Clock: e.clock.now}
 	configure(&opts)
 	e.router = NewRouter(opts)
 }
 
 func (e *env) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/products") {
+		e.productReads.Add(1)
+	}
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/bookings") {
 		n := e.creating.Add(1)
 		defer e.creating.Add(-1)

@@ -33,7 +33,8 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		return schemas.Hold{}, fmt.Errorf("create hold at %s: hold id and channel are required: %w", s.sup.ID, ErrNeedsRecord)
 	}
 	orderID, ord := OrderID(h.ID), r.orderOf(s, h.ID)
-	reqs, err := r.holdRequests(ctx, s, channelID, h)
+	units := r.unitLookup(s)
+	reqs, rates, err := r.holdRequests(ctx, s, channelID, h, units)
 	if err != nil {
 		return schemas.Hold{}, err
 	}
@@ -76,9 +77,26 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		}
 	}
 	adds := make([]addResult, len(reqs))
-	failed := r.addAll(ctx, ord, reqs, replays, prevStatus, adds)
+	failed := r.addAll(ctx, ord, reqs, replays, prevStatus, adds, nil)
 	if failed < 0 {
-		failed = r.addAll(ctx, ord, reqs, fresh, prevStatus, adds)
+		// A new booking refused (400) may name units the booking system
+		// renamed since they were read: read them again (once) and, when
+		// they changed its unit, send it again (its uuid is unused: a
+		// refused createBooking makes nothing).
+		failed = r.addAll(ctx, ord, reqs, fresh, prevStatus, adds, func(ctx context.Context, i int) (bs.BookingRequest, bool) {
+			it := h.Items[i]
+			us, ok := units.refreshed(ctx, it.ProductID, it.RateID)
+			if !ok {
+				return bs.BookingRequest{}, false
+			}
+			unit := chooseUnit(us, rates[i], it)
+			if unit == reqs[i].UnitItems[0].UnitID {
+				return bs.BookingRequest{}, false
+			}
+			q := reqs[i]
+			q.UnitItems = unitItems(unit, it.Quantity)
+			return q, true
+		})
 	}
 	if failed >= 0 {
 		a := adds[failed]
@@ -139,12 +157,15 @@ func (a addResult) failed() bool {
 
 // addAll sends createBooking for the items idx of reqs (prior: what each
 // was before, absent for a new one), holdParallelism at a time, into
-// out. Once one fails (an error, an answer refused by the doc 3 tables, a
-// booking REJECTED) no further one is sent, and every one sent is waited
-// for: what the compensation then cancels is all this call may have made
-// (a v2 order holds it; an octoOrder tracks every uuid it tried). It
-// returns the first failed item in idx order, or -1.
-func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest, idx []int, prev map[string]prior, out []addResult) int {
+// out. A request the booking system refuses (400) is sent once more as
+// again makes it, when again (non-nil) gives one. Once one fails (an
+// error, an answer refused by the doc 3 tables, a booking REJECTED) no
+// further one is sent, and every one sent is waited for: what the
+// compensation then cancels is all this call may have made (a v2 order
+// holds it; an octoOrder tracks every uuid it tried). It returns the
+// first failed item in idx order, or -1.
+func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest, idx []int, prev map[string]prior, out []addResult,
+	again func(ctx context.Context, i int) (bs.BookingRequest, bool)) int {
 	var stop atomic.Bool
 	var g errgroup.Group
 	g.SetLimit(holdParallelism)
@@ -163,6 +184,11 @@ func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest
 			}
 			a := addResult{sent: true}
 			a.b, a.err = ord.add(ctx, q)
+			if errors.Is(a.err, bs.ErrRejected) && again != nil {
+				if q2, ok := again(ctx, i); ok {
+					a.b, a.err = ord.add(ctx, q2)
+				}
+			}
 			if a.err == nil {
 				a.refused = checkBooking(a.b, p, []string{bs.OnHold, bs.Rejected})
 			}
@@ -232,35 +258,36 @@ func sameBooking(conn bs.Connection, b bs.Booking, q bs.BookingRequest) bool {
 	return slices.Equal(units(b.UnitItems), units(q.UnitItems))
 }
 
-// holdRequests maps the hold's items to createBooking requests:
+// holdRequests maps the hold's items to createBooking requests (and
+// gives each item's catalog rate):
 //   - productId, optionId: the item's product and rate (our rates are the
 //     options);
 //   - availabilityId: the booking system's id of the item's availability
 //     (bookingsystem.SystemAvailabilityID), required (doc 3: MUST be sent
 //     when booking);
-//   - unitItems: quantity times one unit of the option (chooseUnit);
+//   - unitItems: quantity times one unit of the option (chooseUnit among
+//     the booking system's units, units.go);
 //   - holdExpirationMinutes: the shortest holdablePeriod of the items'
 //     rates, in minutes rounded up, else DefaultHoldMinutes: one hold, one
 //     expiry, and no inventory kept past the moment the order can no
 //     longer be confirmed;
 //   - channelId / channelName: the reseller's channel (ChannelUUID, its
 //     catalog name); resellerReference: the hold id.
-func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold) ([]bs.BookingRequest, error) {
+func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold, units *unitLookup) ([]bs.BookingRequest, []catalog.Rate, error) {
 	chName := channelID
 	if ch, err := r.opts.Catalog.Channel(ctx, channelID); err == nil && ch.Name != "" {
 		chName = ch.Name
 	} else if err != nil && !isNotFound(err) {
-		return nil, fmt.Errorf("channel %s: %w", channelID, err)
+		return nil, nil, fmt.Errorf("channel %s: %w", channelID, err)
 	}
 	rates := map[[2]string]catalog.Rate{}
-	var products []bs.Product
-	loaded := false
+	itemRates := make([]catalog.Rate, 0, len(h.Items))
 	minutes := 0
 	reqs := make([]bs.BookingRequest, 0, len(h.Items))
 	for i, it := range h.Items {
 		field := func(f string) string { return fmt.Sprintf("hold.items[%d].%s", i, f) }
 		if it.AvailabilityID == "" {
-			return nil, domainerr.Field(field("availabilityId"), "is required for this supplier (spec doc 3: the availability id must be sent when booking)")
+			return nil, nil, domainerr.Field(field("availabilityId"), "is required for this supplier (spec doc 3: the availability id must be sent when booking)")
 		}
 		key := [2]string{it.ProductID, it.RateID}
 		rt, ok := rates[key]
@@ -268,9 +295,9 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 			var err error
 			if rt, err = r.opts.Catalog.Rate(ctx, catalogAdmin, s.sup.ID, it.ProductID, it.RateID); err != nil {
 				if isNotFound(err) {
-					return nil, domainerr.Field(field("rateId"), "is not a rate of the product")
+					return nil, nil, domainerr.Field(field("rateId"), "is not a rate of the product")
 				}
-				return nil, fmt.Errorf("rate %s/%s: %w", it.ProductID, it.RateID, err)
+				return nil, nil, fmt.Errorf("rate %s/%s: %w", it.ProductID, it.RateID, err)
 			}
 			rates[key] = rt
 		}
@@ -280,25 +307,17 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 				minutes = m
 			}
 		}
-		if !loaded { // one read per hold: the units are the booking system's
-			ps, _, err := r.opts.BookingSystem.Products(ctx, s.conn, s.sup.ID, nil)
-			if err != nil {
-				return nil, fmt.Errorf("products of %s: %w", s.sup.ID, err)
-			}
-			products, loaded = ps, true
+		us, err := units.option(ctx, it.ProductID, it.RateID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("units of %s/%s: %w", it.ProductID, it.RateID, err)
 		}
-		units, ok := optionUnits(products, it.ProductID, it.RateID)
-		if !ok {
-			return nil, domainerr.Field(field("rateId"), "is not an option with units at the supplier's booking system")
+		if len(us) == 0 {
+			return nil, nil, domainerr.Field(field("rateId"), "is not an option with units at the supplier's booking system")
 		}
-		unit := chooseUnit(units, rt, it)
-		items := make([]bs.UnitItem, it.Quantity)
-		for k := range items {
-			items[k] = bs.UnitItem{UnitID: unit}
-		}
+		itemRates = append(itemRates, rt)
 		reqs = append(reqs, bs.BookingRequest{SupplierID: s.sup.ID, UUID: BookingUUID(h.ID, i), ResellerReference: h.ID,
 			ChannelName: chName, ChannelID: ChannelUUID(channelID), ProductID: it.ProductID, OptionID: it.RateID,
-			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: items, OrderID: OrderID(h.ID)})
+			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: unitItems(chooseUnit(us, rt, it), it.Quantity), OrderID: OrderID(h.ID)})
 	}
 	if minutes == 0 {
 		minutes = r.opts.DefaultHoldMinutes
@@ -306,21 +325,16 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 	for i := range reqs {
 		reqs[i].HoldExpirationMinutes = minutes
 	}
-	return reqs, nil
+	return reqs, itemRates, nil
 }
 
-func optionUnits(ps []bs.Product, pid, oid string) ([]bs.Unit, bool) {
-	for _, p := range ps {
-		if p.ID != pid {
-			continue
-		}
-		for _, o := range p.Options {
-			if o.ID == oid && len(o.Units) > 0 {
-				return o.Units, true
-			}
-		}
+// unitItems are n unit items of unit.
+func unitItems(unit string, n int) []bs.UnitItem {
+	out := make([]bs.UnitItem, n)
+	for k := range out {
+		out[k] = bs.UnitItem{UnitID: unit}
 	}
-	return nil, false
+	return out
 }
 
 // chooseUnit picks the unit type of an item's travellers among the

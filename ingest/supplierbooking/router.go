@@ -55,6 +55,7 @@ type Catalog interface {
 // implements it.
 type BookingSystem interface {
 	Products(ctx context.Context, conn bs.Connection, supplierID string, capabilities []string) ([]bs.Product, []bs.Problem, error)
+	Product(ctx context.Context, conn bs.Connection, supplierID, productID string, capabilities []string) (bs.Product, []bs.Problem, error)
 	CreateBooking(ctx context.Context, conn bs.Connection, in bs.BookingRequest) (bs.Booking, error)
 	GetOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string) (bs.Order, error)
 	ConfirmOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ConfirmRequest) (bs.Order, error)
@@ -106,8 +107,10 @@ type Options struct {
 	// OperationTimeout bounds each hold and booking operation: see the
 	// constant. 0 takes it.
 	OperationTimeout time.Duration
-	Registerer       prometheus.Registerer
-	Logger           *slog.Logger
+	// Clock of the option units kept (units.go). Default time.Now.
+	Clock      func() time.Time
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 // Router is internal/booking's Partner (and OrderPartner) for every kind
@@ -116,6 +119,7 @@ type Router struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
+	units   unitCache
 }
 
 var (
@@ -133,6 +137,9 @@ func NewRouter(opts Options) *Router {
 	}
 	if opts.OperationTimeout <= 0 {
 		opts.OperationTimeout = OperationTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -2,10 +2,12 @@ package supplierbooking
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -750,6 +752,76 @@ func TestCreateHold_CreatesItsBookingsFewAtATime(t *testing.T) {
 			}
 			if m := e.maxCreating.Load(); m < 2 || m > holdParallelism {
 				t.Fatalf("at most %d createBooking calls at once, want 2..%d", m, holdParallelism)
+			}
+		})
+	}
+}
+
+// A hold needs its options' units (doc 3: unitItems), which are the
+// booking system's: they are read once (a v2 supplier's product list, up
+// to 8 MiB; an OCTO supplier's product) and kept for UnitsTTL, not read at
+// every hold. Units the booking system renamed meanwhile are read again
+// once, when it refuses a createBooking, and the item is sent again.
+func TestCreateHold_OptionUnitsAreCachedAndReadAgainOnARejection(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			hold := func(id string) {
+				t.Helper()
+				h := schemas.Hold{ID: id, Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1)}}
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatalf("hold %s: %v", id, err)
+				}
+			}
+			reads := func(want int64, when string) {
+				t.Helper()
+				if got := e.productReads.Load(); got != want {
+					t.Fatalf("%s: %d product reads, want %d", when, got, want)
+				}
+			}
+			hold("h-1")
+			reads(1, "first hold")
+			hold("h-2")
+			reads(1, "second hold (cached)")
+
+			e.sim.Update(func(c *bookingsim.Config) {
+				c.Units = []bookingsim.Unit{{ID: "adult-2", Type: "ADULT"}, {ID: "child-2", Type: "CHILD"}}
+			})
+			e.clock.add(time.Minute)
+			hold("h-3")
+			reads(2, "a hold refused for its stale units")
+			if b := e.holdBookings(t, "h-3", 1)[0]; b.UnitItems[0].UnitID != "adult-2" {
+				t.Fatalf("booking units %+v, want the renamed adult-2", b.UnitItems)
+			}
+
+			e.clock.add(UnitsTTL)
+			hold("h-4")
+			reads(3, "a hold past the TTL")
+		})
+	}
+}
+
+// Concurrent holds of one supplier read its units once (singleflight).
+func TestCreateHold_ConcurrentHoldsReadTheUnitsOnce(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startWith(t, dialect, func(c *bookingsim.Config) { c.Latency = 30 * time.Millisecond })
+			var wg sync.WaitGroup
+			errs := make([]error, 6)
+			for i := range errs {
+				wg.Go(func() {
+					h := schemas.Hold{ID: fmt.Sprintf("h-c%d", i), Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1)}}
+					_, errs[i] = e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("hold %d: %v", i, err)
+				}
+			}
+			if n := e.productReads.Load(); n != 1 {
+				t.Fatalf("%d product reads for 6 concurrent holds, want 1", n)
 			}
 		})
 	}
