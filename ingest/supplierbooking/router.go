@@ -14,8 +14,11 @@
 // machine of doc 3 as tables (BookingTransition, OrderTransition,
 // BookingsAgree, OrderStatusOf) enforced on every answer, and the
 // all-or-nothing compensations (an order is cancelled rather than left
-// half held or half sold). It looks the supplier up in the catalog at
-// every call, so a changed connection applies at once.
+// half held or half sold), each operation on a deadline well inside
+// internal/booking's lock (OperationTimeout). It looks the supplier up in
+// the catalog at every call, so a changed connection applies at once; the
+// only thing it keeps is the booking systems' option units, for a few
+// minutes (units.go).
 //
 // It must not record anything (internal/booking records holds and
 // bookings), speak HTTP to booking systems itself (ingest/bookingsystem
