@@ -24,10 +24,10 @@ import (
 // system, none for an OCTO one (orderOf); holdParallelism at a time
 // (addAll). All or nothing: when an item fails (or the operation's
 // deadline passes), the order is cancelled (every booking made released)
-// and the error returned. The hold answered keeps the reseller's id and items; it
-// expires when the first of the order and its bookings does (doc 3: a
-// booking's utcHoldExpiration MAY differ from the request, and confirmOrder
-// fails once one has passed).
+// and the error returned. The hold answered keeps the reseller's id and
+// items; it expires when the first of the order and its bookings does
+// (doc 3: a booking's utcHoldExpiration MAY differ from the request, and
+// confirmOrder fails once one has passed).
 func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h schemas.Hold) (schemas.Hold, error) {
 	if h.ID == "" || channelID == "" {
 		return schemas.Hold{}, fmt.Errorf("create hold at %s: hold id and channel are required: %w", s.sup.ID, ErrNeedsRecord)
