@@ -15,6 +15,7 @@ require (
 	github.com/shopspring/decimal v1.5.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/valyala/fasthttp v1.74.0
+	golang.org/x/sync v0.24.0
 )
 
 require (

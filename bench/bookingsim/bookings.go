@@ -31,8 +31,10 @@ import (
 //     none); POST .../extend (ON_HOLD only).
 //   - Repeating a call whose transition already happened (confirm of a
 //     CONFIRMED booking, cancel of a CANCELLED one) answers the current
-//     state: a retry after a lost answer must not fail. Every other
-//     transition is 400 and changes nothing.
+//     state: a retry after a lost answer must not fail
+//     (Config.RejectRepeatedConfirm: a repeated confirm is 400, as a real
+//     system may answer). Every other transition is 400 and changes
+//     nothing.
 //
 // The OCTO dialect (octo.go) drives the same transitions (book,
 // confirmBooking, cancelBooking, extendBooking) through its own routes and
@@ -263,7 +265,7 @@ func (s *Server) serveTx(w http.ResponseWriter, r *http.Request, cfg Config, sid
 		switch {
 		case len(rest) == 2 && r.Method == http.MethodGet:
 		case len(rest) == 3 && rest[2] == "confirm" && r.Method == http.MethodPost:
-			if err := s.confirmBooking(b, now); err != nil {
+			if err := s.confirmBooking(cfg, b, now); err != nil {
 				fail(http.StatusBadRequest, "BAD_REQUEST", "booking cannot be confirmed from "+b.status)
 				return
 			}
@@ -315,6 +317,10 @@ func (s *Server) serveTx(w http.ResponseWriter, r *http.Request, cfg Config, sid
 	case len(rest) == 3 && rest[2] == "confirm" && r.Method == http.MethodPost:
 		switch o.status {
 		case "CONFIRMED": // a retried confirm
+			if cfg.RejectRepeatedConfirm {
+				fail(http.StatusBadRequest, "BAD_REQUEST", "the order is already CONFIRMED")
+				return
+			}
 		case "ON_HOLD":
 			if !s.confirmOrder(o, now) {
 				fail(http.StatusBadRequest, "ORDER_REJECTED", "a booking's hold has passed; the order is rejected")
@@ -357,9 +363,9 @@ func (s *Server) serveTx(w http.ResponseWriter, r *http.Request, cfg Config, sid
 
 // confirmBooking: ON_HOLD → CONFIRMED, or PENDING for a product with
 // instantConfirmation false; a confirmed or pending booking is left as it
-// is (a retried confirm); any other status is errState (caller holds
-// tx.mu).
-func (s *Server) confirmBooking(b *simBooking, now time.Time) error {
+// is (a retried confirm; errState with cfg.RejectRepeatedConfirm); any
+// other status is errState (caller holds tx.mu).
+func (s *Server) confirmBooking(cfg Config, b *simBooking, now time.Time) error {
 	switch b.status {
 	case "ON_HOLD":
 		b.status, b.updated, b.confirmedAt = "CONFIRMED", now, now
@@ -367,6 +373,9 @@ func (s *Server) confirmBooking(b *simBooking, now time.Time) error {
 			b.status = "PENDING"
 		}
 	case "CONFIRMED", "PENDING": // a retried confirm
+		if cfg.RejectRepeatedConfirm {
+			return errState
+		}
 	default:
 		return errState
 	}

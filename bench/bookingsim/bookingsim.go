@@ -21,7 +21,8 @@
 // a fraction ChangeRate of the slots; status CLOSED for a few slots,
 // SOLD_OUT at 0 vacancies, LIMITED at a quarter of MaxCapacity or less,
 // AVAILABLE above. OPENING_HOURS options are FREESALE for each range of
-// OpeningRanges of every day. In the OCTO dialect supplier S<n> is served
+// OpeningRanges of every day (in OCTO, optionally one availability per day
+// listing them as openingHours: OCTOOpeningHoursByDay). In the OCTO dialect supplier S<n> is served
 // under the path prefix /S<n> (its OCTO endpoint is <base>/S<n>).
 package bookingsim
 
@@ -64,6 +65,9 @@ const (
 // Range is an opening range [From, To) in hours of the local day.
 type Range struct{ From, To int }
 
+// Unit is a unit type of every option (OCTO: id and type).
+type Unit struct{ ID, Type string }
+
 // Config configures a Server. Zero values take the defaults.
 type Config struct {
 	// Dialect the server speaks: DialectV2 (default) or DialectOCTO.
@@ -74,14 +78,28 @@ type Config struct {
 	ProductsPerSupplier int
 	// OptionsPerProduct. Default 2.
 	OptionsPerProduct int
+	// Units of every option. Default "adult" (ADULT) and "child" (CHILD).
+	// Changed with Update, the next answers and bookings take the new ones
+	// (a booking system that renamed its units).
+	Units []Unit
 	// TimeZone of every product (tz name). Default "UTC".
 	TimeZone string
+	// UTCTimes sends availability times in UTC ("...Z") instead of the
+	// product's local offset: a booking system that does not keep local
+	// times (ids stay the local start times).
+	UTCTimes bool
 	// SlotHours of START_TIME options (local). Default 9, 13, 17.
 	SlotHours []int
 	// SlotLength of a START_TIME slot. Default 2 h.
 	SlotLength time.Duration
 	// OpeningRanges of OPENING_HOURS options. Default 9–12 and 13–18.
 	OpeningRanges []Range
+	// OCTOOpeningHoursByDay (DialectOCTO): an OPENING_HOURS option has one
+	// availability per day (allDay, local midnight to midnight, its id the
+	// day's start) with every range of OpeningRanges in its openingHours,
+	// as OCTO suppliers send them. Otherwise one per range, each with its
+	// own range as openingHours (doc 3's shape).
+	OCTOOpeningHoursByDay bool
 	// MaxCapacity of a START_TIME slot. Default 20.
 	MaxCapacity int
 	// Latency added to every answer.
@@ -102,6 +120,11 @@ type Config struct {
 	// MaxExtendMinutes caps an order extension (doc 3 rule 7: the booking
 	// system MAY extend by another length). 0: as asked.
 	MaxExtendMinutes int
+	// RejectRepeatedConfirm answers 400 to a confirm of an order or
+	// booking that is already CONFIRMED or PENDING, as a booking system
+	// may (doc 3 lists no CONFIRMED → CONFIRMED move). Default: the
+	// current state (a retry after a lost answer must not fail).
+	RejectRepeatedConfirm bool
 	// Break lists the rule-breaking data to return (Break* constants).
 	Break []string
 	// EchoSecretsInErrors puts the request's Authorization header into
@@ -136,6 +159,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.OptionsPerProduct <= 0 {
 		cfg.OptionsPerProduct = 2
+	}
+	if len(cfg.Units) == 0 {
+		cfg.Units = []Unit{{"adult", "ADULT"}, {"child", "CHILD"}}
 	}
 	if cfg.TimeZone == "" {
 		cfg.TimeZone = "UTC"
@@ -270,10 +296,18 @@ func (cfg Config) product(sid, pid string) (product, bool) {
 		DeliveryFormats: []string{"QR_CODE"}, DeliveryMethods: []string{"TICKET", "VOUCHER"},
 		RedemptionMethod: "DIGITAL", Capabilities: []any{},
 	}
+	units := make([]wireUnit, 0, len(cfg.Units))
+	for _, u := range cfg.Units {
+		name := u.ID
+		if name != "" {
+			name = strings.ToUpper(name[:1]) + name[1:]
+		}
+		units = append(units, wireUnit{ID: u.ID, InternalName: name, Type: u.Type})
+	}
 	for o := 1; o <= cfg.OptionsPerProduct; o++ {
 		p.Options = append(p.Options, wireOption{
 			ID: fmt.Sprintf("%s-O%d", pid, o), Default: o == 1, InternalName: fmt.Sprintf("Option %d", o),
-			Units: []wireUnit{{"adult", "Adult", "ADULT"}, {"child", "Child", "CHILD"}},
+			Units: units,
 		})
 	}
 	return product{supplierID: sid, wire: p}, true
@@ -303,7 +337,8 @@ type slot struct {
 	start, end time.Time
 	status     string
 	vacancies  *int
-	capacity   *int // START_TIME: the slot's capacity before holds
+	capacity   *int    // START_TIME: the slot's capacity before holds
+	ranges     []Range // an OCTO day's opening ranges (OCTOOpeningHoursByDay)
 }
 
 // slots generates the availabilities of an option whose local start date
@@ -318,6 +353,10 @@ func (s *Server) slots(cfg Config, p product, oid string, from, to time.Time, no
 	for d := from; d.Before(to); d = d.AddDate(0, 0, 1) {
 		day := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
 		if p.wire.AvailabilityType == "OPENING_HOURS" {
+			if cfg.Dialect == DialectOCTO && cfg.OCTOOpeningHoursByDay {
+				out = append(out, slot{id: day.Format(time.RFC3339), start: day, end: day.AddDate(0, 0, 1), status: "FREESALE", ranges: cfg.OpeningRanges})
+				continue
+			}
 			for _, r := range cfg.OpeningRanges {
 				st := day.Add(time.Duration(r.From) * time.Hour)
 				out = append(out, slot{id: st.Format(time.RFC3339), start: st, end: day.Add(time.Duration(r.To) * time.Hour), status: "FREESALE"})
@@ -366,6 +405,9 @@ func (sl slot) wire(cfg Config, oid string) wireAvailability {
 	format := func(t time.Time) string { return t.Format(time.RFC3339) }
 	if cfg.breaks(BreakFractions) {
 		format = func(t time.Time) string { return t.Format("2006-01-02T15:04:05") + ".123456" + t.Format("Z07:00") }
+	}
+	if local := format; cfg.UTCTimes {
+		format = func(t time.Time) string { return local(t.UTC()) }
 	}
 	return wireAvailability{ID: sl.id, OptionID: oid, LocalDateTimeStart: format(sl.start),
 		LocalDateTimeEnd: format(sl.end), Status: sl.status, Vacancies: sl.vacancies, octo: sl.octoExtras()}
@@ -457,8 +499,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f, ok := s.fault(r); ok {
-		if f.Lost {
-			s.serve(&discard{}, r, cfg, func(int, string, string) {})
+		if f.Lost || f.Delay > 0 {
+			// Served first: the change is made whatever the caller learns.
+			h := &held{}
+			s.serve(h, r, cfg, func(status int, code, msg string) {
+				writeJSON(h, status, errorBody{Error: code, ErrorMessage: msg})
+			})
+			select {
+			case <-time.After(f.Delay):
+			case <-r.Context().Done():
+				return
+			}
+			if f.Status == 0 {
+				h.send(w)
+				return
+			}
 		}
 		fail(f.Status, "INJECTED_FAULT", "injected fault")
 		return

@@ -155,3 +155,66 @@ func TestServer_InjectFault_FailsTheChosenCallsOnly(t *testing.T) {
 		t.Fatalf("after ClearFaults: status %d, want 200 (a replay)", st)
 	}
 }
+
+func TestServer_RejectRepeatedConfirm(t *testing.T) {
+	const u = "0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b"
+	create := `{"uuid":"` + u + `","channelName":"c","channelId":"6f1c3a52-8a0e-4c55-9d57-2f1b0e7b9a10","productId":"S1-P2","optionId":"S1-P2-O1",` +
+		`"availabilityId":"2026-11-23T09:00:00Z","unitItems":[{"unitId":"adult"}],"holdExpirationMinutes":15,"orderId":"O1"}`
+	tests := []struct {
+		name   string
+		reject bool
+		path   string // the confirm
+		second int    // status of the second confirm
+	}{
+		{"order, default: the current state", false, "/suppliers/S1/orders/O1/confirm", 200},
+		{"order, switched on: 400", true, "/suppliers/S1/orders/O1/confirm", 400},
+		{"booking, default: the current state", false, "/suppliers/S1/bookings/" + u + "/confirm", 200},
+		{"booking, switched on: 400", true, "/suppliers/S1/bookings/" + u + "/confirm", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := bookingsim.New(bookingsim.Config{Clock: func() time.Time { return t0 }, RejectRepeatedConfirm: tt.reject})
+			ts := httptest.NewServer(s)
+			defer ts.Close()
+			if st, body := do(t, ts.URL+"/suppliers/S1/bookings", "POST", "", create); st != 200 {
+				t.Fatalf("create: %d %s", st, body)
+			}
+			if st, body := do(t, ts.URL+tt.path, "POST", "", `{}`); st != 200 {
+				t.Fatalf("first confirm: %d %s", st, body)
+			}
+			if st, body := do(t, ts.URL+tt.path, "POST", "", `{}`); st != tt.second {
+				t.Fatalf("second confirm: %d %s, want %d", st, body, tt.second)
+			}
+			if got := s.BookingStatus(u); got != "CONFIRMED" {
+				t.Fatalf("booking %s, want CONFIRMED", got)
+			}
+		})
+	}
+}
+
+func TestServer_InjectFault_BodyAndDelay(t *testing.T) {
+	s := bookingsim.New(bookingsim.Config{Clock: func() time.Time { return t0 }})
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	create := func(u, option string) string {
+		return `{"uuid":"` + u + `","channelName":"c","channelId":"6f1c3a52-8a0e-4c55-9d57-2f1b0e7b9a10","productId":"S1-P2","optionId":"` + option +
+			`","availabilityId":"2026-11-23T09:00:00Z","unitItems":[{"unitId":"adult"}],"holdExpirationMinutes":15}`
+	}
+	const u1, u2 = "0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a61", "0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a62"
+	// BodyContains: only the call for option O2 fails, whatever its order.
+	s.InjectFault(bookingsim.Fault{Method: "POST", PathSuffix: "/bookings", BodyContains: `"S1-P2-O2"`, Status: 503})
+	if st, body := do(t, ts.URL+"/suppliers/S1/bookings", "POST", "", create(u1, "S1-P2-O1")); st != 200 {
+		t.Fatalf("O1: %d %s", st, body)
+	}
+	if st, _ := do(t, ts.URL+"/suppliers/S1/bookings", "POST", "", create(u2, "S1-P2-O2")); st != 503 || s.BookingStatus(u2) != "" {
+		t.Fatalf("O2: %d, booking %q; want 503 and none made", st, s.BookingStatus(u2))
+	}
+	s.ClearFaults()
+	// Delay: served at once, answered late with the real answer.
+	const delay = 150 * time.Millisecond
+	s.InjectFault(bookingsim.Fault{Method: "GET", PathSuffix: "/bookings/" + u1, Delay: delay})
+	start := time.Now()
+	if st, body := do(t, ts.URL+"/suppliers/S1/bookings/"+u1, "GET", "", ""); st != 200 || !strings.Contains(string(body), `"ON_HOLD"`) || time.Since(start) < delay {
+		t.Fatalf("delayed: %d %s after %s", st, body, time.Since(start))
+	}
+}

@@ -1,6 +1,7 @@
 package bookingsim
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ type (
 	octoExtras struct {
 		utcCutoffAt  string
 		capacity     *int
+		allDay       bool
 		openingHours []octoOpeningHours
 		unitPricing  []octoUnitPrice
 	}
@@ -177,17 +179,24 @@ type (
 )
 
 // octoExtras of a generated slot: the cutoff is the start (in UTC), the
-// opening hours of an OPENING_HOURS slot are its range.
+// opening hours of an OPENING_HOURS slot are its range, or a day's ranges
+// (OCTOOpeningHoursByDay: the slot is the whole day).
 func (sl slot) octoExtras() octoExtras {
 	x := octoExtras{utcCutoffAt: sl.start.UTC().Format(time.RFC3339), capacity: sl.capacity, openingHours: []octoOpeningHours{}}
-	if sl.status == "FREESALE" {
+	switch {
+	case len(sl.ranges) > 0:
+		x.allDay = true
+		for _, r := range sl.ranges {
+			x.openingHours = append(x.openingHours, octoOpeningHours{From: fmt.Sprintf("%02d:00", r.From), To: fmt.Sprintf("%02d:00", r.To)})
+		}
+	case sl.status == "FREESALE":
 		x.openingHours = []octoOpeningHours{{From: sl.start.Format("15:04"), To: sl.end.Format("15:04")}}
 	}
 	return x
 }
 
 func (a wireAvailability) toOCTO() octoAvailability {
-	return octoAvailability{ID: a.ID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd,
+	return octoAvailability{ID: a.ID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd, AllDay: a.octo.allDay,
 		UTCCutoffAt: a.octo.utcCutoffAt, Available: a.Available != nil && *a.Available, Status: a.Status,
 		Vacancies: a.Vacancies, Capacity: a.octo.capacity, OpeningHours: a.octo.openingHours, UnitPricing: a.octo.unitPricing}
 }
@@ -389,7 +398,7 @@ func (s *Server) serveOCTOBooking(w http.ResponseWriter, r *http.Request, cfg Co
 			fail(http.StatusBadRequest, "BAD_REQUEST", "contact is required")
 			return
 		}
-		if err := s.confirmBooking(b, now); err != nil {
+		if err := s.confirmBooking(cfg, b, now); err != nil {
 			refuse("confirmed")
 			return
 		}

@@ -250,3 +250,55 @@ func TestRefreshPriceSchedule_OCTO(t *testing.T) {
 		t.Fatalf("entries %s", jsonString(es))
 	}
 }
+
+// TestRefreshPriceSchedule_OCTORejectedPricesBlockTheirOptionOnly: an OCTO
+// schedule is read option by option from availabilities; a problem found
+// in one names its option (Problem.ID, as a v2 price entry's does), so
+// only that option keeps its stored schedule and the others are written.
+func TestRefreshPriceSchedule_OCTORejectedPricesBlockTheirOptionOnly(t *testing.T) {
+	price := func(a any) map[string]any {
+		return a.(map[string]any)["unitPricing"].([]any)[0].(map[string]any)
+	}
+	tests := []struct {
+		name      string
+		spoil     func(avs []any) // O2's pricing answer
+		failsWith string
+	}{
+		{"a negative price on an O2 availability", func(avs []any) { price(avs[0])["retail"] = -1 },
+			`option S1-P1-O2: availability 0 ("S1-P1-O2", availability `},
+		{"two O2 slots of one day with other prices", func(avs []any) { price(avs[1])["retail"] = price(avs[0])["retail"].(float64) + 1 },
+			`option S1-P1-O2: priceEntry 0 ("S1-P1-O2", date `},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := start(t, envOptions{dialect: catalog.ConnectionOCTO})
+			sy := e.syncer(nil)
+			if _, err := e.sync(t, sy, 1); err != nil {
+				t.Fatal(err)
+			}
+			reads := 0
+			e.setRewrite(func(r *http.Request, body any) any {
+				if !strings.HasSuffix(r.URL.Path, "/availability") || !strings.Contains(r.Header.Get("Octo-Capabilities"), "octo/pricing") {
+					return body
+				}
+				if reads++; reads == 2 { // options are read in order: O1, then O2
+					tt.spoil(body.([]any))
+				}
+				return body
+			})
+			out, err := sy.RefreshPriceSchedule(ctx, sid, "S1-P1", e.clock.today(0), e.clock.today(10))
+			if err != nil || out.Items != 1 {
+				t.Fatalf("%+v %v, want O1 written", out, err)
+			}
+			if all := strings.Join(out.Failures, "\n"); !strings.Contains(all, tt.failsWith) {
+				t.Fatalf("failures:\n%s\nwant %q", all, tt.failsWith)
+			}
+			if es := e.schedule0(t, "S1-P1", "S1-P1-O1").Entries; len(es) == 0 {
+				t.Fatal("O1 not written")
+			}
+			if es := e.schedule0(t, "S1-P1", "S1-P1-O2").Entries; len(es) != 0 {
+				t.Fatalf("O2 half-applied: %s", jsonString(es))
+			}
+		})
+	}
+}

@@ -123,7 +123,8 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 		}
 		avs, problems, err := s.o.Client.Availability(ctx, t.conn, bookingsystem.AvailabilityRequest{
 			SupplierID: t.sup.ID, ProductID: t.prod.ID, OptionID: t.optionID,
-			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType})
+			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType,
+			TimeZone: t.loc.String()}) // the days the client checks are the days written here
 		if err != nil {
 			res.err = err
 			if refusedRead(err) {
@@ -300,8 +301,11 @@ func problemTexts(optionID string, ps []bookingsystem.Problem) []string {
 // problemItem names a rejected item for a failure text: its kind, position
 // in the answer and id (the client cuts ids to 64 characters).
 func problemItem(p bookingsystem.Problem) string {
-	if p.ID == "" {
+	switch {
+	case p.ID == "":
 		return fmt.Sprintf("%s %d", p.Item, p.Index)
+	case p.Detail != "":
+		return fmt.Sprintf("%s %d (%q, %s)", p.Item, p.Index, p.ID, p.Detail)
 	}
 	return fmt.Sprintf("%s %d (%q)", p.Item, p.Index, p.ID)
 }

@@ -211,3 +211,36 @@ func TestSameAvailabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestRefreshProduct_SystemAnsweringUTCKeepsTheProductsDays: a booking
+// system that sends UTC times (17:00 in Los Angeles is 01:00Z the next
+// day) has its availabilities checked and written on the product's local
+// dates alike: none is refused as outside the window, none lands on
+// another day.
+func TestRefreshProduct_SystemAnsweringUTCKeepsTheProductsDays(t *testing.T) {
+	const la = "America/Los_Angeles"
+	loc, err := time.LoadLocation(la)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dialect := range []string{catalog.ConnectionBookingSystem, catalog.ConnectionOCTO} {
+		t.Run(dialect, func(t *testing.T) {
+			e := start(t, envOptions{dialect: dialect, sim: bookingsim.Config{TimeZone: la, UTCTimes: true}})
+			sy := e.syncer(nil)
+			if _, err := e.sync(t, sy, 6); err != nil {
+				t.Fatal(err)
+			}
+			from, to := e.clock.today(2), e.clock.today(4)
+			out, err := sy.RefreshProduct(ctx, sid, "S1-P1", from, to)
+			if err != nil || len(out.Failures) != 0 || out.Items != 2*2*3 { // options × days × slots
+				t.Fatalf("refresh: %+v %v", out, err)
+			}
+			days := byLocalDay(e.availabilities(t, "S1-P1", "S1-P1-O1"), loc)
+			for _, d := range []string{from, e.clock.today(3)} {
+				if len(days[d]) != 3 {
+					t.Fatalf("%s has %d availabilities, want 3 (9:00, 13:00, 17:00 local)", d, len(days[d]))
+				}
+			}
+		})
+	}
+}

@@ -64,6 +64,18 @@ func (c *Client) Products(ctx context.Context, conn Connection, supplierID strin
 	return out, ps, err
 }
 
+// Product is one product of the supplier, as Products reads them (the
+// same rules; a product that breaks one comes back as its Problems and no
+// product). OCTO: GET /products/{productId} (400 INVALID_PRODUCT_ID is
+// ErrNotFound). Doc 3 has no read of one product: for a v2 connection it
+// is ErrUnsupported and nothing is sent (read Products).
+func (c *Client) Product(ctx context.Context, conn Connection, supplierID, productID string, capabilities []string) (Product, []Problem, error) {
+	if !conn.octo() {
+		return Product{}, nil, unsupported("doc 3 reads a supplier's products as one list")
+	}
+	return c.octoProduct(ctx, conn, productID, capabilities)
+}
+
 // AvailabilityRequest is GET /suppliers/{supplierId}/availability.
 type AvailabilityRequest struct {
 	SupplierID, ProductID, OptionID string
@@ -72,6 +84,11 @@ type AvailabilityRequest struct {
 	LocalDateStart, LocalDateEnd string
 	// AvailabilityType of the product, for the status rules (required).
 	AvailabilityType string
+	// TimeZone of the product (tz name): an availability belongs to its
+	// start's local date there, whatever offset the booking system sent
+	// (doc 3: "any UTC offset calculation MUST use its offset"). Empty:
+	// the offset sent.
+	TimeZone string
 }
 
 // Availability is GET /suppliers/{supplierId}/availability. OCTO: POST
@@ -91,13 +108,16 @@ func (c *Client) Availability(ctx context.Context, conn Connection, in Availabil
 	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
 		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
 	}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
 	q := url.Values{}
 	q.Set("productId", in.ProductID)
 	q.Set("optionId", in.OptionID)
 	q.Set("localDateStart", in.LocalDateStart)
 	q.Set("localDateEnd", in.LocalDateEnd)
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
-		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
@@ -115,6 +135,7 @@ func (c *Client) Availability(ctx context.Context, conn Connection, in Availabil
 type AvailabilityCheck struct {
 	SupplierID       string         `json:"-"`
 	AvailabilityType string         `json:"-"` // of the product, for the status rules
+	TimeZone         string         `json:"-"` // of the product, as AvailabilityRequest's
 	ProductID        string         `json:"productId"`
 	OptionID         string         `json:"optionId"`
 	AvailabilityIDs  []string       `json:"availabilityIds"`
@@ -144,7 +165,11 @@ func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in Avai
 			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
 		}
 	}
-	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
+		TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
@@ -429,35 +454,20 @@ func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceSch
 	return out, ps, err
 }
 
-// ExtendBooking is OCTO's POST /bookings/{uuid}/extend
-// {expirationMinutes}: a longer hold of an ON_HOLD booking; the exact new
-// expiry is the answer's utcHoldExpiration (the booking system MAY choose
-// another length, as doc 3 rule 7 says of orders). The reason is checked as
-// doc 3 rule 7 asks but OCTO has no field for it. Doc 3 extends orders
-// only: for a v2 connection it is ErrUnsupported (use ExtendOrder).
-func (c *Client) ExtendBooking(ctx context.Context, conn Connection, supplierID, bookingUUID string, in ExtendRequest) (Booking, error) {
-	if !conn.octo() {
-		return Booking{}, unsupported("doc 3 extends orders, not bookings")
-	}
-	if err := requireIDs("uuid", bookingUUID); err != nil {
-		return Booking{}, err
-	}
-	if !slices.Contains(extendReasons, in.Reason) {
-		return Booking{}, invalid("reason", "must be FRAUD_CHECK, CUSTOMER_REQUESTED or OTHER")
-	}
-	if in.HoldExpirationMinutes < 1 {
-		return Booking{}, invalid("holdExpirationMinutes", "must be at least 1")
-	}
-	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octoExtendBody{ExpirationMinutes: in.HoldExpirationMinutes},
-		BookingExpect{UUID: bookingUUID, Statuses: []string{OnHold}}, bookingUUID, "extend")
-}
-
 // requireIDs checks name/value pairs: every id present, at most 1024.
 func requireIDs(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if r := checkID(pairs[i+1]); r != "" {
 			return invalid(pairs[i], fmt.Sprintf("must be 1 to %d characters", MaxIDLength))
 		}
+	}
+	return nil
+}
+
+// checkTimeZone: empty, or a tz database name.
+func checkTimeZone(name string) error {
+	if name != "" && !validZone(name) {
+		return invalid("timeZone", "must be a tz database name")
 	}
 	return nil
 }

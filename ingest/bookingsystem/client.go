@@ -52,8 +52,7 @@ var (
 	// rule before it was sent (errors.Is matches *domainerr.FieldError).
 	ErrInvalid = domainerr.New(domainerr.CodeInvalidField, "invalid booking-system request")
 	// ErrUnsupported: the call does not exist in the connection's dialect
-	// (orders of an OCTO booking system, booking extension in v2);
-	// nothing was sent.
+	// (orders of an OCTO booking system); nothing was sent.
 	ErrUnsupported = domainerr.New("BAD_REQUEST", "the supplier's booking system does not support this operation")
 )
 
@@ -105,8 +104,9 @@ func (e *CallError) ErrorCode() string {
 
 // Connection is how to reach one supplier's booking system: its endpoint
 // (doc 3: prepended to every path, no trailing "/") and our API key. For
-// GET /suppliers, Endpoint is the platform's base address. String never
-// shows the key or any userinfo of the URL.
+// GET /suppliers, Endpoint is the platform's base address. String shows
+// the endpoint's scheme and host only: never the key, and never the
+// userinfo, path, query or fragment, where some booking systems put a key.
 type Connection struct {
 	Endpoint string
 	APIKey   string
@@ -114,13 +114,15 @@ type Connection struct {
 	Dialect string
 }
 
+// String is what logs show of a connection (every synchronization logs
+// it): "bookingsystem{scheme://host}", the booking system and nothing
+// else.
 func (c Connection) String() string {
 	u, err := url.Parse(c.Endpoint)
-	if err != nil {
+	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "bookingsystem{invalid endpoint}"
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return "bookingsystem{" + u.String() + "}"
+	return "bookingsystem{" + u.Scheme + "://" + u.Host + "}"
 }
 
 // system is the breaker key: scheme and host of the endpoint. Suppliers of

@@ -525,3 +525,83 @@ func TestSecrets_AbsentFromErrors(t *testing.T) {
 		t.Fatalf("Connection.String leaks: %s %s", e.conn, withUser)
 	}
 }
+
+// Connection.String is logged at every synchronization: it must show the
+// booking system (scheme and host) and nothing a key could hide in.
+func TestConnectionString_SchemeAndHostOnly(t *testing.T) {
+	tests := []struct {
+		name     string
+		endpoint string
+		want     string
+	}{
+		{"plain endpoint", "https://bs.example.com", "bookingsystem{https://bs.example.com}"},
+		{"key in the path", "https://bs.example.com/v2/" + apiKey + "/suppliers", "bookingsystem{https://bs.example.com}"},
+		{"key in userinfo", "https://user:" + apiKey + "@bs.example.com/api", "bookingsystem{https://bs.example.com}"},
+		{"key in query and fragment", "http://bs.example.com:8080/x?key=" + apiKey + "#" + apiKey, "bookingsystem{http://bs.example.com:8080}"},
+		{"not a URL", "://" + apiKey, "bookingsystem{invalid endpoint}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := bookingsystem.Connection{Endpoint: tt.endpoint, APIKey: apiKey}.String()
+			if got != tt.want || strings.Contains(got, apiKey) {
+				t.Fatalf("String() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A booking system may send availability times in UTC: the local date an
+// availability belongs to (the window rule, one range per day) is the
+// product's, in its timeZone, as ingest/bookingsync takes it, never the
+// offset the time was sent with. 17:00 in Los Angeles is 01:00Z the next
+// day.
+func TestAvailability_DayIsTheProductsLocalDate(t *testing.T) {
+	const la = "America/Los_Angeles"
+	zone, err := time.LoadLocation(la)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bookingsim.Config{TimeZone: la, UTCTimes: true, SlotHours: []int{9, 17},
+		OpeningRanges: []bookingsim.Range{{From: 9, To: 12}, {From: 17, To: 23}}}
+	tests := []struct {
+		name, dialect, product, typ string
+	}{
+		{"v2 START_TIME", bookingsystem.DialectV2, "S1-P1", bookingsystem.StartTime},
+		{"v2 OPENING_HOURS", bookingsystem.DialectV2, "S1-P2", bookingsystem.OpeningHours},
+		{"OCTO START_TIME", bookingsystem.DialectOCTO, "S1-P1", bookingsystem.StartTime},
+		{"OCTO OPENING_HOURS", bookingsystem.DialectOCTO, "S1-P2", bookingsystem.OpeningHours},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c *bookingsystem.Client
+			var conn bookingsystem.Connection
+			if tt.dialect == bookingsystem.DialectOCTO {
+				e := newOCTOEnv(t, cfg, bookingsystem.Options{})
+				c, conn = e.c, e.conn
+			} else {
+				e := newEnv(t, cfg, bookingsystem.Options{})
+				c, conn = e.c, e.conn
+			}
+			req := avReq(tt.product, tt.typ)
+			req.TimeZone = la
+			as, ps, err := c.Availability(ctx, conn, req)
+			if err != nil || len(ps) != 0 || len(as) != 4 { // two a day, two days
+				t.Fatalf("%d availabilities, problems %v, err %v; want 4 and none", len(as), ps, err)
+			}
+			for _, a := range as {
+				if d := a.LocalDateTimeStart.In(zone).Format(time.DateOnly); d < req.LocalDateStart || d >= req.LocalDateEnd {
+					t.Fatalf("availability %+v: want a Los Angeles date of the window", a)
+				}
+			}
+			if tt.dialect != bookingsystem.DialectOCTO {
+				return
+			}
+			// OCTO prices are read from availabilities: their dates too.
+			es, ps, err := c.PriceSchedule(ctx, conn, bookingsystem.PriceScheduleRequest{ProductID: tt.product,
+				LocalDateStart: req.LocalDateStart, LocalDateEnd: req.LocalDateEnd})
+			if err != nil || len(ps) != 0 || len(es) != 2 || es[0].LocalDateStart != req.LocalDateStart || es[0].LocalDateEnd != req.LocalDateEnd {
+				t.Fatalf("price schedule %+v problems %v err %v, want each option over the window", es, ps, err)
+			}
+		})
+	}
+}

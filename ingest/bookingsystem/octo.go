@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,15 +21,18 @@ import (
 //
 //	Suppliers          GET  /supplier                 → a list of one
 //	Products           GET  /products                 Octo-Capabilities header
+//	Product            GET  /products/{productId}     Octo-Capabilities header
 //	Availability       POST /availability             {productId, optionId, localDateStart, localDateEnd (inclusive)}
 //	CheckAvailability  POST /availability             {productId, optionId, availabilityIds, units: [{id, quantity}]}
 //	CreateBooking      POST /bookings                 {uuid, productId, optionId, availabilityId, unitItems, expirationMinutes, notes?, resellerReference?}
 //	GetBooking         GET  /bookings/{uuid}
 //	ConfirmBooking     POST /bookings/{uuid}/confirm  {contact, resellerReference?, unitItems?}
 //	CancelBooking      POST /bookings/{uuid}/cancel   {reason}
-//	ExtendBooking      POST /bookings/{uuid}/extend   {expirationMinutes}
 //	PriceSchedule      GET  /products/{productId}, then POST /availability per option with octo/pricing
 //	*Order             ErrUnsupported (core OCTO has no orders)
+//
+// The availability ids sent are OCTO's own (OCTOAvailabilityID of the ids
+// the client returned, which split a day into its opening ranges).
 //
 // Answers are read into the package's types and checked by the same data
 // rules (rules.go). The mapping is in docs/decisions.md ("OCTO dialect").
@@ -83,9 +87,6 @@ type (
 	}
 	octoCancelBody struct {
 		Reason string `json:"reason"`
-	}
-	octoExtendBody struct {
-		ExpirationMinutes int `json:"expirationMinutes"`
 	}
 )
 
@@ -175,10 +176,13 @@ func (c *Client) octoAvailability(ctx context.Context, conn Connection, in Avail
 	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
 		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
 	}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
 	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
-		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
@@ -203,14 +207,24 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 	if len(in.Units) == 0 {
 		return nil, nil, invalid("units", "must list the units to reserve")
 	}
-	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	if err := checkTimeZone(in.TimeZone); err != nil {
+		return nil, nil, err
+	}
+	// OCTO knows days, not the opening ranges the client split them into.
+	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID}
+	for _, id := range in.AvailabilityIDs {
+		if day := OCTOAvailabilityID(id); !slices.Contains(body.AvailabilityIDs, day) {
+			body.AvailabilityIDs = append(body.AvailabilityIDs, day)
+		}
+	}
 	for _, u := range in.Units {
 		if u.UnitID == "" || u.Quantity < 1 {
 			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
 		}
 		body.Units = append(body.Units, octoUnit{ID: u.UnitID, Quantity: u.Quantity})
 	}
-	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs}
+	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
+		TimeZone: in.TimeZone}
 	var out []Availability
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
@@ -238,7 +252,8 @@ func (c *Client) octoCreateBooking(ctx context.Context, conn Connection, in Book
 	if len(in.UnitItems) == 0 {
 		return Booking{}, invalid("unitItems", "must not be empty")
 	}
-	body := octoBookingBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: in.AvailabilityID,
+	// An opening range is booked as the OCTO day it was split from.
+	body := octoBookingBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: OCTOAvailabilityID(in.AvailabilityID),
 		UnitItems: octoUnitItems(in.UnitItems), ExpirationMinutes: in.HoldExpirationMinutes, Notes: in.Notes,
 		ResellerReference: in.ResellerReference}
 	return c.bookingCall(ctx, conn, call{op: "createBooking", method: fasthttp.MethodPost, body: body, segments: []string{"bookings"}},
@@ -255,6 +270,28 @@ func (c *Client) octoBooking(ctx context.Context, conn Connection, op, method st
 		notFound: []string{octoInvalidBookingUUID}}, exp, ParseOCTOBooking)
 }
 
+// octoProduct is GET /products/{productId} (400 INVALID_PRODUCT_ID is
+// ErrNotFound); a product that breaks a rule is its Problems.
+func (c *Client) octoProduct(ctx context.Context, conn Connection, productID string, capabilities []string) (Product, []Problem, error) {
+	if err := requireIDs("productId", productID); err != nil {
+		return Product{}, nil, err
+	}
+	var h map[string]string
+	if len(capabilities) > 0 {
+		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
+	}
+	var out Product
+	var ps []Problem
+	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", productID},
+		headers: h, notFound: []string{octoInvalidProductID},
+		parse: func(b []byte) (err error) {
+			out, ps, err = ParseOCTOProduct(b)
+			return err
+		}})
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
 // octoPriceSchedule derives the price schedule of a product from OCTO's
 // availability pricing: GET /products/{productId} (its options and
 // availability type; 400 INVALID_PRODUCT_ID is ErrNotFound, a product that
@@ -268,29 +305,18 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 	if err := checkWindow(in.LocalDateStart, in.LocalDateEnd); err != nil {
 		return nil, nil, err
 	}
-	var prod Product
-	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", in.ProductID},
-		headers: map[string]string{"Octo-Capabilities": octoPricing}, notFound: []string{octoInvalidProductID},
-		parse: func(b []byte) error {
-			p, ps, err := ParseOCTOProduct(b)
-			if err != nil {
-				return err
-			}
-			if ps != nil {
-				c.metrics.reject(ps)
-				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
-			}
-			prod = p
-			return nil
-		}})
+	prod, ps, err := c.octoProduct(ctx, conn, in.ProductID, []string{octoPricing})
 	if err != nil {
 		return nil, nil, err
+	}
+	if ps != nil {
+		return nil, nil, &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
 	}
 	var out []PriceEntry
 	var problems []Problem
 	for _, o := range prod.Options {
 		exp := AvailabilityExpect{AvailabilityType: prod.AvailabilityType, OptionID: o.ID,
-			LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd}
+			LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: prod.TimeZone}
 		body := octoAvailabilityBody{ProductID: prod.ID, OptionID: o.ID,
 			LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 		var es []PriceEntry
@@ -314,16 +340,22 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 // ignored, as capabilities add fields).
 type (
 	octoAvailability struct {
-		ID                 string      `json:"id"`
-		LocalDateTimeStart time.Time   `json:"localDateTimeStart"`
-		LocalDateTimeEnd   time.Time   `json:"localDateTimeEnd"`
-		AllDay             bool        `json:"allDay"`
-		Available          *bool       `json:"available"`
-		Status             string      `json:"status"`
-		Vacancies          *int        `json:"vacancies"`
-		Capacity           *int        `json:"capacity"`
-		MaxUnits           *int        `json:"maxUnits"`
-		UnitPricing        []UnitPrice `json:"unitPricing"`
+		ID                 string             `json:"id"`
+		LocalDateTimeStart time.Time          `json:"localDateTimeStart"`
+		LocalDateTimeEnd   time.Time          `json:"localDateTimeEnd"`
+		AllDay             bool               `json:"allDay"`
+		Available          *bool              `json:"available"`
+		Status             string             `json:"status"`
+		Vacancies          *int               `json:"vacancies"`
+		Capacity           *int               `json:"capacity"`
+		MaxUnits           *int               `json:"maxUnits"`
+		OpeningHours       []octoOpeningHours `json:"openingHours"`
+		UnitPricing        []UnitPrice        `json:"unitPricing"`
+	}
+	// octoOpeningHours is one opening range of a day, local "HH:MM".
+	octoOpeningHours struct {
+		From string `json:"from"`
+		To   string `json:"to"`
 	}
 	octoBookingAvailability struct {
 		ID                 string    `json:"id"`
@@ -402,7 +434,7 @@ func (o octoBooking) booking() Booking {
 }
 
 // ParseOCTOBooking reads an OCTO booking answer (reservation, get,
-// confirm, cancel, extend) and checks it by doc 3's booking rules.
+// confirm, cancel) and checks it by doc 3's booking rules.
 func ParseOCTOBooking(body []byte, exp BookingExpect) (Booking, []Problem, error) {
 	var o octoBooking
 	if err := decodeStrict(body, &o); err != nil {
@@ -460,9 +492,18 @@ func ParseOCTOProduct(body []byte) (Product, []Problem, error) {
 // ParseOCTOAvailability reads OCTO availability objects (POST
 // /availability) into Availability: OCTO's objects carry no optionId, so
 // each is the option asked for (exp.OptionID, required); capacity,
-// maxUnits, allDay and unitPricing are kept; openingHours is not read (the
-// object's own localDateTimeStart/End are its range). The availability
-// rules of doc 3 apply as to a v2 answer.
+// maxUnits, allDay and unitPricing are kept. For an OPENING_HOURS product,
+// an object with openingHours (OCTO sends a day with its ranges) is one
+// availability per range (doc 3 rule 2: one per contiguous range of a
+// day), on the object's local date in the product's time zone
+// (exp.TimeZone, else its own offset), with the object's status, prices
+// and capacity; with two ranges or more each gets its own id, the day's
+// and the range (ids.go, OCTOAvailabilityID maps it back). An object whose
+// ranges touch or overlap, or one of whose ranges is not "HH:MM", is
+// rejected whole (contiguous_range, time_range). Ids are escaped as ids.go
+// says. For a unit check (exp.AvailabilityIDs), the other ranges of a day
+// asked for are left out. The availability rules of doc 3 apply as to a
+// v2 answer.
 func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []Problem, error) {
 	if exp.AvailabilityType != StartTime && exp.AvailabilityType != OpeningHours {
 		return nil, nil, fmt.Errorf("%w: availabilityType %q", ErrInvalid, exp.AvailabilityType)
@@ -470,18 +511,97 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 	if exp.OptionID == "" {
 		return nil, nil, fmt.Errorf("%w: an OCTO availability read needs the optionId", ErrInvalid)
 	}
+	loc, err := exp.location()
+	if err != nil {
+		return nil, nil, err
+	}
 	raw, idx, ps, err := decodeItems[octoAvailability](body, "availability")
 	if err != nil {
 		return nil, nil, err
 	}
-	items := make([]Availability, len(raw))
+	items := make([]Availability, 0, len(raw))
+	pos := make([]int, 0, len(raw)) // the answer's index of each item: a day's ranges share it
 	for k, a := range raw {
-		items[k] = Availability{ID: a.ID, OptionID: exp.OptionID, LocalDateTimeStart: a.LocalDateTimeStart,
+		av := Availability{ID: octoID(a.ID), OptionID: exp.OptionID, LocalDateTimeStart: a.LocalDateTimeStart,
 			LocalDateTimeEnd: a.LocalDateTimeEnd, Status: a.Status, Vacancies: a.Vacancies, Available: a.Available,
 			Capacity: a.Capacity, MaxUnits: a.MaxUnits, AllDay: a.AllDay, UnitPricing: a.UnitPricing}
+		if exp.AvailabilityType != OpeningHours || len(a.OpeningHours) == 0 {
+			items, pos = append(items, av), append(pos, idx[k])
+			continue
+		}
+		for _, r := range openingRanges(av, a.ID, a.OpeningHours, loc) {
+			items, pos = append(items, r), append(pos, idx[k])
+		}
 	}
-	out, ps := checkAvailabilities(items, idx, ps, exp)
+	if exp.AvailabilityIDs != nil {
+		items, pos = onlyAsked(items, pos, exp.AvailabilityIDs)
+	}
+	out, ps := checkAvailabilities(items, pos, ps, exp, loc)
 	return out, ps, nil
+}
+
+// openingRanges is the OCTO availability av (id: OCTO's own) as one
+// availability per opening range: from–to on av's local date (in loc, else
+// av's own offset), ending the next day when to is not after from (24:00,
+// or open past midnight). A range that is not "HH:MM" has no times
+// (RuleTimeRange). One range keeps av's id; two or more get octoRangeID.
+func openingRanges(av Availability, id string, hours []octoOpeningHours, loc *time.Location) []Availability {
+	if loc == nil {
+		loc = av.LocalDateTimeStart.Location()
+	}
+	day := av.LocalDateTimeStart.In(loc)
+	at := func(minutes int) time.Time {
+		return time.Date(day.Year(), day.Month(), day.Day(), 0, minutes, 0, 0, loc) // wall clock, so DST days stay right
+	}
+	out := make([]Availability, 0, len(hours))
+	for _, h := range hours {
+		r := av
+		r.AllDay = false
+		r.LocalDateTimeStart, r.LocalDateTimeEnd = time.Time{}, time.Time{}
+		from, ok1 := hhmm(h.From)
+		to, ok2 := hhmm(h.To)
+		if ok1 && ok2 && !av.LocalDateTimeStart.IsZero() {
+			if to <= from {
+				to += 24 * 60
+			}
+			r.LocalDateTimeStart, r.LocalDateTimeEnd = at(from), at(to)
+		}
+		if len(hours) > 1 {
+			r.ID = octoRangeID(id, h.From, h.To)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// hhmm reads a local "HH:MM" (00:00 to 24:00) as minutes after midnight.
+func hhmm(v string) (int, bool) {
+	if len(v) != 5 || v[2] != ':' {
+		return 0, false
+	}
+	h, err1 := strconv.Atoi(v[:2])
+	m, err2 := strconv.Atoi(v[3:])
+	if err1 != nil || err2 != nil || h < 0 || m < 0 || m > 59 || h > 24 || (h == 24 && m != 0) {
+		return 0, false
+	}
+	return h*60 + m, true
+}
+
+// onlyAsked leaves out the ranges a unit check did not ask for of the days
+// it did ask for (OCTO answers a day whole); what belongs to no day asked
+// for stays, for the not_requested rule.
+func onlyAsked(items []Availability, pos []int, asked []string) ([]Availability, []int) {
+	days := make(map[string]bool, len(asked))
+	for _, id := range asked {
+		days[OCTOAvailabilityID(id)] = true
+	}
+	outItems, outPos := items[:0:0], pos[:0:0]
+	for k, a := range items {
+		if slices.Contains(asked, a.ID) || !days[OCTOAvailabilityID(a.ID)] {
+			outItems, outPos = append(outItems, a), append(outPos, pos[k])
+		}
+	}
+	return outItems, outPos
 }
 
 // ParseOCTOPricing reads an OCTO availability answer read with
@@ -490,11 +610,21 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 // whose availabilities differ is a RulePrice problem and left out), and
 // consecutive dates with the same prices make one entry [first, last+1).
 // Availabilities without prices give no date; those that break a rule are
-// reported and left out, as in ParseOCTOAvailability.
+// reported and left out, as in ParseOCTOAvailability. Every problem names
+// the option (ID exp.OptionID, as a v2 price entry's problem does: callers
+// keep that option's stored schedule), with the availability id or the
+// date in its Detail.
 func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Problem, error) {
 	avs, ps, err := ParseOCTOAvailability(body, exp)
 	if err != nil {
 		return nil, nil, err
+	}
+	loc, _ := exp.location() // checked by ParseOCTOAvailability
+	for i := range ps {
+		if ps[i].ID != "" {
+			ps[i].Detail = "availability " + ps[i].ID
+		}
+		ps[i].ID = shortID(exp.OptionID)
 	}
 	type day struct {
 		prices   []UnitPrice
@@ -506,7 +636,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 		if len(a.UnitPricing) == 0 {
 			continue
 		}
-		d := a.LocalDateTimeStart.Format(time.DateOnly)
+		d := localDate(a.LocalDateTimeStart, loc)
 		p := sortedPrices(a.UnitPricing)
 		switch x, ok := days[d]; {
 		case !ok:
@@ -521,7 +651,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 	for i := 0; i < len(dates); {
 		d := days[dates[i]]
 		if d.conflict {
-			ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(exp.OptionID + "@" + dates[i]), Rule: RulePrice})
+			ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(exp.OptionID), Rule: RulePrice, Detail: "date " + dates[i]})
 			i++
 			continue
 		}
@@ -532,7 +662,7 @@ func ParseOCTOPricing(body []byte, exp AvailabilityExpect) ([]PriceEntry, []Prob
 		e := PriceEntry{OptionID: exp.OptionID, LocalDateStart: dates[i], LocalDateEnd: end, UnitPricing: d.prices}
 		if rules := priceEntryRules(&e); len(rules) > 0 {
 			for _, r := range rules {
-				ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(e.OptionID), Rule: r})
+				ps = append(ps, Problem{Item: "priceEntry", Index: len(out), ID: shortID(e.OptionID), Rule: r, Detail: "date " + e.LocalDateStart})
 			}
 		} else {
 			out = append(out, e)

@@ -52,6 +52,8 @@ func FuzzParseOCTOAvailability(f *testing.F) {
 	f.Add([]byte(`[{"id":"2026-11-23T09:00:00+01:00","localDateTimeStart":"2026-11-23T09:00:00.5+01:00","localDateTimeEnd":"2026-11-23T11:00:00+01:00","allDay":false,"available":true,"status":"AVAILABLE","vacancies":3,"capacity":10,"maxUnits":null,"openingHours":[],"unitPricing":[{"unitId":"adult","retail":5000,"net":null,"currency":"EUR","currencyPrecision":2}]}]`), false)
 	f.Add([]byte(`[{"id":"2026-11-23","localDateTimeStart":"2026-11-23T00:00:00Z","localDateTimeEnd":"2026-11-24T00:00:00Z","allDay":true,"available":true,"status":"FREESALE","vacancies":null,"capacity":null,"openingHours":[{"from":"09:00","to":"17:00"}]}]`), true)
 	f.Add([]byte(`[{"id":"a","capacity":-1,"unitPricing":[{"unitId":"adult","currency":"eur","retail":-1}]}]`), false)
+	f.Add([]byte(`[{"id":"d#%","localDateTimeStart":"2026-11-23T00:00:00+01:00","localDateTimeEnd":"2026-11-24T00:00:00+01:00","allDay":true,"status":"FREESALE",`+
+		`"openingHours":[{"from":"09:00","to":"12:00"},{"from":"22:00","to":"02:00"},{"from":"24:00","to":"9:0"}]}]`), true)
 	f.Fuzz(func(t *testing.T, body []byte, opening bool) {
 		typ := bookingsystem.StartTime
 		if opening {

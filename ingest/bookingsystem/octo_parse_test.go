@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 )
@@ -166,6 +167,8 @@ func TestParseOCTOPricing_DaysMergeIntoRanges(t *testing.T) {
 		{"slots of a day that disagree", []string{av("a", "23", price("adult", 5000)), octoAv("a2", "23T13:00:00Z", "23T15:00:00Z", `,"unitPricing":[`+price("adult", 7000)+`]`),
 			av("b", "24", price("adult", 5000))}, [][2]string{{"2026-11-24", "2026-11-25"}}, []string{"price"}},
 		{"no prices, no entries", []string{av("a", "23"), av("b", "24")}, nil, nil},
+		{"an availability that breaks a rule is left out", []string{av("a", "23", price("adult", 5000)), av("b", "24", price("adult", -1))},
+			[][2]string{{"2026-11-23", "2026-11-24"}}, []string{"price"}},
 		{"unit order does not matter", []string{av("a", "23", price("adult", 5000), price("child", 100)), av("b", "24", price("child", 100), price("adult", 5000))},
 			[][2]string{{"2026-11-23", "2026-11-25"}}, nil},
 	}
@@ -185,6 +188,10 @@ func TestParseOCTOPricing_DaysMergeIntoRanges(t *testing.T) {
 			var rules []string
 			for _, p := range ps {
 				rules = append(rules, p.Rule)
+				// Callers attribute a price-schedule problem to Problem.ID.
+				if p.ID != "O1" || p.Detail == "" {
+					t.Fatalf("problem %+v: want the option id O1 and what in it broke the rule", p)
+				}
 			}
 			if !slices.Equal(got, tt.want) || !slices.Equal(rules, tt.wantRules) {
 				t.Fatalf("entries %v rules %v, want %v %v", got, rules, tt.want, tt.wantRules)
@@ -227,5 +234,72 @@ func TestParseOCTOSupplierAndProduct_OneObject(t *testing.T) {
 	p, ps, err := bookingsystem.ParseOCTOProduct([]byte(`{"id":"P1","timeZone":"Europe/Paris","availabilityType":"OPENING_HOURS","options":[]}`))
 	if err != nil || p.ID != "" || len(ps) != 1 || ps[0].Rule != "options" {
 		t.Fatalf("product without options: %+v %v %v", p, ps, err)
+	}
+}
+
+// OCTO sends an OPENING_HOURS availability per day with its openingHours;
+// doc 3 rule 2 wants one availability per contiguous range: each range is
+// an availability of its own, on the product's local date, with an id
+// that maps back to the day (OCTOAvailabilityID).
+func TestParseOCTOAvailability_OpeningHoursAreOneAvailabilityPerRange(t *testing.T) {
+	const day = "2026-11-23T00:00:00+01:00"
+	dayAv := func(start, end, hours string) string {
+		return `{"id":"` + day + `","localDateTimeStart":"` + start + `","localDateTimeEnd":"` + end + `","utcCutoffAt":"2026-11-23T08:00:00Z",` +
+			`"allDay":true,"available":true,"status":"FREESALE","vacancies":null,"capacity":null,"maxUnits":null,"openingHours":[` + hours + `]}`
+	}
+	oh := func(from, to string) string { return `{"from":"` + from + `","to":"` + to + `"}` }
+	local := func(d, hm string) string { return "2026-11-" + d + "T" + hm + ":00+01:00" }
+	type av struct{ id, start, end string }
+	tests := []struct {
+		name      string
+		item      string
+		asked     []string // a unit check's availabilityIds
+		want      []av
+		wantRules []string
+	}{
+		{"a lunch break: two ranges", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("13:00", "18:00")), nil,
+			[]av{{day + "#09:00-12:00", local("23", "09:00"), local("23", "12:00")}, {day + "#13:00-18:00", local("23", "13:00"), local("23", "18:00")}}, nil},
+		{"one range keeps the day's id", dayAv(day, local("24", "00:00"), oh("09:00", "18:00")), nil,
+			[]av{{day, local("23", "09:00"), local("23", "18:00")}}, nil},
+		{"no opening hours: the day as sent", dayAv(day, local("24", "00:00"), ""), nil,
+			[]av{{day, local("23", "00:00"), local("24", "00:00")}}, nil},
+		{"the day sent in UTC: ranges in the product's time zone", dayAv("2026-11-22T23:00:00Z", "2026-11-23T23:00:00Z", oh("09:00", "12:00")+","+oh("20:00", "24:00")), nil,
+			[]av{{day + "#09:00-12:00", local("23", "09:00"), local("23", "12:00")}, {day + "#20:00-24:00", local("23", "20:00"), local("24", "00:00")}}, nil},
+		{"open past midnight", dayAv(day, local("24", "00:00"), oh("08:00", "11:00")+","+oh("18:00", "02:00")), nil,
+			[]av{{day + "#08:00-11:00", local("23", "08:00"), local("23", "11:00")}, {day + "#18:00-02:00", local("23", "18:00"), local("24", "02:00")}}, nil},
+		{"ranges that touch: the day is rejected whole", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("12:00", "18:00")), nil,
+			nil, []string{"contiguous_range"}},
+		{"a range that is not HH:MM: the day is rejected whole", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("13:00", "25:00")), nil,
+			nil, []string{"time_range"}},
+		{"a unit check of one range answers that range", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("13:00", "18:00")), []string{day + "#13:00-18:00"},
+			[]av{{day + "#13:00-18:00", local("23", "13:00"), local("23", "18:00")}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := bookingsystem.AvailabilityExpect{AvailabilityType: bookingsystem.OpeningHours, OptionID: "O1",
+				LocalDateStart: "2026-11-23", LocalDateEnd: "2026-11-24", TimeZone: "Europe/Paris", AvailabilityIDs: tt.asked}
+			if tt.asked != nil {
+				exp.LocalDateStart, exp.LocalDateEnd = "", ""
+			}
+			out, ps, err := bookingsystem.ParseOCTOAvailability([]byte("["+tt.item+"]"), exp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rules []string
+			for _, p := range ps {
+				rules = append(rules, p.Rule)
+			}
+			var got []av
+			for _, a := range out {
+				got = append(got, av{a.ID, a.LocalDateTimeStart.Format(time.RFC3339), a.LocalDateTimeEnd.Format(time.RFC3339)})
+				ranges := strings.Contains(tt.item, `"from"`)
+				if a.Status != bookingsystem.Freesale || a.AllDay == ranges || bookingsystem.OCTOAvailabilityID(a.ID) != day {
+					t.Fatalf("availability %+v: want FREESALE, of the day %s, all day only without opening hours", a, day)
+				}
+			}
+			if !slices.Equal(got, tt.want) || !slices.Equal(rules, tt.wantRules) {
+				t.Fatalf("availabilities %v rules %v,\nwant %v %v", got, rules, tt.want, tt.wantRules)
+			}
+		})
 	}
 }

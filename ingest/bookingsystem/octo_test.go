@@ -225,7 +225,7 @@ func octoBookingReq(product, slot string) bookingsystem.BookingRequest {
 
 func TestOCTO_BookingStateMachine(t *testing.T) {
 	type step struct {
-		op      string // create, confirm, cancel, get, lapse, accept, reject, extend
+		op      string // create, confirm, cancel, get, lapse, accept, reject
 		want    string // status after the step ("" when an error is wanted)
 		wantErr error
 	}
@@ -238,8 +238,6 @@ func TestOCTO_BookingStateMachine(t *testing.T) {
 		{"confirm retried answers the same", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}, {"confirm", "CONFIRMED", nil}}},
 		{"released before confirmation expires", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"cancel", "EXPIRED", nil}, {"confirm", "", bookingsystem.ErrRejected}}},
 		{"hold lapses", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"lapse", "EXPIRED", nil}, {"confirm", "", bookingsystem.ErrRejected}}},
-		{"extended hold outlives the first", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"extend", "ON_HOLD", nil}, {"lapse", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}}},
-		{"confirmed cannot be extended", "S1-P2", []step{{"create", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}, {"extend", "", bookingsystem.ErrRejected}}},
 		{"cancelled cannot be confirmed", "S1-P1", []step{{"create", "ON_HOLD", nil}, {"confirm", "CONFIRMED", nil}, {"cancel", "CANCELLED", nil}, {"confirm", "", bookingsystem.ErrRejected}}},
 		{"pending accepted", "S1-P3", []step{{"create", "ON_HOLD", nil}, {"confirm", "PENDING", nil}, {"accept", "CONFIRMED", nil}}},
 		{"pending rejected", "S1-P3", []step{{"create", "ON_HOLD", nil}, {"confirm", "PENDING", nil}, {"reject", "REJECTED", nil}, {"cancel", "", bookingsystem.ErrRejected}}},
@@ -261,11 +259,6 @@ func TestOCTO_BookingStateMachine(t *testing.T) {
 					b, err = e.c.CancelBooking(ctx, e.conn, "", req.UUID, bookingsystem.CancelRequest{Reason: "CUSTOMER"})
 				case "get":
 					b, err = e.c.GetBooking(ctx, e.conn, "", req.UUID)
-				case "extend":
-					b, err = e.c.ExtendBooking(ctx, e.conn, "", req.UUID, bookingsystem.ExtendRequest{Reason: "CUSTOMER_REQUESTED", HoldExpirationMinutes: 90})
-					if err == nil && (b.UTCHoldExpiration == nil || !b.UTCHoldExpiration.Equal(e.clock.now().Add(90*time.Minute))) {
-						t.Fatalf("step %d: extended hold %v", i, b.UTCHoldExpiration)
-					}
 				case "lapse":
 					e.clock.add(31 * time.Minute)
 					b, err = e.c.GetBooking(ctx, e.conn, "", req.UUID)
@@ -345,10 +338,6 @@ func TestOCTO_BookingRequests_OnTheWire(t *testing.T) {
 			map[string]any{"uuid": req.UUID, "availabilityId": req.AvailabilityID, "expirationMinutes": float64(30), "notes": "window seat"},
 			[]string{"holdExpirationMinutes", "channelId", "channelName", "orderId"}},
 		{"get", func() error { _, err := e.c.GetBooking(ctx, e.conn, "", req.UUID); return err }, "GET", "/S1/bookings/" + req.UUID, nil, nil},
-		{"extend", func() error {
-			_, err := e.c.ExtendBooking(ctx, e.conn, "", req.UUID, bookingsystem.ExtendRequest{Reason: "OTHER", HoldExpirationMinutes: 20})
-			return err
-		}, "POST", "/S1/bookings/" + req.UUID + "/extend", map[string]any{"expirationMinutes": float64(20)}, []string{"reason"}},
 		{"confirm without contact sends an empty one", func() error {
 			_, err := e.c.ConfirmBooking(ctx, e.conn, "", req.UUID, bookingsystem.ConfirmRequest{Contact: &bookingsystem.Contact{FullName: &name}})
 			return err
@@ -403,10 +392,6 @@ func TestOCTO_UnknownBookingIsNotFound(t *testing.T) {
 			_, err := e.c.CancelBooking(ctx, e.conn, "", id, bookingsystem.CancelRequest{Reason: "OTHER"})
 			return err
 		}},
-		{"extend", func() error {
-			_, err := e.c.ExtendBooking(ctx, e.conn, "", id, bookingsystem.ExtendRequest{Reason: "OTHER", HoldExpirationMinutes: 5})
-			return err
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,9 +407,8 @@ func TestOCTO_UnknownBookingIsNotFound(t *testing.T) {
 	}
 }
 
-func TestOCTO_OrdersAndV2BookingExtensionAreUnsupported(t *testing.T) {
+func TestOCTO_OrdersAreUnsupported(t *testing.T) {
 	e := newOCTOEnv(t, bookingsim.Config{}, bookingsystem.Options{})
-	v2 := newEnv(t, bookingsim.Config{}, bookingsystem.Options{})
 	withOrder := octoBookingReq("S1-P2", "2026-11-23T09:00:00Z")
 	withOrder.OrderID = "O1"
 	tests := []struct {
@@ -446,10 +430,6 @@ func TestOCTO_OrdersAndV2BookingExtensionAreUnsupported(t *testing.T) {
 			return err
 		}},
 		{"booking in an order", e.sim, func() error { _, err := e.c.CreateBooking(ctx, e.conn, withOrder); return err }},
-		{"v2 booking extension", v2.sim, func() error {
-			_, err := v2.c.ExtendBooking(ctx, v2.conn, "S1", uuid.NewString(), bookingsystem.ExtendRequest{Reason: "OTHER", HoldExpirationMinutes: 5})
-			return err
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -585,6 +565,116 @@ func TestOCTO_AuthAndDialect(t *testing.T) {
 			}
 			if sent := e.sim.Calls() - calls; (tt.status == 0) != (sent == 0) {
 				t.Fatalf("%d calls sent", sent)
+			}
+		})
+	}
+}
+
+// An OCTO supplier that sends an OPENING_HOURS day with its openingHours
+// (lunch break: 09–12 and 13–18) gives one availability per range (doc 3
+// rule 2); a range is booked and checked as the OCTO day it belongs to.
+func TestOCTO_OpeningHoursOfADayAreOneAvailabilityPerRange(t *testing.T) {
+	e := newOCTOEnv(t, bookingsim.Config{TimeZone: "Europe/Paris", OCTOOpeningHoursByDay: true}, bookingsystem.Options{})
+	req := avReq("S1-P2", bookingsystem.OpeningHours)
+	req.TimeZone = "Europe/Paris"
+	as, ps, err := e.c.Availability(ctx, e.conn, req)
+	if err != nil || len(ps) != 0 || len(as) != 4 {
+		t.Fatalf("%d availabilities, problems %v, err %v; want 2 ranges × 2 days", len(as), ps, err)
+	}
+	want := []string{"2026-11-23T09:00:00+01:00", "2026-11-23T13:00:00+01:00", "2026-11-24T09:00:00+01:00", "2026-11-24T13:00:00+01:00"}
+	ids := map[string]bool{}
+	for i, a := range as {
+		day := a.LocalDateTimeStart.Format(time.DateOnly) + "T00:00:00+01:00"
+		if a.LocalDateTimeStart.Format(time.RFC3339) != want[i] || a.AllDay || ids[a.ID] || bookingsystem.OCTOAvailabilityID(a.ID) != day {
+			t.Fatalf("availability %d %+v: want a range starting %s, of the day %s, with an id of its own", i, a, want[i], day)
+		}
+		ids[a.ID] = true
+	}
+	afternoon := as[1]
+	tests := []struct {
+		name string
+		do   func() (string, error) // the availability id of the answer
+	}{
+		{"check the units of one range", func() (string, error) {
+			got, ps, err := e.c.CheckAvailability(ctx, e.conn, bookingsystem.AvailabilityCheck{AvailabilityType: bookingsystem.OpeningHours,
+				TimeZone: "Europe/Paris", ProductID: "S1-P2", OptionID: "S1-P2-O1", AvailabilityIDs: []string{afternoon.ID},
+				Units: []bookingsystem.UnitQuantity{{UnitID: "adult", Quantity: 2}}})
+			if err == nil && (len(ps) != 0 || len(got) != 1 || got[0].Available == nil || !*got[0].Available) {
+				t.Fatalf("check: %+v problems %v, want the range asked for only", got, ps)
+			}
+			if err != nil {
+				return "", err
+			}
+			return got[0].ID, nil
+		}},
+		{"book one range", func() (string, error) {
+			b, err := e.c.CreateBooking(ctx, e.conn, octoBookingReq("S1-P2", afternoon.ID))
+			if err != nil {
+				return "", err
+			}
+			if b.Status != bookingsystem.OnHold || b.Availability == nil {
+				t.Fatalf("booking %+v", b)
+			}
+			return b.Availability.ID, nil
+		}},
+	}
+	day := bookingsystem.OCTOAvailabilityID(afternoon.ID)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.do()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sent, _ := e.rec.last().body["availabilityIds"].([]any); sent == nil && e.rec.last().body["availabilityId"] != day {
+				t.Fatalf("sent %v, want OCTO's day id %s", e.rec.last().body, day)
+			} else if sent != nil && (len(sent) != 1 || sent[0] != day) {
+				t.Fatalf("sent availabilityIds %v, want [%s]", sent, day)
+			}
+			if got != afternoon.ID && got != e.conn.BookingAvailabilityID(afternoon.ID) {
+				t.Fatalf("answer names %q, want the range %q or (a booking) its day", got, afternoon.ID)
+			}
+		})
+	}
+}
+
+func TestProduct_OneProductOfAnOCTOSupplier(t *testing.T) {
+	e := newOCTOEnv(t, bookingsim.Config{}, bookingsystem.Options{})
+	v2 := newEnv(t, bookingsim.Config{}, bookingsystem.Options{})
+	tests := []struct {
+		name    string
+		env     func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server)
+		product string
+		wantErr error
+	}{
+		{"OCTO product", func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server) {
+			return e.c, e.conn, e.sim
+		}, "S1-P2", nil},
+		{"OCTO unknown product", func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server) {
+			return e.c, e.conn, e.sim
+		}, "S1-P9", bookingsystem.ErrNotFound},
+		{"v2 has no read of one product", func() (*bookingsystem.Client, bookingsystem.Connection, *bookingsim.Server) {
+			return v2.c, v2.conn, v2.sim
+		}, "S1-P2", bookingsystem.ErrUnsupported},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, conn, sim := tt.env()
+			calls := sim.Calls()
+			p, ps, err := c.Product(ctx, conn, "S1", tt.product, []string{"octo/pricing"})
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err %v, want %v", err, tt.wantErr)
+				}
+				if errors.Is(err, bookingsystem.ErrUnsupported) && sim.Calls() != calls {
+					t.Fatal("an unsupported call was sent")
+				}
+				return
+			}
+			if err != nil || len(ps) != 0 || p.ID != tt.product || len(p.Options) != 2 || len(p.Options[0].Units) != 2 {
+				t.Fatalf("product %+v problems %v err %v", p, ps, err)
+			}
+			if r := e.rec.last(); r.method != "GET" || r.path != "/S1/products/"+tt.product || r.header.Get("Octo-Capabilities") != "octo/pricing" {
+				t.Fatalf("request %s %s capabilities %q", r.method, r.path, r.header.Get("Octo-Capabilities"))
 			}
 		})
 	}

@@ -60,14 +60,21 @@ const MaxIDLength = 1024
 
 // Problem is one rejected item: which list and position, its id (cut to
 // 64 characters, since an over-long id is itself a problem) and the rule.
+// A price-schedule problem's ID is always the option id (callers attribute
+// it to the option); Detail then says which part of the option's answer it
+// was (OCTO: "availability <id>", "date <YYYY-MM-DD>").
 type Problem struct {
-	Item  string `json:"item"` // supplier, product, availability, booking, order, priceEntry
-	Index int    `json:"index"`
-	ID    string `json:"id,omitempty"`
-	Rule  string `json:"rule"`
+	Item   string `json:"item"` // supplier, product, availability, booking, order, priceEntry
+	Index  int    `json:"index"`
+	ID     string `json:"id,omitempty"`
+	Rule   string `json:"rule"`
+	Detail string `json:"detail,omitempty"`
 }
 
 func (p Problem) String() string {
+	if p.Detail != "" {
+		return fmt.Sprintf("%s %d (%q, %s): %s", p.Item, p.Index, p.ID, p.Detail, p.Rule)
+	}
 	return fmt.Sprintf("%s %d (%q): %s", p.Item, p.Index, p.ID, p.Rule)
 }
 
@@ -133,16 +140,23 @@ func rawID(r json.RawMessage) string {
 }
 
 // keep returns the items whose index is not in bad, and the problems
-// sorted by index then rule.
+// sorted by index then rule. Items may share an index (an OCTO day split
+// into its opening ranges): they are kept or rejected together, and their
+// problems reported once, with the first one's id.
 func keep[T any](items []T, idx []int, bad map[int][]string, item string, ids func(T) string, ps []Problem) ([]T, []Problem) {
 	out := make([]T, 0, len(items))
+	reported := map[int]bool{}
 	for k, v := range items {
 		rules := bad[idx[k]]
 		if len(rules) == 0 {
 			out = append(out, v)
 			continue
 		}
-		for _, r := range rules {
+		if reported[idx[k]] {
+			continue
+		}
+		reported[idx[k]] = true
+		for _, r := range dedupe(rules) {
 			ps = append(ps, Problem{Item: item, Index: idx[k], ID: shortID(ids(v)), Rule: r})
 		}
 	}
@@ -195,22 +209,38 @@ func ParseSuppliers(body []byte) ([]Supplier, []Problem, error) {
 	return out, ps, nil
 }
 
-// zones caches the valid tz names only: they are a few hundred, while a
-// booking system could send any number of invalid ones.
+// zones caches the locations of valid tz names only: they are a few
+// hundred, while a booking system could send any number of invalid ones.
 var zones sync.Map
 
 func validZone(name string) bool {
+	_, ok := zoneLocation(name)
+	return ok
+}
+
+// zoneLocation is the location of a tz database name ("Local" is not one).
+func zoneLocation(name string) (*time.Location, bool) {
 	if name == "" || name == "Local" || len(name) > 64 {
-		return false
+		return nil, false
 	}
-	if _, ok := zones.Load(name); ok {
-		return true
+	if l, ok := zones.Load(name); ok {
+		return l.(*time.Location), true
 	}
-	if _, err := time.LoadLocation(name); err != nil {
-		return false
+	l, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, false
 	}
-	zones.Store(name, true)
-	return true
+	zones.Store(name, l)
+	return l, true
+}
+
+// localDate is the local date of t: in loc (the product's time zone) when
+// known, else in the offset t was sent with.
+func localDate(t time.Time, loc *time.Location) string {
+	if loc != nil {
+		t = t.In(loc)
+	}
+	return t.Format(time.DateOnly)
 }
 
 func currencyCode(c string) bool {
@@ -286,6 +316,23 @@ type AvailabilityExpect struct {
 	LocalDateStart, LocalDateEnd string
 	// AvailabilityIDs, when set (POST availability): only these ids.
 	AvailabilityIDs []string
+	// TimeZone of the product (tz name), when set: the local date of an
+	// availability (for the window and the one-range-per-day rule) is its
+	// start's date there, as ingest/bookingsync takes it, whatever offset
+	// the booking system sent (some send UTC). Empty: the offset sent.
+	TimeZone string
+}
+
+// location is exp.TimeZone's location (nil when none is set).
+func (exp AvailabilityExpect) location() (*time.Location, error) {
+	if exp.TimeZone == "" {
+		return nil, nil
+	}
+	loc, ok := zoneLocation(exp.TimeZone)
+	if !ok {
+		return nil, fmt.Errorf("%w: timeZone %q", ErrInvalid, exp.TimeZone)
+	}
+	return loc, nil
 }
 
 var availabilityStatuses = []string{Freesale, Available, Limited, SoldOut, Closed}
@@ -297,6 +344,10 @@ func ParseAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []P
 	if exp.AvailabilityType != StartTime && exp.AvailabilityType != OpeningHours {
 		return nil, nil, fmt.Errorf("%w: availabilityType %q", ErrInvalid, exp.AvailabilityType)
 	}
+	loc, err := exp.location()
+	if err != nil {
+		return nil, nil, err
+	}
 	raw, idx, ps, err := decodeItems[v2Availability](body, "availability")
 	if err != nil {
 		return nil, nil, err
@@ -305,14 +356,14 @@ func ParseAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []P
 	for k, a := range raw {
 		items[k] = a.availability()
 	}
-	out, ps := checkAvailabilities(items, idx, ps, exp)
+	out, ps := checkAvailabilities(items, idx, ps, exp, loc)
 	return out, ps, nil
 }
 
 // checkAvailabilities applies the availability rules to decoded items of
 // either dialect (idx: their positions in the answer) and keeps the valid
-// ones.
-func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp AvailabilityExpect) ([]Availability, []Problem) {
+// ones; loc is the product's time zone (exp.location), nil for none.
+func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp AvailabilityExpect, loc *time.Location) ([]Availability, []Problem) {
 	bad := map[int][]string{}
 	keys := make([]string, len(items))
 	for k := range items {
@@ -340,7 +391,7 @@ func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp Avai
 		}
 		if a.LocalDateTimeStart.IsZero() || a.LocalDateTimeEnd.IsZero() || !a.LocalDateTimeStart.Before(a.LocalDateTimeEnd) {
 			bad[i] = append(bad[i], RuleTimeRange)
-		} else if d := a.LocalDateTimeStart.Format(time.DateOnly); (exp.LocalDateStart != "" && d < exp.LocalDateStart) ||
+		} else if d := localDate(a.LocalDateTimeStart, loc); (exp.LocalDateStart != "" && d < exp.LocalDateStart) ||
 			(exp.LocalDateEnd != "" && d >= exp.LocalDateEnd) {
 			bad[i] = append(bad[i], RuleOutsideWindow)
 		}
@@ -359,16 +410,16 @@ func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp Avai
 	}
 	markDuplicates(keys, idx, bad)
 	if exp.AvailabilityType == OpeningHours {
-		markContiguous(items, idx, bad)
+		markContiguous(items, idx, bad, loc)
 	}
 	return keep(items, idx, bad, "availability", func(a Availability) string { return a.ID }, ps)
 }
 
 // markContiguous enforces doc 3 rule 2: one availability per contiguous
-// opening range of a day. Ranges of one option and local day that touch
-// or overlap should have been one; which one is right is unknowable, so
-// every member of such a run is rejected.
-func markContiguous(items []Availability, idx []int, bad map[int][]string) {
+// opening range of a day. Ranges of one option and local day (in loc, see
+// localDate) that touch or overlap should have been one; which one is
+// right is unknowable, so every member of such a run is rejected.
+func markContiguous(items []Availability, idx []int, bad map[int][]string, loc *time.Location) {
 	type ref struct {
 		k          int
 		start, end time.Time
@@ -376,7 +427,7 @@ func markContiguous(items []Availability, idx []int, bad map[int][]string) {
 	groups := map[string][]ref{}
 	for k, a := range items {
 		if len(bad[idx[k]]) == 0 {
-			key := a.OptionID + "\x00" + a.LocalDateTimeStart.Format(time.DateOnly)
+			key := a.OptionID + "\x00" + localDate(a.LocalDateTimeStart, loc)
 			groups[key] = append(groups[key], ref{k, a.LocalDateTimeStart, a.LocalDateTimeEnd})
 		}
 	}

@@ -31,7 +31,9 @@ import (
 // which a booking lapsed or was rejected can never be confirmed: it is
 // released whole and the booking is CONFLICT, as is a confirmation that
 // fails because a booking's hold has passed (the order REJECTED); a
-// PENDING one is accepted (the partner's 202).
+// PENDING one is accepted (the partner's 202). A hold already confirmed
+// (a retry after a lost answer) is answered from its order, without a
+// second confirm.
 func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Booking) (schemas.Booking, bool, error) {
 	if b.HoldID == "" {
 		return schemas.Booking{}, false, fmt.Errorf("create booking at %s without a hold: %w", s.sup.ID, ErrNeedsRecord)
@@ -51,11 +53,25 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	case prev.Status == bs.OnHold && slices.ContainsFunc(prev.Bookings, func(x bs.Booking) bool { return x.Status != bs.OnHold }):
 		r.compensate(ctx, s, ord, "partial_hold")
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("a booking of hold %s lapsed or was rejected at the supplier; acquire a new hold", b.HoldID), nil, nil)
-	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry after a lost answer
+	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry (below)
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
 	}
-	if err := covers(prev, b.Items); err != nil {
+	if err := covers(s.conn, prev, b.Items); err != nil {
 		return schemas.Booking{}, false, err
+	}
+	instant, err := r.instantProducts(ctx, s, prev)
+	if err != nil {
+		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
+	}
+	if prev.Status == bs.Confirmed {
+		// A retry after a lost answer: the confirmation happened. doc 3
+		// lists no CONFIRMED → CONFIRMED move, so confirm is not sent
+		// again (a booking system may refuse it); the order is the answer,
+		// checked as the confirmation's would have been.
+		if err := checkOrder(prev, orderExpect{id: orderID, holdID: b.HoldID, instant: instant}); err != nil {
+			return schemas.Booking{}, false, r.refuse("getOrder", s, err)
+		}
+		return r.booked(ctx, s, ord, b, prev)
 	}
 	ref := b.ResellerBookingRef
 	if ref == "" {
@@ -68,16 +84,44 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if err != nil {
 		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
 	}
-	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed}}
-	if prev.Status == bs.OnHold {
-		// doc 3: after confirm, CONFIRMED (or PENDING without instant
-		// confirmation) for every booking; nothing left held.
-		exp.bookingsAfter = []string{bs.Confirmed, bs.Pending}
-	}
+	// doc 3: after confirm, CONFIRMED (or PENDING without instant
+	// confirmation) for every booking; nothing left held.
+	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed},
+		bookingsAfter: []string{bs.Confirmed, bs.Pending}, instant: instant}
 	if err := checkOrder(o, exp); err != nil {
 		r.compensate(ctx, s, ord, "refused_confirm")
 		return schemas.Booking{}, false, r.refuse("confirmOrder", s, err)
 	}
+	return r.booked(ctx, s, ord, b, o)
+}
+
+// instantProducts are the products of the order's bookings that the
+// catalog confirms instantly (instantConfirmation true): their bookings
+// must never be PENDING (orderExpect.instant). A product the catalog no
+// longer has is not known to be instant.
+func (r *Router) instantProducts(ctx context.Context, s supplier, o bs.Order) (map[string]bool, error) {
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, x := range o.Bookings {
+		if seen[x.ProductID] {
+			continue
+		}
+		seen[x.ProductID] = true
+		p, err := r.opts.Catalog.Product(ctx, catalogAdmin, s.sup.ID, x.ProductID)
+		switch {
+		case isNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("product %s: %w", x.ProductID, err)
+		case p.InstantConfirmation:
+			out[x.ProductID] = true
+		}
+	}
+	return out, nil
+}
+
+// booked is the reseller's booking b of a confirmed order o (view); accepted
+// while a booking awaits the supplier's decision.
+func (r *Router) booked(ctx context.Context, s supplier, ord order, b schemas.Booking, o bs.Order) (schemas.Booking, bool, error) {
 	out, err := r.view(ctx, s, ord, b, o)
 	if err != nil {
 		return schemas.Booking{}, false, err
@@ -94,6 +138,8 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 // it may pass through CONFIRMED to CANCELLED.
 func (r *Router) confirmRejected(ctx context.Context, s supplier, ord order, b schemas.Booking, prev bs.Order, cause error) error {
 	orderID := OrderID(b.HoldID)
+	ctx, cancel := settleContext(ctx) // the confirmation may have ended at the deadline
+	defer cancel()
 	o, found, err := readOrder(ctx, ord)
 	if err == nil && found && o.Status != prev.Status {
 		reverted := statuses(prev)
@@ -234,8 +280,9 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 
 // covers checks that the booking books the whole hold: per product and
 // option, as many units as the order holds, and each named availability
-// held (internal/booking already checked that the hold covers the items).
-func covers(o bs.Order, items []schemas.BookingItem) error {
+// held, as conn's bookings name it (Connection.BookingAvailabilityID;
+// internal/booking already checked that the hold covers the items).
+func covers(conn bs.Connection, o bs.Order, items []schemas.BookingItem) error {
 	held := map[[2]string]int{}
 	avail := map[[3]string]bool{}
 	for _, x := range o.Bookings {
@@ -250,7 +297,7 @@ func covers(o bs.Order, items []schemas.BookingItem) error {
 	booked := map[[2]string]int{}
 	for i, it := range items {
 		booked[[2]string{it.ProductID, it.RateID}] += it.Quantity
-		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, bs.SystemAvailabilityID(it.AvailabilityID)}] {
+		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, conn.BookingAvailabilityID(bs.SystemAvailabilityID(it.AvailabilityID))}] {
 			return domainerr.Field(fmt.Sprintf("booking.items[%d].availabilityId", i), "is not held by the hold")
 		}
 	}

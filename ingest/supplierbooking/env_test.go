@@ -54,12 +54,18 @@ type env struct {
 
 	mu      sync.Mutex
 	rewrite rewriter
+
+	// creates in flight at the simulator now, and at most so far.
+	creating, maxCreating atomic.Int64
+	// productReads: product list or product reads at the simulator.
+	productReads atomic.Int64
 }
 
 // start runs a catalog (real redis-server) with supplier S1 connected to
 // a simulated v2 booking system, its products S1-P1..S1-P4 (P2 and P4
-// OPENING_HOURS, so always free; P3 confirms PENDING) with rates = options
-// O1 and O2 bound to channel A, and a Router.
+// OPENING_HOURS, so always free; P3 confirms PENDING, and has
+// instantConfirmation false in the catalog too) with rates = options O1
+// and O2 bound to channel A, and a Router.
 func start(t *testing.T) *env {
 	t.Helper()
 	return startDialect(t, bs.DialectV2)
@@ -73,9 +79,20 @@ var dialects = []string{bs.DialectV2, bs.DialectOCTO}
 // OCTO endpoint <base>/S1 (the same inventory and state machine).
 func startDialect(t *testing.T, dialect string) *env {
 	t.Helper()
+	return startWith(t, dialect, nil)
+}
+
+// startWith is startDialect with the simulator's configuration changed by
+// configure (nil: none).
+func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config)) *env {
+	t.Helper()
 	e := &env{clock: &clock{}, reg: prometheus.NewRegistry()}
 	e.clock.ns.Store(time.Now().UTC().Truncate(time.Second).UnixNano())
-	e.sim = bookingsim.New(bookingsim.Config{Dialect: dialect, Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40})
+	cfg := bookingsim.Config{Dialect: dialect, Suppliers: 1, APIKey: simKey, Clock: e.clock.now, MaxCapacity: 40}
+	if configure != nil {
+		configure(&cfg)
+	}
+	e.sim = bookingsim.New(cfg)
 	ts := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(ts.Close)
 	e.simURL = ts.URL
@@ -91,7 +108,7 @@ func startDialect(t *testing.T, dialect string) *env {
 	for p := 1; p <= 4; p++ {
 		pid := fmt.Sprintf("%s-P%d", sid, p)
 		base := catalogtest.Ch + "/suppliers/" + sid + "/products/" + pid
-		e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody(pid, "Product "+pid, "Simulated"))
+		e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, productBody(pid, p%4 != 3))
 		for o := 1; o <= 2; o++ {
 			e.Must(t, 201, "POST", base+"/rates", e.Operator, catalogtest.RateBody(fmt.Sprintf("%s-O%d", pid, o), "Option"))
 		}
@@ -100,11 +117,42 @@ func startDialect(t *testing.T, dialect string) *env {
 	e.bsc = bs.NewClient(bs.Options{Clock: e.clock.now})
 	e.conn = bs.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
 	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
-		Registerer: e.reg, Logger: e.Logger})
+		Registerer: e.reg, Logger: e.Logger, Clock: e.clock.now})
 	return e
 }
 
+// productBody is a catalog product of the simulator's supplier.
+func productBody(pid string, instant bool) string {
+	return strings.Replace(catalogtest.ProductBody(pid, "Product "+pid, "Simulated"), `"instantConfirmation":true`,
+		fmt.Sprintf(`"instantConfirmation":%t`, instant), 1)
+}
+
+// setInstant changes a catalog product's instantConfirmation (the booking
+// system's stays as it is).
+func (e *env) setInstant(t *testing.T, pid string, instant bool) {
+	t.Helper()
+	e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/"+sid+"/products/"+pid, e.Operator, productBody(pid, instant))
+}
+
+// routerWith replaces the env's Router by one with opts changed by
+// configure.
+func (e *env) routerWith(configure func(*Options)) {
+	opts := Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
+		Registerer: prometheus.NewRegistry(), Logger: e.Logger, Clock: e.clock.now}
+	configure(&opts)
+	e.router = NewRouter(opts)
+}
+
 func (e *env) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/products") {
+		e.productReads.Add(1)
+	}
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/bookings") {
+		n := e.creating.Add(1)
+		defer e.creating.Add(-1)
+		for m := e.maxCreating.Load(); n > m && !e.maxCreating.CompareAndSwap(m, n); m = e.maxCreating.Load() {
+		}
+	}
 	e.mu.Lock()
 	rw := e.rewrite
 	e.mu.Unlock()

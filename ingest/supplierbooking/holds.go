@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
@@ -18,18 +21,20 @@ import (
 // createHold makes a hold as one order (doc 3 rules 4 and 5): a
 // createBooking per item, each with BookingUUID(h.ID, i), so a retried
 // hold is the same bookings; all with OrderID(h.ID) for a v2 booking
-// system, none for an OCTO one (orderOf). All or nothing: when an item
-// fails, the order is cancelled (the bookings made released) and the error
-// returned. The hold answered keeps the reseller's id and items; it
-// expires when the first of the order and its bookings does (doc 3: a
-// booking's utcHoldExpiration MAY differ from the request, and confirmOrder
-// fails once one has passed).
+// system, none for an OCTO one (orderOf); holdParallelism at a time
+// (addAll). All or nothing: when an item fails (or the operation's
+// deadline passes), the order is cancelled (every booking made released)
+// and the error returned. The hold answered keeps the reseller's id and
+// items; it expires when the first of the order and its bookings does
+// (doc 3: a booking's utcHoldExpiration MAY differ from the request, and
+// confirmOrder fails once one has passed).
 func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h schemas.Hold) (schemas.Hold, error) {
 	if h.ID == "" || channelID == "" {
 		return schemas.Hold{}, fmt.Errorf("create hold at %s: hold id and channel are required: %w", s.sup.ID, ErrNeedsRecord)
 	}
 	orderID, ord := OrderID(h.ID), r.orderOf(s, h.ID)
-	reqs, err := r.holdRequests(ctx, s, channelID, h)
+	units := r.unitLookup(s)
+	reqs, rates, err := r.holdRequests(ctx, s, channelID, h, units)
 	if err != nil {
 		return schemas.Hold{}, err
 	}
@@ -52,7 +57,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		}
 		for _, b := range prev.Bookings {
 			q, ok := byUUID[strings.ToLower(b.UUID)]
-			if !ok || !sameBooking(b, q) {
+			if !ok || !sameBooking(s.conn, b, q) {
 				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data", h.ID), nil, nil)
 			}
 			prevStatus[strings.ToLower(b.UUID)] = prior{b.Status}
@@ -62,41 +67,56 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		}
 	}
 	// Replays first: a retry whose data the booking system finds different
-	// (400) fails before this call created anything.
-	slices.SortStableFunc(reqs, func(a, b bs.BookingRequest) int {
-		_, ea := prevStatus[a.UUID]
-		_, eb := prevStatus[b.UUID]
-		switch {
-		case ea && !eb:
-			return -1
-		case eb && !ea:
-			return 1
+	// (400) fails before this call created anything. Then the new ones.
+	var replays, fresh []int
+	for i, q := range reqs {
+		if _, ok := prevStatus[q.UUID]; ok {
+			replays = append(replays, i)
+		} else {
+			fresh = append(fresh, i)
 		}
-		return 0
-	})
-	for _, q := range reqs {
-		p, replay := prevStatus[q.UUID]
-		if !replay {
-			p = prior{New}
-		}
-		got, err := ord.add(ctx, q)
-		switch {
-		case err != nil && replay && errors.Is(err, bs.ErrRejected):
-			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, err)
-		case err != nil:
-			r.compensate(ctx, s, ord, "partial_hold")
-			if errors.Is(err, bs.ErrRejected) {
-				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, err)
+	}
+	adds := make([]addResult, len(reqs))
+	failed := r.addAll(ctx, ord, reqs, replays, prevStatus, adds, nil)
+	if failed < 0 {
+		// A new booking refused (400) may name units the booking system
+		// renamed since they were read: read them again (once) and, when
+		// they changed its unit, send it again (its uuid is unused: a
+		// refused createBooking makes nothing).
+		failed = r.addAll(ctx, ord, reqs, fresh, prevStatus, adds, func(ctx context.Context, i int) (bs.BookingRequest, bool) {
+			it := h.Items[i]
+			us, ok := units.refreshed(ctx, it.ProductID, it.RateID)
+			if !ok {
+				return bs.BookingRequest{}, false
 			}
-			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, err)
-		}
-		if err := checkBooking(got, p, []string{bs.OnHold, bs.Rejected}); err != nil {
+			unit := chooseUnit(us, rates[i], it)
+			if unit == reqs[i].UnitItems[0].UnitID {
+				return bs.BookingRequest{}, false
+			}
+			q := reqs[i]
+			q.UnitItems = unitItems(unit, it.Quantity)
+			return q, true
+		})
+	}
+	if failed >= 0 {
+		a := adds[failed]
+		_, replay := prevStatus[reqs[failed].UUID]
+		switch {
+		case a.err != nil && replay && errors.Is(a.err, bs.ErrRejected):
+			// Nothing new was sent: replays make nothing.
+			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, a.err)
+		case a.err != nil:
 			r.compensate(ctx, s, ord, "partial_hold")
-			return schemas.Hold{}, r.refuse("createBooking", s, err)
-		}
-		if got.Status == bs.Rejected {
+			if errors.Is(a.err, bs.ErrRejected) {
+				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", failed), nil, a.err)
+			}
+			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, a.err)
+		case a.refused != nil:
 			r.compensate(ctx, s, ord, "partial_hold")
-			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected item %d of the hold (the availability cannot take it); nothing is held", itemOf(h.ID, q.UUID, len(reqs))), nil, nil)
+			return schemas.Hold{}, r.refuse("createBooking", s, a.refused)
+		default: // REJECTED
+			r.compensate(ctx, s, ord, "partial_hold")
+			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected item %d of the hold (the availability cannot take it); nothing is held", failed), nil, nil)
 		}
 	}
 
@@ -119,6 +139,73 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 	out := h
 	out.Status, out.Expires = schemas.HoldActive, holdExpires(o)
 	return out, nil
+}
+
+// addResult is what createBooking of one item of a hold gave: the
+// booking, or the call's error, or the refusal of its answer; a booking
+// REJECTED is a failure too.
+type addResult struct {
+	sent    bool
+	b       bs.Booking
+	err     error
+	refused error
+}
+
+func (a addResult) failed() bool {
+	return a.sent && (a.err != nil || a.refused != nil || a.b.Status == bs.Rejected)
+}
+
+// addAll sends createBooking for the items idx of reqs (prior: what each
+// was before, absent for a new one), holdParallelism at a time, into
+// out. A request the booking system refuses (400) is sent once more as
+// again makes it, when again (non-nil) gives one. Once one fails (an
+// error, an answer refused by the doc 3 tables, a booking REJECTED) no
+// further one is sent, and every one sent is waited for: what the
+// compensation then cancels is all this call may have made (a v2 order
+// holds it; an octoOrder tracks every uuid it tried). It returns the
+// first failed item in idx order, or -1.
+func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest, idx []int, prev map[string]prior, out []addResult,
+	again func(ctx context.Context, i int) (bs.BookingRequest, bool)) int {
+	var stop atomic.Bool
+	var g errgroup.Group
+	g.SetLimit(holdParallelism)
+	for _, i := range idx {
+		if stop.Load() {
+			break
+		}
+		g.Go(func() error {
+			if stop.Load() { // failed while this one waited for its turn
+				return nil
+			}
+			q := reqs[i]
+			p, ok := prev[q.UUID]
+			if !ok {
+				p = prior{New}
+			}
+			a := addResult{sent: true}
+			a.b, a.err = ord.add(ctx, q)
+			if errors.Is(a.err, bs.ErrRejected) && again != nil {
+				if q2, ok := again(ctx, i); ok {
+					a.b, a.err = ord.add(ctx, q2)
+				}
+			}
+			if a.err == nil {
+				a.refused = checkBooking(a.b, p, []string{bs.OnHold, bs.Rejected})
+			}
+			out[i] = a
+			if a.failed() {
+				stop.Store(true)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the workers return no error: out holds them
+	for _, i := range idx {
+		if out[i].failed() {
+			return i
+		}
+	}
+	return -1
 }
 
 // itemOf is the hold item index whose booking uuid is u.
@@ -150,10 +237,13 @@ func bookingHolds(o bs.Order) []*time.Time {
 	return out
 }
 
-// sameBooking reports whether a booking answered is what q asks for: the
-// data a retry must repeat (doc 3 rule 4).
-func sameBooking(b bs.Booking, q bs.BookingRequest) bool {
-	if b.ProductID != q.ProductID || b.OptionID != q.OptionID || b.Availability == nil || b.Availability.ID != q.AvailabilityID ||
+// sameBooking reports whether a booking answered by conn's booking system
+// is what q asks for: the data a retry must repeat (doc 3 rule 4). Its
+// availability is the one a booking of q's names (an OCTO opening range is
+// booked as its day: Connection.BookingAvailabilityID).
+func sameBooking(conn bs.Connection, b bs.Booking, q bs.BookingRequest) bool {
+	if b.ProductID != q.ProductID || b.OptionID != q.OptionID || b.Availability == nil ||
+		b.Availability.ID != conn.BookingAvailabilityID(q.AvailabilityID) ||
 		len(b.UnitItems) != len(q.UnitItems) {
 		return false
 	}
@@ -168,35 +258,36 @@ func sameBooking(b bs.Booking, q bs.BookingRequest) bool {
 	return slices.Equal(units(b.UnitItems), units(q.UnitItems))
 }
 
-// holdRequests maps the hold's items to createBooking requests:
+// holdRequests maps the hold's items to createBooking requests (and
+// gives each item's catalog rate):
 //   - productId, optionId: the item's product and rate (our rates are the
 //     options);
 //   - availabilityId: the booking system's id of the item's availability
 //     (bookingsystem.SystemAvailabilityID), required (doc 3: MUST be sent
 //     when booking);
-//   - unitItems: quantity times one unit of the option (chooseUnit);
+//   - unitItems: quantity times one unit of the option (chooseUnit among
+//     the booking system's units, units.go);
 //   - holdExpirationMinutes: the shortest holdablePeriod of the items'
 //     rates, in minutes rounded up, else DefaultHoldMinutes: one hold, one
 //     expiry, and no inventory kept past the moment the order can no
 //     longer be confirmed;
 //   - channelId / channelName: the reseller's channel (ChannelUUID, its
 //     catalog name); resellerReference: the hold id.
-func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold) ([]bs.BookingRequest, error) {
+func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold, units *unitLookup) ([]bs.BookingRequest, []catalog.Rate, error) {
 	chName := channelID
 	if ch, err := r.opts.Catalog.Channel(ctx, channelID); err == nil && ch.Name != "" {
 		chName = ch.Name
 	} else if err != nil && !isNotFound(err) {
-		return nil, fmt.Errorf("channel %s: %w", channelID, err)
+		return nil, nil, fmt.Errorf("channel %s: %w", channelID, err)
 	}
 	rates := map[[2]string]catalog.Rate{}
-	var products []bs.Product
-	loaded := false
+	itemRates := make([]catalog.Rate, 0, len(h.Items))
 	minutes := 0
 	reqs := make([]bs.BookingRequest, 0, len(h.Items))
 	for i, it := range h.Items {
 		field := func(f string) string { return fmt.Sprintf("hold.items[%d].%s", i, f) }
 		if it.AvailabilityID == "" {
-			return nil, domainerr.Field(field("availabilityId"), "is required for this supplier (spec doc 3: the availability id must be sent when booking)")
+			return nil, nil, domainerr.Field(field("availabilityId"), "is required for this supplier (spec doc 3: the availability id must be sent when booking)")
 		}
 		key := [2]string{it.ProductID, it.RateID}
 		rt, ok := rates[key]
@@ -204,9 +295,9 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 			var err error
 			if rt, err = r.opts.Catalog.Rate(ctx, catalogAdmin, s.sup.ID, it.ProductID, it.RateID); err != nil {
 				if isNotFound(err) {
-					return nil, domainerr.Field(field("rateId"), "is not a rate of the product")
+					return nil, nil, domainerr.Field(field("rateId"), "is not a rate of the product")
 				}
-				return nil, fmt.Errorf("rate %s/%s: %w", it.ProductID, it.RateID, err)
+				return nil, nil, fmt.Errorf("rate %s/%s: %w", it.ProductID, it.RateID, err)
 			}
 			rates[key] = rt
 		}
@@ -216,25 +307,17 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 				minutes = m
 			}
 		}
-		if !loaded { // one read per hold: the units are the booking system's
-			ps, _, err := r.opts.BookingSystem.Products(ctx, s.conn, s.sup.ID, nil)
-			if err != nil {
-				return nil, fmt.Errorf("products of %s: %w", s.sup.ID, err)
-			}
-			products, loaded = ps, true
+		us, err := units.option(ctx, it.ProductID, it.RateID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("units of %s/%s: %w", it.ProductID, it.RateID, err)
 		}
-		units, ok := optionUnits(products, it.ProductID, it.RateID)
-		if !ok {
-			return nil, domainerr.Field(field("rateId"), "is not an option with units at the supplier's booking system")
+		if len(us) == 0 {
+			return nil, nil, domainerr.Field(field("rateId"), "is not an option with units at the supplier's booking system")
 		}
-		unit := chooseUnit(units, rt, it)
-		items := make([]bs.UnitItem, it.Quantity)
-		for k := range items {
-			items[k] = bs.UnitItem{UnitID: unit}
-		}
+		itemRates = append(itemRates, rt)
 		reqs = append(reqs, bs.BookingRequest{SupplierID: s.sup.ID, UUID: BookingUUID(h.ID, i), ResellerReference: h.ID,
 			ChannelName: chName, ChannelID: ChannelUUID(channelID), ProductID: it.ProductID, OptionID: it.RateID,
-			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: items, OrderID: OrderID(h.ID)})
+			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: unitItems(chooseUnit(us, rt, it), it.Quantity), OrderID: OrderID(h.ID)})
 	}
 	if minutes == 0 {
 		minutes = r.opts.DefaultHoldMinutes
@@ -242,21 +325,16 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 	for i := range reqs {
 		reqs[i].HoldExpirationMinutes = minutes
 	}
-	return reqs, nil
+	return reqs, itemRates, nil
 }
 
-func optionUnits(ps []bs.Product, pid, oid string) ([]bs.Unit, bool) {
-	for _, p := range ps {
-		if p.ID != pid {
-			continue
-		}
-		for _, o := range p.Options {
-			if o.ID == oid && len(o.Units) > 0 {
-				return o.Units, true
-			}
-		}
+// unitItems are n unit items of unit.
+func unitItems(unit string, n int) []bs.UnitItem {
+	out := make([]bs.UnitItem, n)
+	for k := range out {
+		out[k] = bs.UnitItem{UnitID: unit}
 	}
-	return nil, false
+	return out
 }
 
 // chooseUnit picks the unit type of an item's travellers among the
@@ -313,12 +391,15 @@ var compensations = map[string]bs.CancelRequest{
 
 // compensate cancels an order so that no part of a failed hold or booking
 // stays held or sold (doc 3: order operations are all or nothing; rule 6:
-// cancel order releases an in-progress order). Best effort: a failure is
-// logged and counted; what is still held lapses by itself, but a
-// confirmed booking does not (an OCTO hold's, whose confirmation is ours
-// to undo): the error log and the failed count are the operator's cue.
+// cancel order releases an in-progress order). It runs on its own
+// deadline (settleContext), also when the operation's has passed: that is
+// when a hold fails half made. Best effort: a failure is logged and
+// counted; what is still held lapses by itself, but a confirmed booking
+// does not (an OCTO hold's, whose confirmation is ours to undo): the
+// error log and the failed count are the operator's cue.
 func (r *Router) compensate(ctx context.Context, s supplier, ord order, reason string) {
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
 	_, err := ord.cancel(ctx, compensations[reason])
 	result := "ok"
 	if err != nil && !errors.Is(err, bs.ErrNotFound) { // no order: nothing was held

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/booking"
@@ -29,7 +34,10 @@ type order interface {
 	// added is the order as the adds left it.
 	added(ctx context.Context) (bs.Order, error)
 	// confirm confirms every booking or none (doc 3: confirmOrder; an
-	// order operation that fails on a booking fails whole).
+	// order operation that fails on a booking fails whole). A call that
+	// fails without a rejection (timeout, 5xx, an answer lost) may still
+	// have confirmed: it is settled by reading again (settleConfirm), so
+	// a sale the supplier made is never reported as failed.
 	confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error)
 	// cancel releases the held bookings and cancels the confirmed ones
 	// (doc 3 rule 6: cancelOrder).
@@ -85,8 +93,26 @@ func (o v2Order) added(ctx context.Context) (bs.Order, error) {
 	return got, err
 }
 
+// confirm is confirmOrder, settled by a read of the order when it fails
+// without a rejection: CONFIRMED is the answer (checked by the caller as
+// any), still ON_HOLD (or unreadable) the failure, REJECTED or EXPIRED a
+// rejection (doc 3: the confirmation failed; the caller explains it), any
+// other status the answer, which the caller's checks refuse.
 func (o v2Order) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
-	return o.sys.ConfirmOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
+	got, err := o.sys.ConfirmOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
+	if err == nil || errors.Is(err, bs.ErrRejected) {
+		return got, err
+	}
+	sctx, cancel := settleContext(ctx)
+	defer cancel()
+	now, rerr := o.read(sctx)
+	switch {
+	case rerr != nil || now.Status == bs.OnHold:
+		return bs.Order{}, err
+	case now.Status == bs.Rejected || now.Status == bs.Expired:
+		return bs.Order{}, fmt.Errorf("confirm order %s: %w (read again after: %w)", o.id(), bs.ErrRejected, err)
+	}
+	return now, nil
 }
 
 func (o v2Order) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
@@ -98,16 +124,19 @@ func (o v2Order) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, err
 // nothing. A hold's items are created in index order and the hold stops
 // at the first failure, so its bookings are BookingUUID(hold, 0..n-1):
 // read asks for them until the first unknown uuid (n+1 reads, at most
-// booking.MaxItems). confirm and cancel act on the bookings last read or
-// added (read first when there are none). Not safe for concurrent use:
-// one per operation.
+// booking.MaxItems; holdParallelism at a time). confirm and cancel act on
+// the bookings last read or added (read first when there are none). One
+// per operation; add and cancel may run concurrently (mu).
 type octoOrder struct {
 	r      *Router
 	s      supplier
 	holdID string
+
+	mu sync.Mutex
 	// uuids are the bookings read or tried (an add whose answer was lost
-	// may have made one), in item order; last is the latest answer of
-	// each by uuid (lower case): a tried one without answer is unknown.
+	// may have made one), in the order read or tried; last is the latest
+	// answer of each by uuid (lower case): a tried one without answer is
+	// unknown.
 	uuids []string
 	last  map[string]bs.Booking
 }
@@ -115,43 +144,73 @@ type octoOrder struct {
 func (o *octoOrder) hold() string { return o.holdID }
 
 func (o *octoOrder) track(u string) {
-	u = strings.ToLower(u)
-	for _, x := range o.uuids {
-		if x == u {
-			return
-		}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.trackLocked(strings.ToLower(u))
+}
+
+func (o *octoOrder) trackLocked(u string) {
+	if !slices.Contains(o.uuids, u) {
+		o.uuids = append(o.uuids, u)
 	}
-	o.uuids = append(o.uuids, u)
 }
 
 func (o *octoOrder) note(b bs.Booking) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	u := strings.ToLower(b.UUID)
-	o.track(u)
+	o.trackLocked(u)
 	o.last[u] = b
+}
+
+// snapshot is the uuids known and their last answers, for a pass over
+// them.
+func (o *octoOrder) snapshot() ([]string, map[string]bs.Booking) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.uuids), maps.Clone(o.last)
 }
 
 // known reads the bookings when none is known yet.
 func (o *octoOrder) known(ctx context.Context) error {
-	if len(o.uuids) > 0 {
+	if us, _ := o.snapshot(); len(us) > 0 {
 		return nil
 	}
 	_, err := o.read(ctx)
 	return err
 }
 
+// read asks for BookingUUID(hold, 0, 1, ...), holdParallelism at a time,
+// up to the first unknown one: the bookings are those before it.
 func (o *octoOrder) read(ctx context.Context) (bs.Order, error) {
+	o.mu.Lock()
 	o.uuids, o.last = nil, map[string]bs.Booking{}
-	for i := range booking.MaxItems {
-		b, err := o.r.opts.BookingSystem.GetBooking(ctx, o.s.conn, o.s.sup.ID, BookingUUID(o.holdID, i))
-		if errors.Is(err, bs.ErrNotFound) {
-			break
+	o.mu.Unlock()
+	for base := 0; base < booking.MaxItems; base += holdParallelism {
+		n := min(holdParallelism, booking.MaxItems-base)
+		got, errs := make([]bs.Booking, n), make([]error, n)
+		var wg sync.WaitGroup
+		for k := range n {
+			wg.Go(func() {
+				got[k], errs[k] = o.r.opts.BookingSystem.GetBooking(ctx, o.s.conn, o.s.sup.ID, BookingUUID(o.holdID, base+k))
+			})
 		}
-		if err != nil {
-			return bs.Order{}, fmt.Errorf("read booking %d of hold %s: %w", i, o.holdID, err)
+		wg.Wait()
+		for k := range n {
+			switch {
+			case errors.Is(errs[k], bs.ErrNotFound):
+				return o.readDone()
+			case errs[k] != nil:
+				return bs.Order{}, fmt.Errorf("read booking %d of hold %s: %w", base+k, o.holdID, errs[k])
+			}
+			o.note(got[k])
 		}
-		o.note(b)
 	}
-	if len(o.uuids) == 0 {
+	return o.readDone()
+}
+
+func (o *octoOrder) readDone() (bs.Order, error) {
+	if us, _ := o.snapshot(); len(us) == 0 {
 		return bs.Order{}, fmt.Errorf("hold %s has no booking: %w", o.holdID, bs.ErrNotFound)
 	}
 	return o.order(), nil
@@ -172,58 +231,102 @@ func (o *octoOrder) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, e
 func (o *octoOrder) added(context.Context) (bs.Order, error) { return o.order(), nil }
 
 // confirm confirms the bookings one by one (those already confirmed or
-// pending are a retry's and left alone). When one fails, the order fails
-// whole, as doc 3's confirmOrder: what was confirmed is cancelled and
-// what is held released (compensate, reason failed_confirm), then the
-// error is returned; a following read shows REJECTED (or EXPIRED).
+// pending are a retry's and left alone). A confirmation that fails
+// without a rejection (timeout, 5xx, an answer lost) is settled by
+// reading that booking again: CONFIRMED or PENDING, it happened and the
+// next one follows. When one fails, the order fails whole, as doc 3's
+// confirmOrder: what was confirmed is cancelled and what is held released
+// (compensate, reason failed_confirm), then the error is returned; a
+// following read shows REJECTED (or EXPIRED).
 func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
 	if err := o.known(ctx); err != nil {
 		return bs.Order{}, err
 	}
-	for _, u := range o.uuids {
-		if b, ok := o.last[u]; ok && (b.Status == bs.Confirmed || b.Status == bs.Pending) {
+	uuids, last := o.snapshot()
+	for _, u := range uuids {
+		if b, ok := last[u]; ok && (b.Status == bs.Confirmed || b.Status == bs.Pending) {
 			continue
 		}
 		b, err := o.r.opts.BookingSystem.ConfirmBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
+		if err != nil && !errors.Is(err, bs.ErrRejected) {
+			b, err = o.settleConfirm(ctx, u, err)
+		}
 		if err != nil {
 			o.r.compensate(ctx, o.s, o, "failed_confirm")
-			return bs.Order{}, fmt.Errorf("confirm booking %d of hold %s: %w", itemOf(o.holdID, u, len(o.uuids)), o.holdID, err)
+			return bs.Order{}, fmt.Errorf("confirm booking %d of hold %s: %w", itemOf(o.holdID, u, len(uuids)), o.holdID, err)
 		}
 		o.note(b)
 	}
 	return o.order(), nil
 }
 
+// settleConfirm reads booking u again after its confirmation failed with
+// cause (not a rejection): CONFIRMED or PENDING is the answer the call
+// lost; anything else, or no answer, is cause.
+func (o *octoOrder) settleConfirm(ctx context.Context, u string, cause error) (bs.Booking, error) {
+	sctx, cancel := settleContext(ctx)
+	defer cancel()
+	b, err := o.r.opts.BookingSystem.GetBooking(sctx, o.s.conn, o.s.sup.ID, u)
+	if err != nil || (b.Status != bs.Confirmed && b.Status != bs.Pending) {
+		if err == nil {
+			o.note(b)
+		}
+		return bs.Booking{}, cause
+	}
+	return b, nil
+}
+
+// settleContext is ctx's values without its end, for SettleTimeout: the
+// calls that find out or undo what a failed call left (reading a
+// confirmation without answer again, a compensation) run even when the
+// operation's own deadline has passed.
+func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
+}
+
 // cancel cancels every booking that holds or sells something (ON_HOLD →
-// EXPIRED, CONFIRMED → CANCELLED, and any whose state is unknown), going
-// on past failures so that as little as possible stays held or sold. A
-// PENDING booking cannot be cancelled (doc 3 lists no such move): it is
-// an error, left to the supplier's decision.
+// EXPIRED, CONFIRMED → CANCELLED, and any whose state is unknown),
+// holdParallelism at a time, going on past failures so that as little as
+// possible stays held or sold. A PENDING booking cannot be cancelled (doc
+// 3 lists no such move): it is an error, left to the supplier's decision.
 func (o *octoOrder) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
 	if err := o.known(ctx); err != nil {
 		return bs.Order{}, err
 	}
+	uuids, last := o.snapshot()
+	var mu sync.Mutex
 	var failed []error
-	for _, u := range o.uuids {
-		b, known := o.last[u]
+	fail := func(err error) {
+		mu.Lock()
+		failed = append(failed, err)
+		mu.Unlock()
+	}
+	var g errgroup.Group
+	g.SetLimit(holdParallelism)
+	for _, u := range uuids {
+		b, known := last[u]
 		switch {
 		case known && b.Status == bs.Pending:
-			failed = append(failed, fmt.Errorf("booking %s awaits the supplier's decision and cannot be cancelled (spec doc 3)", u))
+			fail(fmt.Errorf("booking %s awaits the supplier's decision and cannot be cancelled (spec doc 3)", u))
 			continue
 		case known && b.Status != bs.OnHold && b.Status != bs.Confirmed:
 			continue // EXPIRED, REJECTED, CANCELLED: nothing held or sold
 		}
-		got, err := o.r.opts.BookingSystem.CancelBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
-		switch {
-		case errors.Is(err, bs.ErrNotFound) && !known: // an add that made nothing
-		case err != nil:
-			failed = append(failed, fmt.Errorf("cancel booking %s: %w", u, err))
-		default:
-			o.note(got)
-		}
+		g.Go(func() error {
+			got, err := o.r.opts.BookingSystem.CancelBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
+			switch {
+			case errors.Is(err, bs.ErrNotFound) && !known: // an add that made nothing
+			case err != nil:
+				fail(fmt.Errorf("cancel booking %s: %w", u, err))
+			default:
+				o.note(got)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait() // failures are collected in failed
 	if len(failed) > 0 {
-		return bs.Order{}, fmt.Errorf("hold %s: %d of %d bookings not cancelled: %w", o.holdID, len(failed), len(o.uuids), failed[0])
+		return bs.Order{}, fmt.Errorf("hold %s: %d of %d bookings not cancelled: %w", o.holdID, len(failed), len(uuids), failed[0])
 	}
 	return o.order(), nil
 }
@@ -232,8 +335,9 @@ func (o *octoOrder) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, 
 // OrderStatusOf them, utcExpiresAt the first hold of a held one.
 func (o *octoOrder) order() bs.Order {
 	out := bs.Order{ID: OrderID(o.holdID)}
-	for _, u := range o.uuids {
-		if b, ok := o.last[u]; ok {
+	uuids, last := o.snapshot()
+	for _, u := range uuids {
+		if b, ok := last[u]; ok {
 			out.Bookings = append(out.Bookings, b)
 		}
 	}

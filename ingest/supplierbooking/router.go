@@ -14,8 +14,11 @@
 // machine of doc 3 as tables (BookingTransition, OrderTransition,
 // BookingsAgree, OrderStatusOf) enforced on every answer, and the
 // all-or-nothing compensations (an order is cancelled rather than left
-// half held or half sold). It looks the supplier up in the catalog at
-// every call, so a changed connection applies at once.
+// half held or half sold), each operation on a deadline well inside
+// internal/booking's lock (OperationTimeout). It looks the supplier up in
+// the catalog at every call, so a changed connection applies at once; the
+// only thing it keeps is the booking systems' option units, for a few
+// minutes (units.go).
 //
 // It must not record anything (internal/booking records holds and
 // bookings), speak HTTP to booking systems itself (ingest/bookingsystem
@@ -45,6 +48,7 @@ import (
 // implements it.
 type Catalog interface {
 	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
+	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
 	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
 	Channel(ctx context.Context, cid string) (catalog.Channel, error)
 }
@@ -54,6 +58,7 @@ type Catalog interface {
 // implements it.
 type BookingSystem interface {
 	Products(ctx context.Context, conn bs.Connection, supplierID string, capabilities []string) ([]bs.Product, []bs.Problem, error)
+	Product(ctx context.Context, conn bs.Connection, supplierID, productID string, capabilities []string) (bs.Product, []bs.Problem, error)
 	CreateBooking(ctx context.Context, conn bs.Connection, in bs.BookingRequest) (bs.Booking, error)
 	GetOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string) (bs.Order, error)
 	ConfirmOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ConfirmRequest) (bs.Order, error)
@@ -62,6 +67,29 @@ type BookingSystem interface {
 	ConfirmBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.ConfirmRequest) (bs.Booking, error)
 	CancelBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.CancelRequest) (bs.Booking, error)
 }
+
+// Deadlines of one hold or booking operation at a booking system. It
+// runs under internal/booking's write lock of the hold or booking
+// (booking.LockTTL, 30 s): past the lock, a reseller's retry takes it and
+// runs the same operation beside this one, on the same order and booking
+// uuids, and each may compensate (cancel) what the other made. So the
+// calls of an operation get a third of the lock (OperationTimeout, 10 s:
+// two rounds of a call's 5 s timeout), what settles a failure after them
+// (reading a confirmation again, a compensation) a sixth (SettleTimeout,
+// 5 s, one call's timeout), which leaves half the lock for
+// internal/booking to record the answer (booking.PublishTimeout, 10 s)
+// with room to spare.
+const (
+	OperationTimeout = booking.LockTTL / 3
+	SettleTimeout    = booking.LockTTL / 6
+)
+
+// holdParallelism is how many calls of one operation (a hold's
+// createBooking calls, reads and cancellations of an OCTO hold's
+// bookings) run at once: a hold of 100 items (booking.MaxItems) fits in
+// OperationTimeout at the latency of a slow booking system, which one
+// after another would not, without flooding it.
+const holdParallelism = 4
 
 // DefaultHoldMinutes is holdExpirationMinutes when no rate of the hold
 // states a holdablePeriod: internal/booking's default hold life.
@@ -79,8 +107,13 @@ type Options struct {
 	BookingSystem BookingSystem
 	// DefaultHoldMinutes: see the constant. 0 takes it.
 	DefaultHoldMinutes int
-	Registerer         prometheus.Registerer
-	Logger             *slog.Logger
+	// OperationTimeout bounds each hold and booking operation: see the
+	// constant. 0 takes it.
+	OperationTimeout time.Duration
+	// Clock of the option units kept (units.go). Default time.Now.
+	Clock      func() time.Time
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 }
 
 // Router is internal/booking's Partner (and OrderPartner) for every kind
@@ -89,6 +122,7 @@ type Router struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *metrics
+	units   unitCache
 }
 
 var (
@@ -103,6 +137,12 @@ func NewRouter(opts Options) *Router {
 	}
 	if opts.DefaultHoldMinutes <= 0 {
 		opts.DefaultHoldMinutes = DefaultHoldMinutes
+	}
+	if opts.OperationTimeout <= 0 {
+		opts.OperationTimeout = OperationTimeout
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -219,7 +259,7 @@ func (r *Router) CreateHoldFor(ctx context.Context, sid, channelID string, h sch
 		return s.suppliers.CreateHold(ctx, sid, h, reqID)
 	}
 	var out schemas.Hold
-	err = r.observe("create_hold", func() (err error) {
+	err = r.observe(ctx, "create_hold", func(ctx context.Context) (err error) {
 		out, err = r.createHold(ctx, s, channelID, h)
 		return err
 	})
@@ -236,7 +276,7 @@ func (r *Router) GetHold(ctx context.Context, sid, id, reqID string) (schemas.Ho
 		return s.suppliers.GetHold(ctx, sid, id, reqID)
 	}
 	var out schemas.Hold
-	err = r.observe("get_hold", func() (err error) {
+	err = r.observe(ctx, "get_hold", func(ctx context.Context) (err error) {
 		out, err = r.getHold(ctx, s, id)
 		return err
 	})
@@ -252,7 +292,7 @@ func (r *Router) ReleaseHold(ctx context.Context, sid, id, reqID string) error {
 	if !s.system {
 		return s.suppliers.ReleaseHold(ctx, sid, id, reqID)
 	}
-	return r.observe("release_hold", func() error { return r.releaseHold(ctx, s, id) })
+	return r.observe(ctx, "release_hold", func(ctx context.Context) error { return r.releaseHold(ctx, s, id) })
 }
 
 // CreateBooking books: at the partner, or by confirming the hold's order.
@@ -269,7 +309,7 @@ func (r *Router) CreateBooking(ctx context.Context, sid string, b schemas.Bookin
 	}
 	var out schemas.Booking
 	var accepted bool
-	err = r.observe("create_booking", func() (err error) {
+	err = r.observe(ctx, "create_booking", func(ctx context.Context) (err error) {
 		out, accepted, err = r.createBooking(ctx, s, b)
 		return err
 	})
@@ -311,7 +351,7 @@ func (r *Router) GetBookingOf(ctx context.Context, sid string, b schemas.Booking
 		return s.suppliers.GetBooking(ctx, sid, b.ID, reqID)
 	}
 	var out schemas.Booking
-	err = r.observe("get_booking", func() (err error) {
+	err = r.observe(ctx, "get_booking", func(ctx context.Context) (err error) {
 		out, err = r.getBooking(ctx, s, b)
 		return err
 	})
@@ -328,13 +368,17 @@ func (r *Router) CancelBookingOf(ctx context.Context, sid string, b schemas.Book
 	if !s.system {
 		return s.suppliers.CancelBooking(ctx, sid, b.ID, reqID)
 	}
-	return r.observe("cancel_booking", func() error { return r.cancelBooking(ctx, s, b) })
+	return r.observe(ctx, "cancel_booking", func(ctx context.Context) error { return r.cancelBooking(ctx, s, b) })
 }
 
-// observe times one booking-system operation and counts its result.
-func (r *Router) observe(op string, f func() error) error {
+// observe runs one booking-system operation on its deadline
+// (Options.OperationTimeout: see the constant), times it and counts its
+// result.
+func (r *Router) observe(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.OperationTimeout)
+	defer cancel()
 	start := time.Now()
-	err := f()
+	err := f(ctx)
 	r.metrics.seconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	result := "ok"
 	switch {
@@ -380,7 +424,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_supplierbooking_refused_answers_total",
-			Help: "Booking-system answers refused by the state machine of spec doc 3, by rule (transition, postcondition, order_disagree, stray_booking).",
+			Help: "Booking-system answers refused by the state machine of spec doc 3, by rule (transition, postcondition, order_disagree, stray_booking, instant_confirmation).",
 		}, []string{"rule"}),
 		compensations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_supplierbooking_compensations_total",

@@ -2,10 +2,12 @@ package supplierbooking
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,8 +112,9 @@ func TestCreateHold_SameIDWithOtherDataIsBadRequestAndKeepsTheFirst(t *testing.T
 }
 
 func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
-	// The second createBooking of the hold, either dialect.
-	secondCreate := bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/bookings", Skip: 1, Times: 1}
+	// The createBooking of the hold's second item (option O2 of S1-P2),
+	// either dialect, whenever it is sent.
+	secondCreate := bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/bookings", BodyContains: `"S1-P2-O2"`, Times: 1}
 	lost := secondCreate
 	lost.Lost = true
 	tests := []struct {
@@ -148,13 +151,15 @@ func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
 				if codeOf(err) != tt.wantCode {
 					t.Fatalf("err = %v (code %q), want %s", err, codeOf(err), tt.wantCode)
 				}
-				if st := e.simStatuses(h.ID, 2); st[0] != bs.Expired || st[1] != tt.wantSecond {
-					t.Fatalf("simulator statuses %q, want EXPIRED and %q (no partial hold left)", st, tt.wantSecond)
+				// The items are created concurrently: the first may not
+				// have been sent when the second failed.
+				if st := e.simStatuses(h.ID, 2); (st[0] != bs.Expired && st[0] != "") || st[1] != tt.wantSecond {
+					t.Fatalf("simulator statuses %q, want EXPIRED (or never made) and %q (no partial hold left)", st, tt.wantSecond)
 				}
 				if dialect == bs.DialectV2 {
 					o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-					if err != nil || o.Status != bs.Expired {
-						t.Fatalf("order %+v err %v, want EXPIRED", o, err)
+					if (err != nil || o.Status != bs.Expired) && !errors.Is(err, bs.ErrNotFound) {
+						t.Fatalf("order %+v err %v, want EXPIRED (or never made)", o, err)
 					}
 				}
 				if got := counter(e.router.metrics.compensations.WithLabelValues("partial_hold", "ok")); got != 1 {
@@ -421,7 +426,8 @@ func TestCreateBooking_OCTOConfirmationFailingHalfWayLeavesNothingHeldOrSold(t *
 	}{
 		{"second confirmation refused", http.StatusBadRequest, false, "CONFLICT", []string{bs.Cancelled, bs.Expired, bs.Expired}},
 		{"second confirmation fails", http.StatusServiceUnavailable, false, "UNAVAILABLE", []string{bs.Cancelled, bs.Expired, bs.Expired}},
-		{"second confirmation made but its answer lost", http.StatusInternalServerError, true, "UNAVAILABLE", []string{bs.Cancelled, bs.Cancelled, bs.Expired}},
+		// One made but its answer lost is read again and is no failure:
+		// TestCreateBooking_ConfirmWithoutAnAnswerIsReadAgain.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -479,7 +485,8 @@ func TestCancel_OCTOFailingHalfWayIsFinishedByTheRetry(t *testing.T) {
 				}
 				op = func() error { return e.router.CancelBookingOf(ctx, sid, b, "req") }
 			}
-			e.sim.InjectFault(bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/cancel", Skip: 1, Times: 1, Status: http.StatusServiceUnavailable})
+			// The second booking's cancellation (they run concurrently).
+			e.sim.InjectFault(bookingsim.Fault{Method: http.MethodPost, PathSuffix: BookingUUID(h.ID, 1) + "/cancel", Times: 1, Status: http.StatusServiceUnavailable})
 			if err := op(); codeOf(err) != "UNAVAILABLE" {
 				t.Fatalf("first call: %v, want UNAVAILABLE", err)
 			}
@@ -491,6 +498,330 @@ func TestCancel_OCTOFailingHalfWayIsFinishedByTheRetry(t *testing.T) {
 			}
 			if st := e.simStatuses(h.ID, 3); !all(st, tt.want) {
 				t.Fatalf("after the retry: %v, want all %s", st, tt.want)
+			}
+		})
+	}
+}
+
+// An OCTO supplier's OPENING_HOURS day with a lunch break is two
+// availabilities in the catalog (bookingsystem splits it, doc 3 rule 2);
+// a hold of a range is booked as the OCTO day, and the hold's retry and
+// its booking still recognise it as that range.
+func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
+	e := startWith(t, bs.DialectOCTO, func(c *bookingsim.Config) { c.OCTOOpeningHoursByDay = true })
+	from := e.clock.now().AddDate(0, 0, 1)
+	avs, ps, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{ProductID: "S1-P2", OptionID: "S1-P2-O1",
+		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bs.OpeningHours})
+	if err != nil || len(ps) != 0 || len(avs) != 2 || avs[0].ID == avs[1].ID {
+		t.Fatalf("availabilities %+v problems %v err %v, want the day's two ranges", avs, ps, err)
+	}
+	afternoon := bs.CatalogAvailabilityID(avs[1].ID)
+	h := schemas.Hold{ID: "hold-range", Items: []schemas.HoldItem{item("S1-P2", 1, afternoon, 2)}}
+	for attempt := range 2 {
+		if got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil || got.Status != schemas.HoldActive {
+			t.Fatalf("hold attempt %d: %+v %v", attempt, got, err)
+		}
+	}
+	b, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-range", h), "req")
+	if err != nil || accepted || b.Status != schemas.BookingOpen || len(b.Tickets) != 1 {
+		t.Fatalf("booking %+v accepted %v err %v", b, accepted, err)
+	}
+	if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed || e.sim.Bookings() != 1 {
+		t.Fatalf("simulator: %s, %d bookings; want one CONFIRMED", st, e.sim.Bookings())
+	}
+}
+
+// A retried booking whose hold is already confirmed is answered from the
+// order as it is: confirm is not sent again (doc 3 lists no CONFIRMED →
+// CONFIRMED move, and the simulator, like a real system may, refuses a
+// second one).
+func TestCreateBooking_RetryOfAConfirmedHoldSendsNoSecondConfirm(t *testing.T) {
+	tests := []struct {
+		name         string
+		items        func(e *env, t *testing.T) []schemas.HoldItem
+		wantStatus   string
+		wantAccepted bool
+	}{
+		{"confirmed", func(e *env, _ *testing.T) []schemas.HoldItem {
+			return []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P4", 2, e.freeSlot(), 2)}
+		}, schemas.BookingOpen, false},
+		{"pending the supplier's decision", func(e *env, t *testing.T) []schemas.HoldItem {
+			slot, _ := e.slotWithRoom(t, "S1-P3", "S1-P3-O1", 1)
+			return []schemas.HoldItem{item("S1-P3", 1, slot, 1)}
+		}, schemas.BookingPending, true},
+	}
+	for _, dialect := range dialects {
+		for _, tt := range tests {
+			t.Run(dialect+"/"+tt.name, func(t *testing.T) {
+				e := startWith(t, dialect, func(c *bookingsim.Config) { c.RejectRepeatedConfirm = true })
+				h := schemas.Hold{ID: "hold-again", Items: tt.items(e, t)}
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatal(err)
+				}
+				first, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-again", h), "req")
+				if err != nil || first.Status != tt.wantStatus {
+					t.Fatalf("first: %+v %v", first, err)
+				}
+				again, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-again", h), "req")
+				if err != nil || again.Status != tt.wantStatus || accepted != tt.wantAccepted || len(again.Tickets) != len(first.Tickets) {
+					t.Fatalf("retry: %+v accepted %v err %v; want the booking as first answered", again, accepted, err)
+				}
+			})
+		}
+	}
+}
+
+// A confirmation that fails without a rejection (5xx, timeout, an answer
+// lost) may have happened at the supplier: the order (the OCTO hold's
+// booking) is read again. Confirmed is a sale to record; still held is
+// the failure; rejected is CONFLICT, nothing confirmed.
+func TestCreateBooking_ConfirmWithoutAnAnswerIsReadAgain(t *testing.T) {
+	confirm := bookingsim.Fault{Method: http.MethodPost, PathSuffix: "/confirm", Times: 1}
+	tests := []struct {
+		name     string
+		dialect  string
+		fault    bookingsim.Fault // Skip, Status, Lost
+		lapse    bool             // the second booking's hold has passed
+		wantCode string
+		want     []string // the bookings at the simulator afterwards
+	}{
+		{"v2: confirmed, answer lost (500)", bs.DialectV2, bookingsim.Fault{Status: 500, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
+		{"v2: confirmed, answer lost (503)", bs.DialectV2, bookingsim.Fault{Status: 503, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
+		{"v2: not confirmed (503): the order stays held", bs.DialectV2, bookingsim.Fault{Status: 503}, false, "UNAVAILABLE", []string{bs.OnHold, bs.OnHold}},
+		{"v2: rejected, answer lost: CONFLICT", bs.DialectV2, bookingsim.Fault{Status: 500, Lost: true}, true, "CONFLICT", []string{bs.Expired, bs.Expired}},
+		{"OCTO: first confirmed, answer lost", bs.DialectOCTO, bookingsim.Fault{Status: 500, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
+		{"OCTO: second confirmed, answer lost", bs.DialectOCTO, bookingsim.Fault{Skip: 1, Status: 502, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
+		{"OCTO: second not confirmed (503): all or nothing", bs.DialectOCTO, bookingsim.Fault{Skip: 1, Status: 503}, false, "UNAVAILABLE", []string{bs.Cancelled, bs.Expired}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startDialect(t, tt.dialect)
+			h := schemas.Hold{ID: "hold-lost", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 2)}}
+			minutes := []int{15, 15}
+			if tt.lapse {
+				minutes[1] = 1
+			}
+			e.orderWithHolds(t, h, minutes)
+			if tt.lapse {
+				e.clock.add(2 * time.Minute)
+			}
+			f := confirm
+			f.Skip, f.Status, f.Lost = tt.fault.Skip, tt.fault.Status, tt.fault.Lost
+			e.sim.InjectFault(f)
+			got, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-lost", h), "req")
+			if codeOf(err) != tt.wantCode {
+				t.Fatalf("err = %v (code %q), want %q", err, codeOf(err), tt.wantCode)
+			}
+			if st := e.simStatuses(h.ID, 2); !slices.Equal(st, tt.want) {
+				t.Fatalf("simulator statuses %v, want %v", st, tt.want)
+			}
+			if tt.wantCode == "" && (accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != 2) {
+				t.Fatalf("booking %+v accepted %v, want OPEN with two tickets", got, accepted)
+			}
+		})
+	}
+}
+
+// doc 3: "PENDING MAY appear only for products with instantConfirmation
+// false". A booking system that answers PENDING for a product the catalog
+// says confirms instantly is refused, never recorded as accepted.
+func TestCreateBooking_PendingForAnInstantProductIsRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		instant bool // the catalog product's instantConfirmation
+	}{
+		{"instantConfirmation false: accepted", false},
+		{"instantConfirmation true: refused", true},
+	}
+	for _, dialect := range dialects {
+		for _, tt := range tests {
+			t.Run(dialect+"/"+tt.name, func(t *testing.T) {
+				e := startDialect(t, dialect) // the simulator confirms S1-P3 PENDING
+				e.setInstant(t, "S1-P3", tt.instant)
+				slot, _ := e.slotWithRoom(t, "S1-P3", "S1-P3-O1", 1)
+				h := schemas.Hold{ID: "hold-pending", Items: []schemas.HoldItem{item("S1-P3", 1, slot, 1)}}
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatal(err)
+				}
+				got, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-pending", h), "req")
+				if !tt.instant {
+					if err != nil || !accepted || got.Status != schemas.BookingPending {
+						t.Fatalf("booking %+v accepted %v err %v, want PENDING", got, accepted, err)
+					}
+					return
+				}
+				if !errors.Is(err, ErrRefused) || codeOf(err) != "UNAVAILABLE" || accepted {
+					t.Fatalf("err = %v accepted %v, want ErrRefused (UNAVAILABLE)", err, accepted)
+				}
+				if n := counter(e.router.metrics.refused.WithLabelValues(RuleInstant)); n != 1 {
+					t.Fatalf("refused{%s} = %v, want 1", RuleInstant, n)
+				}
+			})
+		}
+	}
+}
+
+// A hold or booking runs under internal/booking's write lock (30 s): it
+// ends by its deadline (Options.OperationTimeout, well inside the lock),
+// and what a failure at the deadline made is undone, so a retry that takes
+// the lock afterwards never races it, and nothing stays held.
+func TestOperations_EndByTheirDeadlineLeavingNothingHeld(t *testing.T) {
+	const deadline = 300 * time.Millisecond
+	slow := bookingsim.Fault{Method: http.MethodPost, Delay: time.Second, Times: 1} // made at once, answered late
+	tests := []struct {
+		name     string
+		dialect  string
+		book     bool   // the booking is slow; else the hold
+		slowPath string // PathSuffix of the slow call
+		slowBody string // BodyContains of the slow call
+		wantCode string
+		want     []string // the three bookings at the simulator afterwards
+	}{
+		// The second item's createBooking answers after the deadline:
+		// every booking made (that one too) is released.
+		{"hold", bs.DialectV2, false, "/bookings", `"S1-P2-O2"`, "UNAVAILABLE", []string{bs.Expired, bs.Expired, bs.Expired}},
+		{"hold", bs.DialectOCTO, false, "/bookings", `"S1-P2-O2"`, "UNAVAILABLE", []string{bs.Expired, bs.Expired, bs.Expired}},
+		// confirmOrder answers after the deadline: read again, it is the
+		// sale it made.
+		{"booking", bs.DialectV2, true, "/confirm", "", "", []string{bs.Confirmed, bs.Confirmed, bs.Confirmed}},
+		// The second confirmation answers after the deadline: read again
+		// it is made, but the deadline has passed for the third; the
+		// confirmed ones are cancelled, the third released.
+		{"booking", bs.DialectOCTO, true, "/confirm", "", "UNAVAILABLE", []string{bs.Cancelled, bs.Cancelled, bs.Expired}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dialect+"/"+tt.name, func(t *testing.T) {
+			e := startDialect(t, tt.dialect)
+			e.routerWith(func(o *Options) { o.OperationTimeout = deadline })
+			h := schemas.Hold{ID: "hold-slow", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1), item("S1-P2", 2, e.freeSlot(), 1),
+				item("S1-P4", 1, e.freeSlot(), 1)}}
+			f := slow
+			f.PathSuffix, f.BodyContains = tt.slowPath, tt.slowBody
+			if tt.dialect == bs.DialectOCTO && tt.book {
+				f.PathSuffix = BookingUUID(h.ID, 1) + "/confirm"
+			}
+			var err error
+			start := time.Now()
+			if tt.book {
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatal(err)
+				}
+				e.sim.InjectFault(f)
+				start = time.Now()
+				_, _, err = e.router.CreateBooking(ctx, sid, bookingFor("bk-slow", h), "req")
+			} else {
+				e.sim.InjectFault(f)
+				_, err = e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
+			}
+			took := time.Since(start)
+			if codeOf(err) != tt.wantCode {
+				t.Fatalf("err = %v (code %q), want %q", err, codeOf(err), tt.wantCode)
+			}
+			if took > deadline+settleBudget {
+				t.Fatalf("took %s, want the deadline %s (and settling) to end it", took, deadline)
+			}
+			if st := e.simStatuses(h.ID, 3); !slices.Equal(st, tt.want) {
+				t.Fatalf("simulator statuses %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+// settleBudget is what a test allows for settling a failure after the
+// deadline (a read, a compensation) against the local simulator.
+const settleBudget = 700 * time.Millisecond
+
+// The bookings of a hold are created a few at a time (at most
+// holdParallelism), not one after another.
+func TestCreateHold_CreatesItsBookingsFewAtATime(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startWith(t, dialect, func(c *bookingsim.Config) { c.Latency = 40 * time.Millisecond })
+			var items []schemas.HoldItem
+			for _, p := range []string{"S1-P2", "S1-P4"} {
+				for o := 1; o <= 2; o++ {
+					items = append(items, item(p, o, e.freeSlot(), 1), item(p, o, e.freeSlot(), 2))
+				}
+			}
+			h := schemas.Hold{ID: "hold-eight", Items: items}
+			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+				t.Fatal(err)
+			}
+			if st := e.simStatuses(h.ID, len(items)); !all(st, bs.OnHold) {
+				t.Fatalf("simulator statuses %v, want all ON_HOLD", st)
+			}
+			if m := e.maxCreating.Load(); m < 2 || m > holdParallelism {
+				t.Fatalf("at most %d createBooking calls at once, want 2..%d", m, holdParallelism)
+			}
+		})
+	}
+}
+
+// A hold needs its options' units (doc 3: unitItems), which are the
+// booking system's: they are read once (a v2 supplier's product list, up
+// to 8 MiB; an OCTO supplier's product) and kept for UnitsTTL, not read at
+// every hold. Units the booking system renamed meanwhile are read again
+// once, when it refuses a createBooking, and the item is sent again.
+func TestCreateHold_OptionUnitsAreCachedAndReadAgainOnARejection(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			hold := func(id string) {
+				t.Helper()
+				h := schemas.Hold{ID: id, Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1)}}
+				if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+					t.Fatalf("hold %s: %v", id, err)
+				}
+			}
+			reads := func(want int64, when string) {
+				t.Helper()
+				if got := e.productReads.Load(); got != want {
+					t.Fatalf("%s: %d product reads, want %d", when, got, want)
+				}
+			}
+			hold("h-1")
+			reads(1, "first hold")
+			hold("h-2")
+			reads(1, "second hold (cached)")
+
+			e.sim.Update(func(c *bookingsim.Config) {
+				c.Units = []bookingsim.Unit{{ID: "adult-2", Type: "ADULT"}, {ID: "child-2", Type: "CHILD"}}
+			})
+			e.clock.add(time.Minute)
+			hold("h-3")
+			reads(2, "a hold refused for its stale units")
+			if b := e.holdBookings(t, "h-3", 1)[0]; b.UnitItems[0].UnitID != "adult-2" {
+				t.Fatalf("booking units %+v, want the renamed adult-2", b.UnitItems)
+			}
+
+			e.clock.add(UnitsTTL)
+			hold("h-4")
+			reads(3, "a hold past the TTL")
+		})
+	}
+}
+
+// Concurrent holds of one supplier read its units once (singleflight).
+func TestCreateHold_ConcurrentHoldsReadTheUnitsOnce(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startWith(t, dialect, func(c *bookingsim.Config) { c.Latency = 30 * time.Millisecond })
+			var wg sync.WaitGroup
+			errs := make([]error, 6)
+			for i := range errs {
+				wg.Go(func() {
+					h := schemas.Hold{ID: fmt.Sprintf("h-c%d", i), Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 1)}}
+					_, errs[i] = e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req")
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("hold %d: %v", i, err)
+				}
+			}
+			if n := e.productReads.Load(); n != 1 {
+				t.Fatalf("%d product reads for 6 concurrent holds, want 1", n)
 			}
 		})
 	}

@@ -26,7 +26,7 @@ var bookingMoves = map[move]bool{
 	{New, bs.OnHold}:             true, // createBooking accepted
 	{bs.OnHold, bs.Expired}:      true, // hold lapses, or cancelled before confirmation
 	{bs.OnHold, bs.Confirmed}:    true, // confirmBooking accepted
-	{bs.OnHold, bs.Pending}:      true, // supplier acceptance pending (instantConfirmation false)
+	{bs.OnHold, bs.Pending}:      true, // supplier acceptance pending: instantConfirmation false (orderExpect.instant)
 	{bs.Pending, bs.Rejected}:    true, // supplier decision: rejected
 	{bs.Pending, bs.Confirmed}:   true, // supplier decision: accepted
 	{bs.Confirmed, bs.Cancelled}: true, // cancellation confirmed
@@ -111,10 +111,11 @@ func BookingsAgree(order, booking string) bool {
 // Rules of a refused answer: the label of
 // switchback_ingest_supplierbooking_refused_answers_total.
 const (
-	RuleTransition    = "transition"     // a move doc 3 does not list
-	RulePostcondition = "postcondition"  // not the status that must follow the call
-	RuleDisagree      = "order_disagree" // bookings disagree with their order's status
-	RuleStray         = "stray_booking"  // the order holds bookings that are not the hold's
+	RuleTransition    = "transition"           // a move doc 3 does not list
+	RulePostcondition = "postcondition"        // not the status that must follow the call
+	RuleDisagree      = "order_disagree"       // bookings disagree with their order's status
+	RuleStray         = "stray_booking"        // the order holds bookings that are not the hold's
+	RuleInstant       = "instant_confirmation" // PENDING for a product with instantConfirmation true
 )
 
 // refusal is an answer the Router refuses; check* return it.
@@ -140,6 +141,14 @@ func orNew(s string) string {
 // answer: any of these statuses (a recorded reseller booking PENDING may
 // hide CONFIRMED bookings, say). nil: unknown, the move is not checked.
 type prior []string
+
+// first is p's first status ("" when unknown), for a refusal's log.
+func (p prior) first() string {
+	if len(p) == 0 {
+		return New
+	}
+	return p[0]
+}
 
 // reaches reports whether a status in p stays or moves to to.
 func (p prior) reaches(to string) bool {
@@ -176,6 +185,12 @@ type orderExpect struct {
 	after []string
 	// bookingsAfter: the booking statuses the call must lead to (nil: any).
 	bookingsAfter []string
+	// instant: the products whose catalog instantConfirmation is true;
+	// a booking of one of them must not be PENDING (doc 3: "PENDING MAY
+	// appear only for products with instantConfirmation false"; the
+	// condition of the ON_HOLD → PENDING row, which bookingMoves cannot
+	// see).
+	instant map[string]bool
 }
 
 // checkOrder checks an order answer: the order's and every booking's move
@@ -201,6 +216,9 @@ func checkOrder(o bs.Order, exp orderExpect) error {
 		}
 		if exp.bookingsAfter != nil && !slices.Contains(exp.bookingsAfter, b.Status) {
 			return &refusal{rule: RulePostcondition, item: "booking", id: b.UUID, to: b.Status}
+		}
+		if b.Status == bs.Pending && exp.instant[b.ProductID] {
+			return &refusal{rule: RuleInstant, item: "booking", id: b.UUID, from: p.first(), to: b.Status}
 		}
 	}
 	if exp.holdID != "" {

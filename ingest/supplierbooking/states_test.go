@@ -2,11 +2,13 @@ package supplierbooking
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/booking"
 )
 
 func TestBookingTransition_DocThreeTableOnly(t *testing.T) {
@@ -157,7 +159,7 @@ func TestCheckOrder_RefusesWhatDocThreeDoesNotAllow(t *testing.T) {
 	order := func(st string, bsts ...string) bs.Order {
 		o := bs.Order{ID: OrderID(hold), Status: st}
 		for i, s := range bsts {
-			o.Bookings = append(o.Bookings, bs.Booking{UUID: BookingUUID(hold, i), Status: s})
+			o.Bookings = append(o.Bookings, bs.Booking{UUID: BookingUUID(hold, i), Status: s, ProductID: "P" + strconv.Itoa(i)})
 		}
 		return o
 	}
@@ -170,6 +172,10 @@ func TestCheckOrder_RefusesWhatDocThreeDoesNotAllow(t *testing.T) {
 	}{
 		{"confirm of a held order", order(bs.Confirmed, bs.Confirmed, bs.Pending),
 			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, bookingsAfter: []string{bs.Confirmed, bs.Pending}}, ""},
+		{"confirm answering PENDING for a product confirmed instantly", order(bs.Confirmed, bs.Confirmed, bs.Pending),
+			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, instant: map[string]bool{"P1": true}}, RuleInstant},
+		{"confirm answering PENDING, another product confirmed instantly", order(bs.Confirmed, bs.Confirmed, bs.Pending),
+			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, instant: map[string]bool{"P0": true}}, ""},
 		{"confirm leaving a booking held", order(bs.Confirmed, bs.Confirmed, bs.OnHold),
 			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}}, RuleDisagree},
 		{"confirm answering the order still held", order(bs.OnHold, bs.OnHold, bs.OnHold),
@@ -215,3 +221,15 @@ func TestNewRouter_ToleratesRegisteredMetrics(t *testing.T) {
 
 // nilCatalog is never called: NewRouter only needs a Catalog.
 type nilCatalog struct{ Catalog }
+
+// An operation, the settling of its failure and internal/booking's record
+// of its answer all end before the write lock they run under can lapse.
+func TestDeadlines_EndInsideTheLock(t *testing.T) {
+	if total := OperationTimeout + SettleTimeout + booking.PublishTimeout; total >= booking.LockTTL {
+		t.Fatalf("operation %s + settling %s + publish %s = %s, not inside the lock's %s",
+			OperationTimeout, SettleTimeout, booking.PublishTimeout, total, booking.LockTTL)
+	}
+	if r := NewRouter(Options{Catalog: nilCatalog{}}); r.opts.OperationTimeout != OperationTimeout {
+		t.Fatalf("default operation timeout %s, want %s", r.opts.OperationTimeout, OperationTimeout)
+	}
+}

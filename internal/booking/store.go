@@ -193,7 +193,7 @@ func (s *Service) commit(ctx context.Context, now time.Time, changes ...change) 
 		envs = append(envs, env)
 		msgs = append(msgs, stream.Message{Topic: c.topic, Key: []byte(c.key), Value: b, Time: env.Time})
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, PublishTimeout)
 	defer cancel()
 	if err := s.opts.Publisher.Publish(pctx, msgs...); err != nil {
 		return fmt.Errorf("publish %d hold and booking events: %w: %w", len(msgs), ErrUnavailable, err)
@@ -215,8 +215,16 @@ func bookingChange(rec schemas.BookingRecord, version int64) change {
 }
 
 const (
-	lockTTL  = 30 * time.Second
+	// LockTTL is how long the write lock of a hold or booking lasts. The
+	// supplier's system is called under it: a call still running past it
+	// runs beside a retry that took the lock, so the Partner must end its
+	// operations well before (ingest/supplierbooking derives its deadline
+	// from it).
+	LockTTL  = 30 * time.Second
 	lockWait = 5 * time.Second
+	// PublishTimeout bounds the publish of a change (commit), made under
+	// the lock after the Partner answered.
+	PublishTimeout = 10 * time.Second
 )
 
 var releaseScript = redis.NewScript(`
@@ -232,7 +240,7 @@ func (s *Service) lock(ctx context.Context, kind, id string) (func(), error) {
 	deadline := time.Now().Add(lockWait)
 	backoff := 5 * time.Millisecond
 	for {
-		ok, err := s.rdb.SetNX(ctx, key, token, lockTTL).Result()
+		ok, err := s.rdb.SetNX(ctx, key, token, LockTTL).Result()
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, err)
 		}
