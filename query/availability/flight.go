@@ -5,10 +5,12 @@ import (
 	"sync"
 )
 
-// flights is a minimal singleflight (golang.org/x/sync is not a direct
-// dependency of the module): the first caller of a key runs fn in its own
-// goroutine, every caller of the key until it ends gets its result on a
-// channel, so a caller can stop waiting (deadline) while fn carries on.
+// flights is a minimal singleflight: the first caller of a key runs fn in
+// its own goroutine, every caller of the key until it ends gets its result
+// on a channel, so a caller can stop waiting (deadline) while fn carries
+// on. Not golang.org/x/sync's DoChan (a dependency of the module): a panic
+// in its fn is re-raised on a goroutine of its own and ends the process,
+// where a refresh that panics must be one failed read.
 type flights struct {
 	mu sync.Mutex
 	m  map[string]*flight
