@@ -52,6 +52,13 @@ func CheckFence(ctx context.Context) error {
 	return nil
 }
 
+// FencedContext is ctx as a consumer with fence f hands it to a handler
+// after reading epoch: CheckFence compares with it. For tests of handlers
+// that call CheckFence without running a consumer.
+func FencedContext(ctx context.Context, f Fence, epoch string) context.Context {
+	return context.WithValue(ctx, fenceKey{}, fenceValue{f: f, epoch: epoch})
+}
+
 // fenceWait bounds the poll while the views are being rebuilt.
 const (
 	fenceWaitMin = 50 * time.Millisecond
@@ -73,7 +80,7 @@ func (c *Consumer) awaitFence(ctx context.Context, topic string) (string, contex
 			if logged {
 				c.log.Info("Redis views complete again: handling resumes", "topic", topic)
 			}
-			return e, context.WithValue(ctx, fenceKey{}, fenceValue{f: c.cfg.Fence, epoch: e}), true
+			return e, FencedContext(ctx, c.cfg.Fence, e), true
 		}
 		if ctx.Err() != nil {
 			return "", ctx, false
