@@ -342,9 +342,13 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 		Redis:         d.redis,
 		Publisher:     d.producer,
 		Subscriptions: subscriptions{reg: sh.registry, views: d.views},
-		Sender:        sh.sender,
-		Schedule:      cfg.DispatchRetrySchedule,
-		BacklogLimit:  cfg.DispatchBacklogLimit,
+		// The schedule's marker records the views' epoch: a Redis restarted
+		// from an older append-only file gets a new epoch from the views
+		// guard, and the schedule is rebuilt too.
+		Views:        d.views,
+		Sender:       sh.sender,
+		Schedule:     cfg.DispatchRetrySchedule,
+		BacklogLimit: cfg.DispatchBacklogLimit,
 		// A claimed delivery is sent again this long after a crash: past
 		// the webhook timeout with room, and not minutes.
 		Lease:           max(3*cfg.WebhookTimeout, 30*time.Second),
