@@ -506,8 +506,9 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	}
 	// After a command: a first connection has told OnConnect the run id.
 	run := *g.run.Load()
+	published := false // the publish script deletes the sentinel itself
 	defer func() {
-		if err != nil {
+		if !published {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			_ = g.rdb.Del(dctx, sentinel).Err()
 			cancel()
@@ -517,8 +518,13 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	if err != nil {
 		return "", "", err
 	}
-	if cur == "" {
+	switch {
+	case cur == "":
 		lost = true
+	case lost:
+		// Another process finished a rebuild after the loss (a marker can
+		// only be set by one whose sentinel outlived it): nothing to do.
+		return cur, "adopted", nil
 	}
 
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -556,6 +562,7 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	if err != nil {
 		return "", "", fmt.Errorf("views: publish the epoch: %w", err)
 	}
+	published = true
 	switch res[0] {
 	case "set":
 		return res[1], "rebuilt", nil

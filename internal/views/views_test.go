@@ -383,6 +383,9 @@ func TestGuard_LossDuringTheRebuildStartsItOver(t *testing.T) {
 	if got := a.metric(t, "switchback_views_rebuilds_total", "outcome", "interrupted"); got < 1 {
 		t.Errorf("rebuilds{interrupted} = %v, want at least 1", got)
 	}
+	if left, _ := a.rdb.Keys(t.Context(), views.DefaultKey+":rebuilding:*").Result(); len(left) != 0 {
+		t.Errorf("rebuild sentinels left behind: %v", left)
+	}
 }
 
 // startOwnRedis starts a redis-server the test owns (so it can kill and
