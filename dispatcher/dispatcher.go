@@ -126,6 +126,12 @@ type Options struct {
 	// MetricsInterval is how often the backlog gauges are refreshed. Default 5s.
 	MetricsInterval time.Duration
 
+	// Views, when set, ties the schedule's marker to the Redis views'
+	// epoch (internal/views.Guard): see ensureSchedule.
+	Views interface {
+		Epoch(ctx context.Context) (string, error)
+	}
+
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	// Clock gives the times written in events and schedules (default
@@ -302,8 +308,28 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // ensureSchedule rebuilds the Redis schedule from TopicDeliveries when its
 // marker is missing (new Redis, flushed, evicted).
+//
+// With Options.Views, the marker also records the views' epoch it was
+// rebuilt under, and a marker of another epoch is missing too: a Redis
+// restarted from its append-only file keeps the marker but may have lost
+// the last second of schedule writes (deliveries whose notifications were
+// committed), and the views guard gives such a Redis a new epoch once it
+// rebuilt the other views. While the views are being rebuilt (no epoch)
+// the schedule waits: nothing is sent meanwhile anyway (the registry is
+// not readable), and the rebuild then happens once, under the new epoch.
 func (d *Dispatcher) ensureSchedule(ctx context.Context) error {
-	ok, err := d.v.hasMarker(ctx)
+	epoch := ""
+	if d.o.Views != nil {
+		e, err := d.o.Views.Epoch(ctx)
+		if err != nil {
+			return fmt.Errorf("dispatcher: %w", err)
+		}
+		if e == "" {
+			return nil
+		}
+		epoch = e
+	}
+	ok, err := d.v.hasMarker(ctx, epoch)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}
@@ -313,7 +339,7 @@ func (d *Dispatcher) ensureSchedule(ctx context.Context) error {
 	d.viewMu.Lock()
 	defer d.viewMu.Unlock()
 	d.log.Warn("delivery schedule missing in Redis: rebuilding it from the deliveries topic", "topic", schemas.TopicDeliveries)
-	st, err := d.v.rebuild(ctx, d.o.Brokers, d.now())
+	st, err := d.v.rebuild(ctx, d.o.Brokers, d.now(), epoch)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)
 	}

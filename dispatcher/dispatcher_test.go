@@ -1,12 +1,14 @@
 package dispatcher_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -775,4 +777,62 @@ func TestDispatcher_UnreadableSettingsOfOneSubscriberDoNotBlockOthers(t *testing
 	}
 	e.subs.setFailSettings("broken", false)
 	eventually(t, 15*time.Second, "sent once the registry answers", func() bool { return s.deliveredIDs()[stuck.ID] == 1 })
+}
+
+// viewsEpoch is the Redis views' epoch as a test sets it.
+type viewsEpoch struct {
+	mu sync.Mutex
+	e  string
+}
+
+func (v *viewsEpoch) Epoch(context.Context) (string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.e, nil
+}
+
+func (v *viewsEpoch) set(e string) { v.mu.Lock(); v.e = e; v.mu.Unlock() }
+
+// TestDispatcher_RebuildsWhenTheViewsEpochChanges: Redis restarted from
+// its append-only file lost the last schedule writes but kept the
+// schedule's marker; the views guard rebuilt the other views under a new
+// epoch, and the dispatcher, whose marker recorded the old one, rebuilds
+// its schedule too, so the delivery whose schedule entry was lost is sent.
+func TestDispatcher_RebuildsWhenTheViewsEpochChanges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	healthy := make(chan struct{})
+	s := newSink(t, func(string, int) (int, http.Header) {
+		select {
+		case <-healthy:
+			return 200, nil
+		default:
+			return 500, nil
+		}
+	})
+	e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
+	views := &viewsEpoch{e: "e1"}
+	r := e.start(func(o *dispatcher.Options) {
+		o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
+		o.Views = views
+	})
+	n := note("sub", schemas.TypeBooking, "B1")
+	e.publish(n)
+	eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
+	// The restart: every schedule key but the marker is gone.
+	keys, err := e.rdb.Keys(t.Context(), dispatcher.DefaultKeyPrefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k != dispatcher.DefaultKeyPrefix+"rebuilt" {
+			e.mr.Del(k)
+		}
+	}
+	views.set("e2")
+	close(healthy)
+	eventually(t, 20*time.Second, "delivered after the views' new epoch", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
+	if got := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < 2 {
+		t.Errorf("rebuilds_total = %v, want 2 (start, new epoch)", got)
+	}
 }

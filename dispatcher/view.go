@@ -362,12 +362,27 @@ func (v *view) allBacklogs(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-func (v *view) hasMarker(ctx context.Context) (bool, error) {
-	n, err := v.rdb.Exists(ctx, v.markerKey()).Result()
+// hasMarker reports whether the schedule is complete: its marker is there
+// and, when epoch is not "", was written under that epoch of the Redis
+// views (markerValue).
+func (v *view) hasMarker(ctx context.Context, epoch string) (bool, error) {
+	val, err := v.rdb.Get(ctx, v.markerKey()).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("check schedule marker: %w", err)
 	}
-	return n == 1, nil
+	return epoch == "" || val == markerValue(epoch, time.Time{}), nil
+}
+
+// markerValue is what the marker holds: the views' epoch the schedule was
+// rebuilt under, or (without a views guard) the rebuild's time.
+func markerValue(epoch string, now time.Time) string {
+	if epoch != "" {
+		return "views:" + epoch
+	}
+	return now.UTC().Format(time.RFC3339Nano)
 }
 
 // rebuildState folds TopicDeliveries into the pending deliveries. It is
@@ -446,9 +461,9 @@ type rebuildStats struct {
 
 // rebuild replaces the view with one folded from TopicDeliveries. Only one
 // instance rebuilds at a time; the others wait for its marker.
-func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time) (rebuildStats, error) {
+func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time, epoch string) (rebuildStats, error) {
 	start := time.Now()
-	done, err := v.lockRebuild(ctx)
+	done, err := v.lockRebuild(ctx, epoch)
 	if err != nil || done {
 		return rebuildStats{}, err
 	}
@@ -537,7 +552,7 @@ func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time) (re
 			return rebuildStats{}, err
 		}
 	}
-	pipe.Set(ctx, v.markerKey(), now.UTC().Format(time.RFC3339Nano), 0)
+	pipe.Set(ctx, v.markerKey(), markerValue(epoch, now), 0)
 	if err := flushEvery(true); err != nil {
 		return rebuildStats{}, err
 	}
@@ -578,7 +593,7 @@ const rebuildLockTTL = 5 * time.Minute
 // lockRebuild takes the rebuild lock, or waits until another instance's
 // rebuild finished (done is then true). A lock left by a crashed instance
 // expires and is taken then.
-func (v *view) lockRebuild(ctx context.Context) (done bool, err error) {
+func (v *view) lockRebuild(ctx context.Context, epoch string) (done bool, err error) {
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -589,7 +604,7 @@ func (v *view) lockRebuild(ctx context.Context) (done bool, err error) {
 		if got {
 			return false, nil
 		}
-		if ok, err := v.hasMarker(ctx); err == nil && ok {
+		if ok, err := v.hasMarker(ctx, epoch); err == nil && ok {
 			return true, nil
 		}
 		select {

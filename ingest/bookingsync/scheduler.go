@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,7 +55,15 @@ type Scheduler struct {
 	log      *slog.Logger
 	m        *schedulerMetrics
 	lastDisc time.Time
+	// rediscover asks the next round to discover whatever the time.
+	rediscover atomic.Bool
 }
+
+// Rediscover makes the next round walk the catalog again, whenever the
+// last discovery was: the schedule lives in Redis only and is derivable,
+// so after Redis lost it (internal/views calls this once the views are
+// rebuilt) it is rebuilt at once rather than within DiscoverEvery.
+func (s *Scheduler) Rediscover() { s.rediscover.Store(true) }
 
 // NewScheduler returns a scheduler; Run starts it. It panics when the
 // Syncer has no Schedule (a wiring error).
@@ -131,9 +140,12 @@ type RoundResult struct {
 func (s *Scheduler) Round(ctx context.Context) (RoundResult, error) {
 	var rr RoundResult
 	now := s.syncer.o.Clock()
-	if s.lastDisc.IsZero() || now.Sub(s.lastDisc) >= s.o.DiscoverEvery {
+	if again := s.rediscover.Swap(false); again || s.lastDisc.IsZero() || now.Sub(s.lastDisc) >= s.o.DiscoverEvery {
 		n, err := s.Discover(ctx)
 		if err != nil {
+			if again {
+				s.rediscover.Store(true) // the next round tries again
+			}
 			s.m.rounds.WithLabelValues("error").Inc()
 			return rr, err
 		}

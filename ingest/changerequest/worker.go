@@ -31,12 +31,17 @@ type Syncer interface {
 
 // WorkerOptions configures NewWorker.
 type WorkerOptions struct {
-	Brokers    []string
-	GroupID    string // default "switchback-ingest-changerequests"
-	Store      *changerequest.Store
-	Syncer     Syncer
-	Publisher  stream.Publisher // history events
-	Timeout    time.Duration    // bound of one sync; default 5 min
+	Brokers   []string
+	GroupID   string // default "switchback-ingest-changerequests"
+	Store     *changerequest.Store
+	Syncer    Syncer
+	Publisher stream.Publisher // history events
+	Timeout   time.Duration    // bound of one sync; default 5 min
+	// Fence, when set, makes Run work a request again when the Redis
+	// views (the catalog, the requests' own view) were lost while it ran
+	// (stream.ConsumerConfig.Fence); Handle checks it before recording a
+	// final status, which a redelivery would not redo.
+	Fence      stream.Fence
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
@@ -75,7 +80,7 @@ func NewWorker(o WorkerOptions) *Worker {
 // Run consumes the requests until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
 	return stream.NewConsumer(stream.ConsumerConfig{Brokers: w.o.Brokers, GroupID: w.o.GroupID, Topics: []string{schemas.TopicChangeRequest},
-		Handler: w.Handle, MaxRetryDelay: 5 * time.Second, Logger: w.o.Logger}).Run(ctx)
+		Handler: w.Handle, MaxRetryDelay: 5 * time.Second, Logger: w.o.Logger, Fence: w.o.Fence}).Run(ctx)
 }
 
 // Handle applies a record and works a request that is not finished. A
@@ -115,6 +120,13 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 	cancel()
 	if ctx.Err() != nil {
 		return ctx.Err() // shutting down: worked again after the restart
+	}
+	// A final status is the record of this request: a redelivery finds it
+	// finished and does not work it again. If Redis lost its views during
+	// the run (the product read as missing), work it again instead, once
+	// they are back.
+	if err := stream.CheckFence(ctx); err != nil {
+		return err
 	}
 	finished := time.Now().UTC().Truncate(time.Millisecond)
 	cur.Status, cur.FinishedWorking, cur.Errors = res.Status(serr), &finished, res.Failures

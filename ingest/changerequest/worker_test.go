@@ -160,3 +160,79 @@ func TestWorker_FoundWorkingAfterACrashIsWorkedAgain(t *testing.T) {
 		t.Fatalf("after redelivery: asked %v, status %s", sy.asked, got.Status)
 	}
 }
+
+// epochFence is the views' epoch as the test sets it ("" = lost).
+type epochFence struct {
+	mu    sync.Mutex
+	epoch string
+}
+
+func (f *epochFence) Epoch(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch, nil
+}
+
+func (f *epochFence) set(e string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.epoch = e
+}
+
+// flushingSyncer fails the first run the way a flushed catalog makes it
+// fail (the product is not found) and loses the views meanwhile; later
+// runs succeed.
+type flushingSyncer struct {
+	fence *epochFence
+	runs  int
+}
+
+func (s *flushingSyncer) Sync(context.Context, changerequest.Request) (changerequest.Result, error) {
+	s.runs++
+	if s.runs == 1 {
+		s.fence.set("")
+		return changerequest.Result{}, errors.New("product ok: not found")
+	}
+	return changerequest.Result{Items: 1}, nil
+}
+
+// TestWorker_ViewsLostDuringARunAreNotRecordedAsItsResult: Redis lost its
+// views while a request was worked, so the refresh found nothing; a FAILED
+// status would be final (a redelivery does not work a finished request
+// again), so the worker records none and returns the fence error, and the
+// redelivery after the rebuild works it and records SUCCEEDED.
+func TestWorker_ViewsLostDuringARunAreNotRecordedAsItsResult(t *testing.T) {
+	opts, err := redis.ParseURL(testharness.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	queue := &recorder{}
+	store := changerequest.NewStore(changerequest.Options{Redis: rdb, Publisher: queue})
+	r, err := store.Create(context.Background(), changerequest.NewInput{SupplierID: "s1", ProductID: "ok", Mode: changerequest.ModeStandard, Owner: "op"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requested := queue.take()
+	fence := &epochFence{epoch: "e1"}
+	sy := &flushingSyncer{fence: fence}
+	w := NewWorker(WorkerOptions{Store: store, Syncer: sy, Fence: fence})
+
+	err = w.Handle(stream.FencedContext(context.Background(), fence, "e1"), requested[0])
+	if !errors.Is(err, stream.ErrFenced) {
+		t.Fatalf("Handle on lost views = %v, want ErrFenced", err)
+	}
+	got, _ := store.Get(context.Background(), "", r.ID)
+	if got.Status != changerequest.StatusWorking {
+		t.Fatalf("status after the lost run = %s, want WORKING (no final status from a lost view)", got.Status)
+	}
+	fence.set("e2") // rebuilt
+	if err := w.Handle(stream.FencedContext(context.Background(), fence, "e2"), requested[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = store.Get(context.Background(), "", r.ID)
+	if sy.runs != 2 || got.Status != changerequest.StatusSucceeded {
+		t.Fatalf("after the rebuild: %d runs, status %s; want 2 runs and SUCCEEDED", sy.runs, got.Status)
+	}
+}

@@ -650,3 +650,61 @@ func TestWorker_RunConsumesTheTopic(t *testing.T) {
 		t.Errorf("run logs:\n%s", logs)
 	}
 }
+
+// viewsFence is the views' epoch as the test sets it ("" = lost).
+type viewsFence struct {
+	mu    sync.Mutex
+	epoch string
+}
+
+func (f *viewsFence) Epoch(context.Context) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch, nil
+}
+
+func (f *viewsFence) set(e string) { f.mu.Lock(); f.epoch = e; f.mu.Unlock() }
+
+// losingSyncer loses the Redis views during its first run, which then
+// reads the catalog as empty and reports every product missing.
+type losingSyncer struct {
+	fakeSyncer
+	fence *viewsFence
+}
+
+func (l *losingSyncer) SyncSupplier(ctx context.Context, sid string, from, to time.Time) (Result, error) {
+	res, err := l.fakeSyncer.SyncSupplier(ctx, sid, from, to)
+	if len(l.Calls()) == 1 {
+		l.fence.set("")
+		return Result{Errors: []string{"product p1: not found"}}, nil
+	}
+	return res, err
+}
+
+// TestWorker_ViewsLostDuringARunLeaveNoReport: a report is final (a
+// redelivery finds it and does not run again), so a run during which
+// Redis lost its views records none; run again after the rebuild, it is
+// reported once, from the good run.
+func TestWorker_ViewsLostDuringARunLeaveNoReport(t *testing.T) {
+	e := env(t)
+	fence := &viewsFence{epoch: "e1"}
+	sy := &losingSyncer{fakeSyncer: fakeSyncer{results: map[string]Result{"s1": {Products: 1}}}, fence: fence}
+	w, store := newWorker(e, sy, WorkerOptions{Fence: fence})
+	runNow(t, e)
+	msgs, reqs := requests(t, e.Brokers)
+	err := w.Handle(stream.FencedContext(context.Background(), fence, "e1"), msgs[0])
+	if !errors.Is(err, stream.ErrFenced) {
+		t.Fatalf("Handle on lost views = %v, want ErrFenced", err)
+	}
+	if _, err := store.ByRequest(context.Background(), reqs[0].Key); !errors.Is(err, cronreport.ErrNotFound) {
+		t.Fatalf("a run on lost views left a report (%v)", err)
+	}
+	fence.set("e2")
+	if err := w.Handle(stream.FencedContext(context.Background(), fence, "e2"), msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.ByRequest(context.Background(), reqs[0].Key)
+	if err != nil || r.ErrorCount != 0 || len(sy.Calls()) != 2 {
+		t.Fatalf("after the rebuild: %+v (%v), calls %v; want one clean report, two runs", r, err, sy.Calls())
+	}
+}

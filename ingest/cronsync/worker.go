@@ -36,6 +36,12 @@ type WorkerOptions struct {
 	// worker down for that long finds newer runs queued behind it).
 	// Default 24h.
 	StaleAfter time.Duration
+	// Fence, when set, makes Run work a request again when the Redis
+	// views (the catalog, the reports' view that says which requests are
+	// done) were lost while it ran (stream.ConsumerConfig.Fence); Handle
+	// checks it before recording the report, which a redelivery would
+	// take as done.
+	Fence      stream.Fence
 	Clock      func() time.Time
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -103,7 +109,7 @@ func NewWorker(o WorkerOptions) *Worker {
 // Run consumes the requests until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
 	return stream.NewConsumer(stream.ConsumerConfig{Brokers: w.o.Brokers, GroupID: w.o.GroupID, Topics: []string{schemas.TopicCronSync},
-		Handler: w.Handle, MaxRetryDelay: 5 * time.Second, Logger: w.o.Logger}).Run(ctx)
+		Handler: w.Handle, MaxRetryDelay: 5 * time.Second, Logger: w.o.Logger, Fence: w.o.Fence}).Run(ctx)
 }
 
 // Handle works one request: it has the supplier synchronized, records the
@@ -189,6 +195,13 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 		Summary:     cronreport.Summary{ID: id, Inserted: finished, ExternalSystemID: req.SupplierID, ErrorCount: len(texts)},
 		ErrorReport: cronreport.NewErrorReport(texts), RunID: req.RunID, RequestKey: req.Key, Began: now.UTC().Truncate(time.Millisecond),
 		Products: res.Products, Options: res.Options, Availabilities: res.Availabilities,
+	}
+	// The report is the record of this request: a redelivery finds it and
+	// does not run again. If Redis lost its views during the run (the
+	// catalog read as empty), the report would record that loss as
+	// errors; run it again instead, once the views are back.
+	if err := stream.CheckFence(ctx); err != nil {
+		return err
 	}
 	if err := w.put(ctx, r); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/views"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -17,14 +18,28 @@ import (
 // data"). They translate; they decide nothing.
 
 // subscriptions lets the dispatcher read rules and metadata from the
-// registry, and auto-disable a subscriber through it.
-type subscriptions struct{ reg *registry.Registry }
+// registry, and auto-disable a subscriber through it. With a views guard,
+// what the registry would answer from a lost view is a "retry later"
+// (an error: the dispatcher postpones the delivery without counting an
+// attempt) instead of "no rule" (dropped) or the default metadata (sent
+// despite disableAll or throttleDelay).
+type subscriptions struct {
+	reg   *registry.Registry
+	views *views.Guard // nil: no guard
+}
 
 var _ dispatcher.Subscriptions = subscriptions{}
 
 func (s subscriptions) Target(ctx context.Context, subscriber, typ string) (webhook.Target, bool, error) {
+	gen, err := s.begin()
+	if err != nil {
+		return webhook.Target{}, false, err
+	}
 	r, err := s.reg.Rule(ctx, subscriber, typ)
 	if errors.Is(err, registry.ErrNotFound) {
+		if err := s.confirm(ctx, gen); err != nil {
+			return webhook.Target{}, false, err
+		}
 		return webhook.Target{}, false, dispatcher.ErrNoRule
 	}
 	if err != nil {
@@ -34,15 +49,43 @@ func (s subscriptions) Target(ctx context.Context, subscriber, typ string) (webh
 }
 
 func (s subscriptions) Settings(ctx context.Context, subscriber string) (time.Duration, bool, error) {
+	gen, err := s.begin()
+	if err != nil {
+		return 0, false, err
+	}
 	m, err := s.reg.Metadata(ctx, subscriber)
 	if err != nil {
 		return 0, false, err
+	}
+	if !m.DisableAll && m.Throttle() == 0 {
+		// What a subscriber without metadata reads, and a lost view too.
+		if err := s.confirm(ctx, gen); err != nil {
+			return 0, false, err
+		}
 	}
 	return m.Throttle(), m.DisableAll, nil
 }
 
 func (s subscriptions) DisableAll(ctx context.Context, subscriber, reason string) error {
 	return s.reg.SetDisableAll(ctx, subscriber, true, reason)
+}
+
+func (s subscriptions) begin() (uint64, error) {
+	if s.views == nil {
+		return 0, nil
+	}
+	gen, ready := s.views.Current()
+	if !ready {
+		return 0, views.ErrRebuilding
+	}
+	return gen, nil
+}
+
+func (s subscriptions) confirm(ctx context.Context, gen uint64) error {
+	if s.views == nil {
+		return nil
+	}
+	return s.views.Confirm(ctx, gen)
 }
 
 // testSender lets the registry's test endpoints send one signed

@@ -16,6 +16,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/ops"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/views"
 	"github.com/switchbackhq/switchback/internal/warehouse"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -33,6 +34,9 @@ type deps struct {
 	chURL       string
 	producer    *stream.Producer
 	streamStats *stream.Metrics
+	// views guards the Redis views (rebuilt from Kafka at start and after
+	// Redis lost them); its OnConnect hook is on the Redis client.
+	views *views.Guard
 }
 
 // startDeps brings up (embedded) or reaches (external) Kafka, Redis and
@@ -44,6 +48,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	// says ready while one is still being started.
 	ready.Set("kafka", ops.Component{Kind: "kafka", Required: true}, nil)
 	ready.Set("redis", ops.Component{Kind: "redis", Required: true}, nil)
+	ready.Set("views", ops.Component{Kind: "views", Required: true}, nil)
 	if needClickHouse {
 		ready.Set("clickhouse", ops.Component{Kind: "clickhouse", Required: true}, nil)
 	}
@@ -94,7 +99,21 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	if err != nil {
 		return nil, fmt.Errorf("invalid SWITCHBACK_REDIS_URL: %w", err)
 	}
+	// The views guard reads its marker on every new connection before the
+	// connection serves: a Redis restarted without its data (or from an
+	// older snapshot) is seen on the first reconnect, not at the next
+	// poll. /readyz says "rebuilding" until the views are complete.
+	d.views = views.New(views.Options{Logger: log.With("part", "views"), Registerer: reg})
+	ropts.OnConnect = d.views.OnConnect
 	d.redis = redis.NewClient(ropts)
+	d.views.Bind(d.redis)
+	guard := d.views
+	ready.Set("views", ops.Component{Mode: d.redisMode, Kind: "views", Required: true}, func(ctx context.Context) error {
+		if err := guard.Check(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrRebuilding, err)
+		}
+		return nil
+	})
 	closers.push("redis client", func(context.Context) error { return d.redis.Close() })
 	rc := d.redis
 	ready.Set("redis", ops.Component{Mode: d.redisMode, Kind: d.redisKind, Address: config.RedactURL(d.redisURL), Required: true},

@@ -26,6 +26,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/views"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	processorsavailability "github.com/switchbackhq/switchback/processors/availability"
 	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
@@ -74,6 +75,9 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	sh.bookingSystem = bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})
 	sh.suppliers = supplierbooking.NewRouter(supplierbooking.Options{Catalog: sh.catalog, Partner: sh.partner,
 		BookingSystem: sh.bookingSystem, Registerer: reg, Logger: log})
+	if err := startViews(ctx, d, sh, log, closers, st.failed); err != nil {
+		return nil, err
+	}
 	for _, tier := range tiers {
 		tlog := log.With("tier", tier)
 		switch tier {
@@ -118,6 +122,9 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Principals:   store,
 		RateLimit:    cfg.RateLimit,
 		RateBurst:    cfg.RateBurst,
+		// 503 while the Redis views are rebuilt; a 4xx is confirmed
+		// against them before it is served.
+		Views: d.views,
 	})
 	admin.Register(srv, store, sh.catalog)
 	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
@@ -246,64 +253,84 @@ type shared struct {
 	cronReports   *cronreport.Store
 }
 
-// startShared builds the registry and rebuilds its Redis view from the
-// rules and metadata topics before any tier reads it, then follows the
-// topics so that Redis catches up with writes of other instances and with
-// a write whose publish succeeded but whose Redis commit did not.
+// startShared builds what several tiers read and write: the principal
+// table (rebuilt from its topic, followed), and the registry, catalog,
+// change notifications and cron reports over their Redis views. The views
+// are rebuilt by startViews, before any tier reads them.
 func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logger, closers *closeStack) (*shared, error) {
 	pstore, err := loadPrincipals(ctx, d, log, closers)
 	if err != nil {
 		return nil, err
 	}
+	// Writers of the registry and the catalog read the view before they
+	// publish: the views guard's epoch fences them (refused while the
+	// views are rebuilt, or if they were lost in between).
 	reg := registry.New(registry.Options{
 		Redis:        d.redis,
 		Publisher:    d.producer,
 		AllowHTTP:    cfg.WebhookAllowHTTP,
 		AllowPrivate: cfg.WebhookAllowPrivate,
 		Logger:       log.With("part", "registry"),
+		Fence:        d.views,
 	})
-	start := time.Now()
-	if err := reg.Rebuild(ctx, d.brokers); err != nil {
-		return nil, fmt.Errorf("rebuild the registry view from Kafka: %w", err)
-	}
-	log.Info("registry view rebuilt from Kafka", "took", time.Since(start).Round(time.Millisecond))
-	fctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := reg.Follow(fctx, d.brokers); err != nil {
-			log.Error("registry follower stopped", "err", err)
-		}
-	}()
-	closers.push("registry follower", func(context.Context) error { cancel(); <-done; return nil })
-
-	// The catalog view is rebuilt from its compacted topics before serving
-	// (idempotent, sends no notifications); the catalog processor of the
-	// process tier keeps it current afterwards.
-	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog")})
-	start = time.Now()
-	if err := cat.Rebuild(ctx, d.brokers); err != nil {
-		return nil, fmt.Errorf("rebuild the catalog view from Kafka: %w", err)
-	}
-	log.Info("catalog view rebuilt from Kafka", "took", time.Since(start).Round(time.Millisecond))
-
-	// The change notifications' view, likewise (their worker applies
-	// every record afterwards).
+	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
-	if err := changes.Rebuild(ctx, d.brokers); err != nil {
-		return nil, fmt.Errorf("rebuild the change notifications view from Kafka: %w", err)
-	}
-
-	// The cron reports' view, likewise (the sync worker writes each
-	// report to the topic, then to the view).
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
-	if err := reports.Rebuild(ctx, d.brokers); err != nil {
-		return nil, fmt.Errorf("rebuild the cron reports view from Kafka: %w", err)
-	}
 
 	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
 	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
+}
+
+// startViews registers every Redis view with the views guard and rebuilds
+// them from their topics before any tier reads them (idempotent, notifies
+// nobody), then runs the guard, which rebuilds them again whenever Redis
+// loses them (FLUSHALL, a restart without its data) while the process
+// runs, and the registry's follower, which makes Redis catch up with
+// writes of other instances and with a write whose publish succeeded but
+// whose Redis commit did not.
+//
+// Every process registers every view, whatever its tiers: the epoch any
+// process sets after a rebuild then means that every view is complete.
+// The processors' consumer groups carry on from their own offsets.
+func startViews(ctx context.Context, d *deps, sh *shared, log *slog.Logger, closers *closeStack, failed chan<- error) error {
+	g := d.views
+	g.Register(views.View{Name: "registry", Rebuild: func(ctx context.Context) error { return sh.registry.Rebuild(ctx, d.brokers) }})
+	g.Register(views.View{Name: "catalog", Rebuild: func(ctx context.Context) error { return sh.catalog.Rebuild(ctx, d.brokers) }})
+	g.Register(views.View{Name: "changerequests", Rebuild: func(ctx context.Context) error { return sh.changes.Rebuild(ctx, d.brokers) }})
+	g.Register(views.View{Name: "cronreports", Rebuild: func(ctx context.Context) error { return sh.cronReports.Rebuild(ctx, d.brokers) }})
+	// Holds and bookings, with the set of bookings awaiting tickets that
+	// the poller works (derived from the records).
+	bookings := internalbooking.New(internalbooking.Options{Redis: d.redis, Publisher: d.producer, Partner: sh.suppliers,
+		Catalog: sh.catalog, Logger: log})
+	g.Register(views.View{Name: "bookings", Rebuild: func(ctx context.Context) error { return bookings.Rebuild(ctx, d.brokers) }})
+	// The availability processor's diff state, folded up to its consumer
+	// group's offsets: only after a loss (at a normal start the live
+	// state is ahead of any fold).
+	g.Register(views.View{Name: "availability-state", OnlyWhenLost: true, Rebuild: func(ctx context.Context) error {
+		return processorsavailability.RebuildState(ctx, processorsavailability.StateOptions{Brokers: d.brokers, Redis: d.redis,
+			Marker: g.Key(), Logger: log.With("part", "availability-state")})
+	}})
+	// In-process copies of view data start over with the views.
+	g.OnChange(sh.avail.ResetLocal)
+
+	start := time.Now()
+	if err := g.Start(ctx); err != nil {
+		return fmt.Errorf("rebuild the Redis views from Kafka: %w", err)
+	}
+	log.Info("Redis views rebuilt from Kafka", "views", g.Names(), "took", time.Since(start).Round(time.Millisecond))
+	runWorker(closers, "views guard", failed, g.Run)
+
+	fctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := sh.registry.Follow(fctx, d.brokers); err != nil {
+			log.Error("registry follower stopped", "err", err)
+		}
+	}()
+	closers.push("registry follower", func(context.Context) error { cancel(); <-done; return nil })
+	return nil
 }
 
 // startDispatch runs the webhook dispatcher until shutdown. Its Run commits
@@ -314,10 +341,14 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 		Brokers:       d.brokers,
 		Redis:         d.redis,
 		Publisher:     d.producer,
-		Subscriptions: subscriptions{sh.registry},
-		Sender:        sh.sender,
-		Schedule:      cfg.DispatchRetrySchedule,
-		BacklogLimit:  cfg.DispatchBacklogLimit,
+		Subscriptions: subscriptions{reg: sh.registry, views: d.views},
+		// The schedule's marker records the views' epoch: a Redis restarted
+		// from an older append-only file gets a new epoch from the views
+		// guard, and the schedule is rebuilt too.
+		Views:        d.views,
+		Sender:       sh.sender,
+		Schedule:     cfg.DispatchRetrySchedule,
+		BacklogLimit: cfg.DispatchBacklogLimit,
 		// A claimed delivery is sent again this long after a crash: past
 		// the webhook timeout with room, and not minutes.
 		Lease:           max(3*cfg.WebhookTimeout, 30*time.Second),
@@ -344,6 +375,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Publisher:   d.producer,
 		Logger:      log.With("part", "catalog-processor"),
 		Registerer:  reg,
+		Fence:       d.views,
 	})
 	runWorker(closers, "catalog processor (commit)", failed, cp.Run)
 
@@ -356,6 +388,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Publisher:   d.producer,
 		Logger:      log.With("part", "availability-processor"),
 		Registerer:  reg,
+		Fence:       d.views,
 	})
 	runWorker(closers, "availability processor (commit)", failed, ap.Run)
 
@@ -377,6 +410,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Publisher:   d.producer,
 		Logger:      log.With("part", "booking-processor"),
 		Registerer:  reg,
+		Fence:       d.views,
 	})
 	runWorker(closers, "booking processor (commit)", failed, bp.Run)
 	runWorker(closers, "booking poller", failed, processorsbooking.NewPoller(processorsbooking.PollerOptions{
@@ -427,16 +461,19 @@ func startIngest(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg p
 
 	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
 		Syncer:    ingestchangerequest.Refresher{Catalog: sh.catalog, Partner: sh.avail, BookingSync: bsync},
-		Publisher: d.producer, Logger: log, Registerer: reg})
+		Publisher: d.producer, Logger: log, Registerer: reg, Fence: d.views})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 
 	cw := cronsync.NewWorker(cronsync.WorkerOptions{Brokers: d.brokers, Store: sh.cronReports, Syncer: bsync,
-		Publisher: d.producer, Redis: d.redis, Logger: log, Registerer: reg})
+		Publisher: d.producer, Redis: d.redis, Logger: log, Registerer: reg, Fence: d.views})
 	runWorker(closers, "full synchronization worker (commit)", failed, cw.Run)
 	cs := cronsync.NewScheduler(cronsync.SchedulerOptions{Redis: d.redis, Publisher: d.producer, Suppliers: sh.catalog,
 		Interval: cfg.SyncInterval, HorizonDays: cfg.SyncHorizonDays, Logger: log, Registerer: reg})
 	runWorker(closers, "full synchronization scheduler", failed, cs.Run)
 
 	rs := bookingsync.NewScheduler(bookingsync.SchedulerOptions{Syncer: bsync, Logger: log, Registerer: reg})
+	// The schedule is derivable and lives in Redis only: after the views
+	// were lost and rebuilt it is rediscovered at once.
+	d.views.OnChange(rs.Rediscover)
 	runWorker(closers, "booking-system refresh scheduler", failed, rs.Run)
 }

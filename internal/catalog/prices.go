@@ -145,7 +145,7 @@ func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, si
 	}
 	next.Version = last + 1
 	ev := Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior}
-	return next, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // PriceSchedule returns the schedule of a rate p manages (an empty one,

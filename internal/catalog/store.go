@@ -56,6 +56,20 @@ type Options struct {
 	Source string
 	// KeyPrefix prefixes every Redis key. Default "switchback:catalog:".
 	KeyPrefix string
+	// Fence, when set, keeps writes from deciding on a lost view: the
+	// epoch of the Redis views (internal/views.Guard) is read before a
+	// write takes its lock and reads, and again before it publishes; a
+	// write is refused (ErrUnavailable) while the views are being rebuilt
+	// or if they changed in between. Without it a write after a FLUSHALL
+	// would find its supplier's products "absent" and publish a create of
+	// version 1 over them, in the log of record.
+	Fence Fence
+}
+
+// Fence reads the epoch of the Redis views: "" while they are lost or
+// being rebuilt. *views.Guard implements it.
+type Fence interface {
+	Epoch(ctx context.Context) (string, error)
 }
 
 // Store is the catalog. Safe for concurrent use, across processes too
@@ -68,6 +82,7 @@ type Store struct {
 	source string
 	k      keys
 	local  keyedMutex
+	fence  Fence
 
 	lockWait time.Duration
 }
@@ -90,7 +105,7 @@ func NewStore(opts Options) *Store {
 		opts.KeyPrefix = "switchback:catalog:"
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
-		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}}
+		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence}
 }
 
 // keyedMutex queues the writers of one key inside this process, so that
@@ -312,6 +327,42 @@ type heldLock struct {
 	key, token string
 	current    string
 	unlock     func() // the in-process mutex of key
+	epoch      string // the views' epoch read before the lock (Fence)
+}
+
+// errViewsRebuilding is a write refused while the views are rebuilt.
+var errViewsRebuilding = fmt.Errorf("the catalog view is being rebuilt from Kafka: %w", ErrUnavailable)
+
+// viewsEpoch reads the fence's epoch ("" without a fence); a write may
+// not start while the views are being rebuilt.
+func (s *Store) viewsEpoch(ctx context.Context) (string, error) {
+	if s.fence == nil {
+		return "", nil
+	}
+	e, err := s.fence.Epoch(ctx)
+	if err != nil {
+		return "", unavailable("read the views epoch", err)
+	}
+	if e == "" {
+		return "", errViewsRebuilding
+	}
+	return e, nil
+}
+
+// checkFence returns nil if the views' epoch is still the one read when l
+// was taken: everything the write read under l came from complete views.
+func (s *Store) checkFence(ctx context.Context, l heldLock) error {
+	if s.fence == nil {
+		return nil
+	}
+	e, err := s.fence.Epoch(ctx)
+	if err != nil {
+		return unavailable("read the views epoch", err)
+	}
+	if e == "" || e != l.epoch {
+		return errViewsRebuilding
+	}
+	return nil
 }
 
 // acquire takes the lock key, waiting up to lockWait for the write
@@ -328,6 +379,11 @@ func (s *Store) acquire(ctx context.Context, lockKey, hash, field string) (heldL
 	if err != nil {
 		return heldLock{}, busy
 	}
+	epoch, err := s.viewsEpoch(ctx)
+	if err != nil {
+		unlock()
+		return heldLock{}, err
+	}
 	token := uuid.NewString()
 	deadline := time.Now().Add(s.lockWait)
 	backoff := 2 * time.Millisecond
@@ -338,7 +394,7 @@ func (s *Store) acquire(ctx context.Context, lockKey, hash, field string) (heldL
 			return heldLock{}, unavailable("lock", err)
 		}
 		if len(res) == 2 && res[0] == "ok" {
-			return heldLock{key: lockKey, token: token, current: res[1], unlock: unlock}, nil
+			return heldLock{key: lockKey, token: token, current: res[1], unlock: unlock, epoch: epoch}, nil
 		}
 		if time.Now().After(deadline) {
 			unlock()

@@ -87,16 +87,19 @@ func (s *Store) lockSupplier(ctx context.Context, p principals.Principal, sid st
 func (s *Store) timestamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
 // commit publishes the changes (one Publish, acks=all), then applies them
-// to Redis. A publish failure changes nothing we know of and is
+// to Redis, unless the views were lost since l was taken (Fence). A publish failure changes nothing we know of and is
 // ErrUnavailable; an apply failure after the publish is logged only: the
 // change happened (the topic is the record) and processors/catalog
 // applies it.
-func (s *Store) commit(ctx context.Context, changes []change) error {
+func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error {
 	if len(changes) == 0 {
 		return nil
 	}
 	if s.pub == nil {
 		return fmt.Errorf("catalog write: no publisher: %w", ErrUnavailable)
+	}
+	if err := s.checkFence(ctx, l); err != nil {
+		return err
 	}
 	now := s.timestamp()
 	envs := make([]schemas.Envelope, len(changes))
@@ -187,7 +190,7 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 		return Supplier{}, err
 	}
 	sup := Supplier{SupplierData: in.SupplierData, Version: vs[0] + 1, Connection: conn, Owner: owner}
-	err = s.commit(ctx, []change{{ev: Event{Kind: KindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
+	err = s.commit(ctx, tx.lock, []change{{ev: Event{Kind: KindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
 	return sup, err
 }
 
@@ -224,7 +227,7 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 	}
 	next.Version = max(cur.Version, vs[0]) + 1
 	ev := Event{Kind: KindSupplier, SupplierID: sid, Supplier: &next, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
-	return next, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // DeleteSupplier deletes a supplier without products (ErrConflict
@@ -249,7 +252,7 @@ func (s *Store) DeleteSupplier(ctx context.Context, p principals.Principal, sid 
 	}
 	cur := tx.sup
 	ev := Event{Kind: KindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
-	return s.commit(ctx, []change{{ev: ev, version: max(cur.Version, vs[0]) + 1, deleted: true}})
+	return s.commit(ctx, tx.lock, []change{{ev: ev, version: max(cur.Version, vs[0]) + 1, deleted: true}})
 }
 
 // ---- products ----
@@ -394,7 +397,7 @@ func (s *Store) upsertProducts(ctx context.Context, p principals.Principal, sid 
 		out[i] = next
 		changes = append(changes, change{ev: ev, version: next.Version})
 	}
-	return out, s.commit(ctx, changes)
+	return out, s.commit(ctx, tx.lock, changes)
 }
 
 // DeleteProduct deletes a product and, with it, its rates and their
@@ -473,7 +476,7 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 	}
 	changes = append(changes, change{ev: Event{Kind: KindProduct, SupplierID: sid, ProductID: pid,
 		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
-	return s.commit(ctx, changes)
+	return s.commit(ctx, tx.lock, changes)
 }
 
 // ---- rates ----
@@ -612,7 +615,7 @@ func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pi
 		out[i] = next
 		changes = append(changes, change{ev: ev, version: next.Version})
 	}
-	return out, s.commit(ctx, changes)
+	return out, s.commit(ctx, tx.lock, changes)
 }
 
 // DeleteRate deletes a rate and its availabilities. A rate that a binding
@@ -673,7 +676,7 @@ func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid
 	changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
 		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
 		version: max(cur.Version, vr) + 1, deleted: true})
-	return s.commit(ctx, changes)
+	return s.commit(ctx, tx.lock, changes)
 }
 
 // decodeBindings reads the stored bindings of a product (channel id →
@@ -753,7 +756,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, s
 	}
 	next.Version = last + 1
 	ev := Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid, Availability: &next}
-	return next, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // ---- channels ----
@@ -839,7 +842,7 @@ func (s *Store) writeChannel(ctx context.Context, in ChannelInput, mode writeMod
 		last = max(last, cur.Version)
 	}
 	next.Version = last + 1
-	return next, s.commit(ctx, []change{{ev: Event{Kind: KindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
+	return next, s.commit(ctx, l, []change{{ev: Event{Kind: KindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
 }
 
 // ---- bindings ----
@@ -1034,7 +1037,7 @@ func (s *Store) writeBinding(ctx context.Context, p principals.Principal, sid, p
 	next.Version = st.last + 1
 	out.Binding = next
 	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
-	return out, s.commit(ctx, []change{{ev: ev, version: next.Version}})
+	return out, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // DeleteBinding unbinds the product from the channel (both APIs).
@@ -1052,5 +1055,5 @@ func (s *Store) DeleteBinding(ctx context.Context, p principals.Principal, sid, 
 		return notFound("binding of channel", cid)
 	}
 	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
-	return s.commit(ctx, []change{{ev: ev, version: st.last + 1, deleted: true}})
+	return s.commit(ctx, tx.lock, []change{{ev: ev, version: st.last + 1, deleted: true}})
 }

@@ -40,7 +40,14 @@ const (
 	StatusDown    Status = "down"
 	StatusParked  Status = "parked"
 	StatusPending Status = "starting"
+	// StatusRebuilding is a dependency that answers but whose data is
+	// being rebuilt (the Redis views after a FLUSHALL): not ready.
+	StatusRebuilding Status = "rebuilding"
 )
+
+// ErrRebuilding, wrapped in a check's error, reports the dependency as
+// rebuilding rather than down.
+var ErrRebuilding = errors.New("rebuilding")
 
 // CheckFunc probes one dependency. It must honour ctx's deadline.
 type CheckFunc func(ctx context.Context) error
@@ -126,6 +133,9 @@ func (r *Readiness) Report(ctx context.Context) (bool, map[string]Component) {
 			res := c.Component
 			if err := c.check(cctx); err != nil {
 				res.Status = StatusDown
+				if errors.Is(err, ErrRebuilding) {
+					res.Status = StatusRebuilding
+				}
 				res.Error = err.Error()
 			} else {
 				res.Status = StatusUp

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -56,6 +57,17 @@ func TestReadiness_Report(t *testing.T) {
 			},
 			wantReady: true,
 			want:      map[string]Status{"clickhouse": StatusDown},
+		},
+		{
+			name: "views rebuilding are reported as rebuilding, not ready",
+			set: func(r *Readiness) {
+				r.Set("redis", Component{Mode: ModeExternal, Required: true}, up)
+				r.Set("views", Component{Kind: "views", Required: true}, func(context.Context) error {
+					return fmt.Errorf("views %w from Kafka: catalog", ErrRebuilding)
+				})
+			},
+			wantReady: false,
+			want:      map[string]Status{"redis": StatusUp, "views": StatusRebuilding},
 		},
 		{
 			name: "required dependency still starting is not ready",

@@ -118,6 +118,20 @@ type Options struct {
 	Source string
 	// KeyPrefix prefixes every Redis key. Default "switchback:registry:".
 	KeyPrefix string
+	// Fence, when set, keeps writes from deciding on a lost view: the
+	// epoch of the Redis views (internal/views.Guard) is read before a
+	// write reserves its slot, and again before it publishes; the write is
+	// refused (ErrUnavailable) while the views are being rebuilt or if
+	// they changed in between. Without it a create after a FLUSHALL would
+	// find the slot empty and publish a second rule of a type over the
+	// first (with a new securityKey), in the log of record.
+	Fence Fence
+}
+
+// Fence reads the epoch of the Redis views: "" while they are lost or
+// being rebuilt. *views.Guard implements it.
+type Fence interface {
+	Epoch(ctx context.Context) (string, error)
 }
 
 // Registry is the registry of every subscriber. It is safe for concurrent
@@ -130,6 +144,7 @@ type Registry struct {
 	log    *slog.Logger
 	source string
 	keys   keys
+	fence  Fence
 	// lockWait is how long a write waits for another write of its slot
 	// (lockWait by default; shorter in tests).
 	lockWait time.Duration
@@ -160,6 +175,7 @@ func New(opts Options) *Registry {
 		log:    opts.Logger,
 		source: opts.Source,
 		keys:   keys{prefix: opts.KeyPrefix},
+		fence:  opts.Fence,
 
 		lockWait: lockWait,
 	}

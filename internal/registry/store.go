@@ -125,11 +125,51 @@ type slotLock struct {
 	token   string
 	version int64
 	current string
+	epoch   string // the views' epoch read before the reservation (Fence)
+}
+
+// errViewsRebuilding is a write refused while the views are rebuilt.
+var errViewsRebuilding = fmt.Errorf("the registry view is being rebuilt from Kafka: %w", ErrUnavailable)
+
+// viewsEpoch reads the fence's epoch ("" without a fence); a write may
+// not start while the views are being rebuilt.
+func (r *Registry) viewsEpoch(ctx context.Context) (string, error) {
+	if r.fence == nil {
+		return "", nil
+	}
+	e, err := r.fence.Epoch(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the views epoch: %w: %w", ErrUnavailable, err)
+	}
+	if e == "" {
+		return "", errViewsRebuilding
+	}
+	return e, nil
+}
+
+// checkFence returns nil if the views' epoch is still the one read when l
+// was reserved: what the write read under l came from complete views.
+func (r *Registry) checkFence(ctx context.Context, l slotLock) error {
+	if r.fence == nil {
+		return nil
+	}
+	e, err := r.fence.Epoch(ctx)
+	if err != nil {
+		return fmt.Errorf("read the views epoch: %w: %w", ErrUnavailable, err)
+	}
+	if e == "" || e != l.epoch {
+		return errViewsRebuilding
+	}
+	return nil
 }
 
 // lock takes the slot's lock, waiting up to lockWait for another write of
 // the slot to finish.
 func (r *Registry) lock(ctx context.Context, subscriber, field string, mode lockMode) (slotLock, error) {
+	epoch, err := r.viewsEpoch(ctx)
+	if err != nil {
+		return slotLock{}, err
+	}
 	token := uuid.NewString()
 	deadline := time.Now().Add(r.lockWait)
 	backoff := 5 * time.Millisecond
@@ -152,7 +192,7 @@ func (r *Registry) lock(ctx context.Context, subscriber, field string, mode lock
 			if err != nil {
 				return slotLock{}, fmt.Errorf("reserve %s: version %q: %w", field, res[1], err)
 			}
-			return slotLock{field: field, token: token, version: v, current: res[2]}, nil
+			return slotLock{field: field, token: token, version: v, current: res[2], epoch: epoch}, nil
 		}
 		// busy: another write of this slot is between reserve and commit.
 		if time.Now().After(deadline) {

@@ -80,7 +80,7 @@ func (r *Registry) Delete(ctx context.Context, subscriber, typ, id string) error
 	now := r.timestamp()
 	version := nextVersion(l.version, now)
 	ev := ruleEvent{Subscriber: subscriber, Type: typ, RuleID: id}
-	if err := r.publish(ctx, schemas.TopicRules, RuleKey(subscriber, typ), EventRuleDeleted, version, now, true, ev); err != nil {
+	if err := r.publish(ctx, l, schemas.TopicRules, RuleKey(subscriber, typ), EventRuleDeleted, version, now, true, ev); err != nil {
 		r.release(ctx, subscriber, l)
 		return err
 	}
@@ -113,7 +113,7 @@ func (r *Registry) writeRule(ctx context.Context, subscriber string, l slotLock,
 	version := nextVersion(l.version, now)
 	sr := rule.stored()
 	ev := ruleEvent{Subscriber: subscriber, Type: rule.Type, RuleID: rule.ID, Rule: &sr}
-	if err := r.publish(ctx, schemas.TopicRules, RuleKey(subscriber, rule.Type), event, version, now, false, ev); err != nil {
+	if err := r.publish(ctx, l, schemas.TopicRules, RuleKey(subscriber, rule.Type), event, version, now, false, ev); err != nil {
 		r.release(ctx, subscriber, l)
 		return Rule{}, err
 	}
@@ -188,7 +188,7 @@ func (r *Registry) writeMetadata(ctx context.Context, subscriber, reason string,
 	md.UpdatedOn = now
 	version := nextVersion(l.version, now)
 	ev := metadataEvent{Subscriber: subscriber, Metadata: md, Reason: reason}
-	if err := r.publish(ctx, schemas.TopicMetadata, subscriber, EventMetadataUpdated, version, now, false, ev); err != nil {
+	if err := r.publish(ctx, l, schemas.TopicMetadata, subscriber, EventMetadataUpdated, version, now, false, ev); err != nil {
 		r.release(ctx, subscriber, l)
 		return Metadata{}, err
 	}
@@ -201,10 +201,14 @@ func (r *Registry) writeMetadata(ctx context.Context, subscriber, reason string,
 }
 
 // publish writes one event and waits for the acknowledgement (bounded by
-// publishTimeout, well under the marker's lifetime).
-func (r *Registry) publish(ctx context.Context, topic, key, typ string, version int64, now time.Time, deleted bool, data any) error {
+// publishTimeout, well under the marker's lifetime), unless the views were
+// lost since l was reserved (Fence).
+func (r *Registry) publish(ctx context.Context, l slotLock, topic, key, typ string, version int64, now time.Time, deleted bool, data any) error {
 	if r.pub == nil {
 		return fmt.Errorf("publish %s: no publisher: %w", typ, ErrUnavailable)
+	}
+	if err := r.checkFence(ctx, l); err != nil {
+		return err
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {

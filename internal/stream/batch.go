@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -55,12 +56,27 @@ func (c *Consumer) batchLoop(ctx context.Context, r *kafka.Reader) error {
 // them; after MaxAttempts failures it handles them one by one (process:
 // retries, then the dead-letter topic) and commits each after it is done.
 // It returns false if ctx ended first.
+// With a Fence, as in process: a batch during which the views' epoch
+// changed is handled again, whole, once they are complete, and that is not
+// an attempt.
 func (c *Consumer) processBatch(ctx context.Context, r *kafka.Reader, kms []kafka.Message, msgs []Message) bool {
 	delay := c.cfg.RetryDelay
 	for attempt := 1; ; attempt++ {
+		epoch, hctx, ok := c.awaitFence(ctx, msgs[0].Topic)
+		if !ok {
+			return false
+		}
 		start := time.Now()
-		err := c.callBatch(ctx, msgs)
+		err := c.callBatch(hctx, msgs)
 		c.observeBatch(msgs, time.Since(start).Seconds(), err != nil)
+		if errors.Is(err, ErrFenced) || !c.fenceHeld(ctx, epoch) {
+			if ctx.Err() != nil || sleep(ctx, fenceWaitMin) != nil {
+				return false
+			}
+			c.fenced(msgs[0], len(msgs))
+			attempt--
+			continue
+		}
 		if err == nil {
 			c.commit(ctx, r, kms...)
 			return true

@@ -65,6 +65,15 @@ type ConsumerConfig struct {
 	// attempt up to MaxRetryDelay. Defaults 100ms and 30s.
 	RetryDelay    time.Duration
 	MaxRetryDelay time.Duration
+	// Fence, when set, is read before and after each handler call (or
+	// batch): a change of the Redis views' epoch in between means the
+	// handler may have read a lost view, so the same messages are handled
+	// again once the views are complete, and not committed before. Such a
+	// redo is not an attempt. Set it for every consumer whose handler
+	// reads a Redis view; handlers must be idempotent (they are: versioned
+	// upserts, deterministic ids).
+	Fence Fence
+
 	// DeadLetter receives messages whose last attempt failed, on
 	// schemas.TopicDeadLetter. Nil means no dead-letter topic: the message
 	// is retried until it succeeds and nothing after it is committed.
@@ -233,12 +242,29 @@ func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
 
 // process handles m with retries, then dead-letters it. It returns false
 // if ctx ended before m was handled or dead-lettered.
+//
+// With a Fence, the views' epoch is read before each call and again after
+// it: if it changed (or the handler returned ErrFenced), the call may have
+// read a lost view, so m is handled again once the views are complete,
+// without counting an attempt (a flushed Redis is not a poison message).
 func (c *Consumer) process(ctx context.Context, m Message) bool {
 	delay := c.cfg.RetryDelay
 	for attempt := 1; ; attempt++ {
+		epoch, hctx, ok := c.awaitFence(ctx, m.Topic)
+		if !ok {
+			return false
+		}
 		start := time.Now()
-		err := c.call(ctx, m)
+		err := c.call(hctx, m)
 		c.cfg.Metrics.observeHandler(m.Topic, c.cfg.GroupID, time.Since(start).Seconds(), err != nil)
+		if errors.Is(err, ErrFenced) || !c.fenceHeld(ctx, epoch) {
+			if ctx.Err() != nil || sleep(ctx, fenceWaitMin) != nil {
+				return false
+			}
+			c.fenced(m, 1)
+			attempt--
+			continue
+		}
 		if err == nil {
 			return true
 		}

@@ -15,6 +15,7 @@ type Metrics struct {
 	consumed        *prometheus.CounterVec
 	handlerFailures *prometheus.CounterVec
 	deadLettered    *prometheus.CounterVec
+	fenced          *prometheus.CounterVec
 	handlerSeconds  *prometheus.HistogramVec
 	lag             *prometheus.GaugeVec
 	produced        *prometheus.CounterVec
@@ -39,6 +40,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_stream_dead_lettered_total",
 			Help: "Messages published to the dead-letter topic after the last attempt failed.",
+		}, []string{"topic", "group"}),
+		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_stream_fenced_total",
+			Help: "Handler calls (or batches) done again because the Redis views were lost or rebuilt meanwhile (not attempts).",
 		}, []string{"topic", "group"}),
 		handlerSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "switchback_stream_handler_seconds",
@@ -69,6 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.consumed = instrument.Register(reg, m.consumed)
 	m.handlerFailures = instrument.Register(reg, m.handlerFailures)
 	m.deadLettered = instrument.Register(reg, m.deadLettered)
+	m.fenced = instrument.Register(reg, m.fenced)
 	m.handlerSeconds = instrument.Register(reg, m.handlerSeconds)
 	m.lag = instrument.Register(reg, m.lag)
 	m.produced = instrument.Register(reg, m.produced)
@@ -103,6 +109,13 @@ func (m *Metrics) observeDeadLettered(topic, group string) {
 		return
 	}
 	m.deadLettered.WithLabelValues(topic, group).Inc()
+}
+
+func (m *Metrics) observeFenced(topic, group string) {
+	if m == nil {
+		return
+	}
+	m.fenced.WithLabelValues(topic, group).Inc()
 }
 
 func (m *Metrics) observeProduced(topic string, n int) {

@@ -230,26 +230,20 @@ func (p *Processor) apply(ctx context.Context, lk *lookup, r *rate, now time.Tim
 	r.results = r.results[:0]
 	r.changes, r.notes = 0, 0
 	for _, in := range r.ins {
-		if in.version < st.Versions[in.source] {
-			r.results = append(r.results, "older")
+		changes, result := step(&st, in, now)
+		r.results = append(r.results, result)
+		switch result {
+		case "older":
+			continue
+		case "deleted":
+			r.write, r.deleted = true, true
 			continue
 		}
-		r.write = true
-		if in.deleted {
-			r.results = append(r.results, "deleted")
-			r.deleted = true
-			st = stored{Versions: map[string]int64{}}
-			continue
-		}
-		r.deleted = false
-		changes, next := Diff(st.State, in.scope, in.slots)
+		r.write, r.deleted = true, false
 		var notes int
 		if out, notes, err = p.messages(ctx, lk, in, changes, now, out); err != nil {
 			return nil, err
 		}
-		st.State = next.Prune(now.Add(-24 * time.Hour))
-		st.Versions[in.source] = in.version
-		r.results = append(r.results, "diffed")
 		r.changes += len(changes)
 		r.notes += notes
 	}
@@ -257,6 +251,28 @@ func (p *Processor) apply(ctx context.Context, lk *lookup, r *rate, now time.Tim
 		r.next = encodeState(make([]byte, 0, 16+16*len(st.Slots)+8*len(st.Coverage)), st)
 	}
 	return out, nil
+}
+
+// step applies one event to a rate's state in place and returns the
+// changes it found and the result: "older" (an older version of its
+// source than the last applied: skipped), "deleted" (the rate's
+// availabilities were deleted: the state is emptied), or "diffed". It is
+// the whole state transition, shared by the processor and RebuildState.
+func step(st *stored, in input, now time.Time) ([]Change, string) {
+	if in.version < st.Versions[in.source] {
+		return nil, "older"
+	}
+	if in.deleted {
+		*st = stored{Versions: map[string]int64{}}
+		return nil, "deleted"
+	}
+	changes, next := Diff(st.State, in.scope, in.slots)
+	st.State = next.Prune(now.Add(-24 * time.Hour))
+	if st.Versions == nil {
+		st.Versions = map[string]int64{}
+	}
+	st.Versions[in.source] = in.version
+	return changes, "diffed"
 }
 
 // writeStates saves the states of the rates that changed in one pipeline

@@ -74,10 +74,17 @@ type Rules interface {
 	Rule(ctx context.Context, subscriber, typ string) (registry.Rule, error)
 }
 
+// defaultGroupID is the processor's consumer group.
+const defaultGroupID = "switchback-processors-availability"
+
 // Options configures New.
 type Options struct {
-	Brokers     []string // required for Run
-	GroupID     string   // default "switchback-processors-availability"
+	Brokers []string // required for Run
+	GroupID string   // default "switchback-processors-availability"
+	// Fence, when set, makes Run handle a batch again when the Redis views
+	// (the diff states, bindings, rules) were lost while it ran
+	// (stream.ConsumerConfig.Fence).
+	Fence       stream.Fence
 	Redis       redis.UniversalClient
 	Bindings    Bindings
 	Subscribers Subscribers
@@ -119,7 +126,7 @@ func New(opts Options) *Processor {
 		panic("processors/availability.New: Redis, Bindings, Subscribers, Rules and Publisher are required")
 	}
 	if opts.GroupID == "" {
-		opts.GroupID = "switchback-processors-availability"
+		opts.GroupID = defaultGroupID
 	}
 	if opts.Consumers <= 0 {
 		opts.Consumers = 2
@@ -172,7 +179,12 @@ func (p *Processor) Run(ctx context.Context) error {
 			errs <- stream.NewConsumer(stream.ConsumerConfig{
 				Brokers: p.opts.Brokers, GroupID: p.opts.GroupID, Topics: []string{schemas.TopicAvailability},
 				Handler: p.Handle, BatchHandler: p.HandleBatch, BatchSize: p.opts.BatchSize, BatchWait: p.opts.BatchWait,
-				MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream,
+				MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream, Fence: p.opts.Fence,
+				// Synchronous commits: the committed offsets are then
+				// exactly what was handled, which RebuildState folds up
+				// to after Redis lost the states (a batch of up to 500
+				// records pays one commit round trip).
+				CommitInterval: -1,
 			}).Run(ctx)
 		}()
 	}

@@ -62,8 +62,12 @@ type Store interface {
 
 // Options configures New.
 type Options struct {
-	Brokers     []string // required for Run
-	GroupID     string   // default "switchback-processors-booking"
+	Brokers []string // required for Run
+	GroupID string   // default "switchback-processors-booking"
+	// Fence, when set, makes Run handle a record again when the Redis
+	// views (rules, the booking view) were lost while it ran
+	// (stream.ConsumerConfig.Fence).
+	Fence       stream.Fence
 	Store       Store
 	Subscribers Subscribers
 	Rules       Rules
@@ -121,7 +125,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	return stream.NewConsumer(stream.ConsumerConfig{
 		Brokers: p.opts.Brokers, GroupID: p.opts.GroupID, Topics: bookingsvc.Topics(),
-		Handler: p.Handle, MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream,
+		Handler: p.Handle, MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream, Fence: p.opts.Fence,
 	}).Run(ctx)
 }
 

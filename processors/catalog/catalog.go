@@ -82,6 +82,10 @@ type Options struct {
 	Brokers []string
 	// GroupID of the consumer group. Default "switchback-processors-catalog".
 	GroupID string
+	// Fence, when set, makes Run handle a record again when the Redis
+	// views (the catalog it reads "who sees it now" from, the rules) were
+	// lost while it ran (stream.ConsumerConfig.Fence).
+	Fence stream.Fence
 	// Store is the catalog view the events are applied to. Required.
 	Store *catalogstore.Store
 	// Subscribers and Rules decide who is notified. Required.
@@ -149,6 +153,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		MaxRetryDelay: 5 * time.Second,
 		Logger:        p.opts.Logger,
 		Metrics:       p.stream,
+		Fence:         p.opts.Fence,
 	})
 	return c.Run(ctx)
 }

@@ -205,6 +205,12 @@ func decodeEntry(s string) (entry, bool) {
 		retrieved: time.UnixMilli(ms[2]).UTC(), raw: []byte(parts[4])}, true
 }
 
+// ResetLocal drops the in-process copy, and what reads begun before the
+// call would put in it: the Redis views were lost (a copy of a bound-rate
+// list read then may be empty and wrong) or rebuilt. internal/views calls
+// it on every change.
+func (s *Service) ResetLocal() { s.local.reset() }
+
 func (s *Service) fresh(e entry, now time.Time) bool {
 	return now.Sub(e.fetched) < s.opts.MaxAge && now.Before(e.expires)
 }
@@ -254,6 +260,7 @@ func (s *Service) boundRates(ctx context.Context, channel, sid, pid, rid string,
 	lkey := "b\x00" + channel + "\x00" + sid + "\x00" + pid
 	all, ok := s.local.get(lkey, now)
 	if !ok {
+		gen := s.local.generation()
 		raw, err := s.opts.Catalog.AppendRates(ctx, nil, channel, sid, pid, now)
 		if err != nil {
 			return nil, err
@@ -270,7 +277,7 @@ func (s *Service) boundRates(ctx context.Context, channel, sid, pid, rid string,
 		}
 		if s.opts.LocalTTL > 0 {
 			all.until = now.Add(s.opts.LocalTTL)
-			s.local.put(lkey, all, now)
+			s.local.put(lkey, all, now, gen)
 		}
 	}
 	if rid == "" {
@@ -374,6 +381,7 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 			return out, false, nil
 		}
 	}
+	gen := s.local.generation()
 	vals, err := s.mget(ctx, sid, pid, rates, w)
 	if err != nil {
 		return rateEntries{}, false, err
@@ -389,7 +397,7 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 			if err := json.Unmarshal(e.raw, &e.decoded); err != nil {
 				e.decoded = nil
 			}
-			s.local.put(s.key(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e}, now)
+			s.local.put(s.key(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e}, now, gen)
 		}
 		out.entries[i] = e
 	}
@@ -695,6 +703,24 @@ type local struct {
 	m  map[string]localItem
 	// sweepAt is the size at which the next put sweeps.
 	sweepAt int
+	// gen counts resets: a put of what was read before the last reset is
+	// dropped (it may come from a Redis that lost its data).
+	gen uint64
+}
+
+// generation is taken before reading Redis and handed to put.
+func (l *local) generation() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.gen
+}
+
+// reset empties the copy and drops the puts of reads begun before it.
+func (l *local) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gen++
+	l.m, l.sweepAt = map[string]localItem{}, 0
 }
 
 type localItem struct {
@@ -718,9 +744,12 @@ func (l *local) get(key string, now time.Time) (localItem, bool) {
 	return it, true
 }
 
-func (l *local) put(key string, it localItem, now time.Time) {
+func (l *local) put(key string, it localItem, now time.Time, gen uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if gen != l.gen {
+		return
+	}
 	if len(l.m) >= min(max(l.sweepAt, minLocalSweep), maxLocal) {
 		live := make(map[string]localItem, len(l.m)/2)
 		for k, v := range l.m {

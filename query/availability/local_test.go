@@ -32,7 +32,7 @@ func TestLocal_ExpiredItemsAreSweptAndTheCopyStaysBounded(t *testing.T) {
 			now := t0
 			for i := range tt.puts {
 				now = t0.Add(time.Duration(i) * time.Millisecond)
-				l.put(fmt.Sprint("k", i), localItem{until: now.Add(tt.ttl)}, now)
+				l.put(fmt.Sprint("k", i), localItem{until: now.Add(tt.ttl)}, now, 0)
 				peak = max(peak, l.size())
 			}
 			if peak > tt.wantMax {
@@ -45,5 +45,32 @@ func TestLocal_ExpiredItemsAreSweptAndTheCopyStaysBounded(t *testing.T) {
 				t.Fatal("an expired item was served")
 			}
 		})
+	}
+}
+
+// TestLocal_ResetDropsItemsAndThePutsOfReadsBegunBefore: after the Redis
+// views were lost or rebuilt, nothing read before (an empty bound-rate
+// list read from a flushed Redis, say) is served from the copy, not even
+// when the read that fetched it finishes after the reset.
+func TestLocal_ResetDropsItemsAndThePutsOfReadsBegunBefore(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	l := local{m: map[string]localItem{}}
+	l.put("kept", localItem{until: now.Add(time.Second)}, now, l.generation())
+	inFlight := l.generation() // a read begins
+	l.reset()
+	l.put("late", localItem{until: now.Add(time.Second)}, now, inFlight) // ... and ends after the reset
+	l.put("fresh", localItem{until: now.Add(time.Second)}, now, l.generation())
+	tests := []struct {
+		key  string
+		want bool
+	}{
+		{"kept", false},
+		{"late", false},
+		{"fresh", true},
+	}
+	for _, tt := range tests {
+		if _, ok := l.get(tt.key, now); ok != tt.want {
+			t.Errorf("%s found = %v, want %v", tt.key, ok, tt.want)
+		}
 	}
 }

@@ -5,7 +5,8 @@
 //
 //	request id -> panic recovery -> routing (404/405) -> authentication
 //	(401, or 429 for an address over its failed-authentication limit)
-//	-> key over its limit (429) -> role check (403) -> handler
+//	-> key over its limit (429) -> role check (403) -> views complete?
+//	(503) -> handler -> 4xx confirmed against the views (else 503)
 //	-> error object, access log, metrics
 //
 // plus the body size limit (413), enforced by fasthttp while reading. The
@@ -98,6 +99,10 @@ type Options struct {
 	// RateLimitKeys bounds the buckets held in memory (keys and addresses
 	// together). Default 262144, about 9 MiB at the high-water mark.
 	RateLimitKeys int
+
+	// Views, when set, guards every route against Redis views that are
+	// being rebuilt (views.go). Nil: no guard (tests of other layers).
+	Views Views
 }
 
 // Server is the API server. Register every route, then Serve or
@@ -327,7 +332,7 @@ func (s *Server) accessLog(method []byte, route string, status int, d time.Durat
 }
 
 // run is the per-route middleware: rate limit, authentication, role
-// check, handler.
+// check, the views guard (views.go), handler.
 func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	r, _ := ctx.UserValue(requestKey{}).(*Request)
 	r.route = rt
@@ -364,8 +369,33 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 		r.Error(apierror.New(apierror.Forbidden, "role "+string(p.Role)+" may not use this route"))
 		return
 	}
+	v := s.opts.Views
+	if v == nil {
+		if err := rt.h(r); err != nil {
+			r.Error(err)
+		}
+		return
+	}
+	gen, ready := v.Current()
+	read := isRead(ctx.Method())
+	if !ready || (!read && v.Confirm(s.base, gen) != nil) {
+		viewsUnavailable(r)
+		return
+	}
 	if err := rt.h(r); err != nil {
 		r.Error(err)
+	}
+	// What the handler answered may rest on a view lost meanwhile.
+	status := ctx.Response.StatusCode()
+	switch {
+	case status >= 400 && status < 500:
+		if v.Confirm(s.base, gen) != nil {
+			viewsUnavailable(r)
+		}
+	case read && status < 400:
+		if now, ok := v.Current(); now != gen || !ok {
+			viewsUnavailable(r)
+		}
 	}
 }
 
