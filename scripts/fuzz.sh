@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 budget="${1:-20000x}"
 n=0
+start=$(date +%s)
 for pkg in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do
   for target in $(grep -h -o '^func Fuzz[A-Za-z0-9_]*' "$pkg"/*_test.go | sed 's/^func //' | sort -u); do
     echo "fuzz ${pkg#./} ${target} for ${budget}"
@@ -19,4 +20,4 @@ for pkg in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname |
   done
 done
 rm -f /tmp/fuzz.$$.log
-echo "fuzz: ${n} targets, ${budget} each, no crasher"
+echo "fuzz: ${n} targets, ${budget} each, no crasher, $(( $(date +%s) - start ))s"
