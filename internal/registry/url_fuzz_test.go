@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -51,13 +50,15 @@ func FuzzURLPolicyCheck(f *testing.F) {
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 			t.Fatalf("%q accepted: localhost", raw)
 		}
-		if a, err := netip.ParseAddr(u.Hostname()); err == nil && !PublicAddr(a) {
-			t.Fatalf("%q accepted: %s is not public", raw, a)
+		// Judged with netip's own predicates, not PublicAddr, so that the
+		// property does not lean on the code under test.
+		if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+			if a = a.Unmap(); a.Zone() != "" || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
+				a.IsMulticast() || a.IsUnspecified() {
+				t.Fatalf("%q accepted: %s is not public", raw, a)
+			}
 		}
 		if cerr := strict.CheckURL(raw); cerr != nil {
-			if strings.Contains(u.Hostname(), "%") && os.Getenv("SWITCHBACK_RELIABILITY_DEFECTS") != "1" {
-				t.Skipf("%q: known defect R6 (docs/reliability.md): a zoned IPv6 literal passes the registry, the client refuses it", raw)
-			}
 			t.Fatalf("%q: the registry accepts it, the dispatcher's client refuses it: %v", raw, cerr)
 		}
 	})
@@ -68,14 +69,10 @@ func FuzzURLPolicyCheck(f *testing.F) {
 // public IPv6 address with a zone, is accepted by the registry (its
 // PublicAddr drops the zone) and refused by the dispatcher's client (a
 // zoned address is link-scoped), so a rule is stored whose every delivery
-// fails. The two checks should be one. Skipped until fixed, unless
-// SWITCHBACK_RELIABILITY_DEFECTS=1.
+// fails. Fixed by making the registry use the client's rule.
 func TestURLPolicy_AgreesWithTheClientOnZonedAddresses(t *testing.T) {
-	if os.Getenv("SWITCHBACK_RELIABILITY_DEFECTS") != "1" {
-		t.Skip("known defect R6 (docs/reliability.md); SWITCHBACK_RELIABILITY_DEFECTS=1 runs it")
-	}
 	client := webhook.NewClient(webhook.Options{})
-	for _, raw := range []string{"https://[1::%250]/", "https://[2001:db8::1%25eth0]/hook"} {
+	for _, raw := range []string{"https://[1::%250]/", "https://[2001:db8::1%25eth0]/hook", "https://[64:ff9b::808:808]/hook", "https://[64:ff9b::a00:1]/hook"} {
 		regErr, clientErr := (URLPolicy{}).Check(raw), client.CheckURL(raw)
 		if (regErr == nil) != (clientErr == nil) {
 			t.Errorf("%q: registry %v, dispatcher's client %v: they must agree", raw, regErr, clientErr)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -399,34 +400,9 @@ func validHostname(name string) bool {
 	return err != nil
 }
 
-// nonPublic lists special-purpose ranges that netip's predicates do not
-// cover but that must not be webhook targets either.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and broadcast
-	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: may embed a private IPv4
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("2002::/16"),      // 6to4: may embed a private IPv4
-}
-
-// PublicAddr reports whether a is a public unicast address: not loopback,
-// private (RFC 1918, fc00::/7), link-local, multicast, unspecified or one
-// of the other special-purpose ranges above. IPv4-mapped IPv6 addresses
-// are judged as the IPv4 address they carry.
-func PublicAddr(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return true
-}
+// PublicAddr reports whether a is a public unicast address. It is the
+// dispatcher's client's rule (webhook.PublicAddr), so that registration
+// admits exactly the addresses deliveries will be sent to: with a second
+// rule of its own the registry once stored a zoned IPv6 literal whose
+// every delivery the client refused (R6, docs/reliability.md).
+func PublicAddr(a netip.Addr) bool { return webhook.PublicAddr(a) }

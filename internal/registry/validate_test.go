@@ -194,7 +194,7 @@ func TestPublicAddr(t *testing.T) {
 		{"127.0.0.1", false}, {"10.0.0.1", false}, {"172.16.5.4", false}, {"192.168.0.1", false},
 		{"169.254.169.254", false}, {"0.0.0.0", false}, {"224.0.0.1", false}, {"255.255.255.255", false},
 		{"100.64.1.1", false}, {"::1", false}, {"::", false}, {"fe80::1", false}, {"fd00::1", false},
-		{"::ffff:10.0.0.1", false}, {"64:ff9b::a00:1", false},
+		{"::ffff:10.0.0.1", false}, {"64:ff9b::a00:1", false}, {"64:ff9b::808:808", true}, {"fe80::1%eth0", false}, {"2001:4860::1%eth0", false},
 	}
 	for _, tt := range tests {
 		if got := PublicAddr(netip.MustParseAddr(tt.addr)); got != tt.want {
