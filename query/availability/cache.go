@@ -322,7 +322,7 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	// other rates of the product must not wait for each other's refresh.
 	set := rateSet(rid, rates)
 	fkey := sid + "/" + pid + "/" + set + "/" + w.String()
-	fl, _ := s.flights.do(fkey, func() error { return s.refresh(reqID, sid, pid, rid, set, rates, w) })
+	fl, _ := s.flights.do(fkey, func() error { return s.refresh(reqID, sid, pid, rid, set, rates, w, false) })
 	timer := time.NewTimer(s.opts.Deadline)
 	defer timer.Stop()
 	var ferr error
@@ -452,28 +452,49 @@ var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] th
 
 // refresh fetches the window from the partner under the cross-process
 // lock, writes the entries back and publishes the snapshots. When another
-// process holds the lock it waits for it to go (the other process writes
-// the entries) and returns nil; the caller re-reads.
-func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w window) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
-	defer cancel()
+// process holds the lock, a reader's refresh (force false) waits for it to
+// go and returns nil: the holder writes the entries and the caller
+// re-reads. A forced refresh (Refresh: an operator's change notification)
+// waits for it and then reads the partner itself, because the holder may
+// have read before the operator's change, or died holding the lock; taking
+// its answer would report a change notification SUCCEEDED without the
+// partner read it asks for (R5, docs/reliability.md).
+func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w window, force bool) error {
 	lock := s.lockKey(sid, pid, set, w)
 	token := randomToken()
-	ok, err := s.opts.Redis.SetNX(ctx, lock, token, s.opts.RefreshTimeout).Result()
-	if err != nil {
-		return fmt.Errorf("availability lock: %w: %w", ErrUnavailable, err)
+	// A holder keeps the lock at most RefreshTimeout (its TTL), so a forced
+	// refresh may wait that long and then take it.
+	wait := s.opts.RefreshTimeout
+	if force {
+		wait *= 2
 	}
-	if !ok {
+	wctx, wcancel := context.WithTimeout(context.Background(), wait)
+	defer wcancel()
+	for {
+		ok, err := s.opts.Redis.SetNX(wctx, lock, token, s.opts.RefreshTimeout).Result()
+		if err != nil {
+			return fmt.Errorf("availability lock: %w: %w", ErrUnavailable, err)
+		}
+		if ok {
+			break
+		}
 		s.publish.WithLabelValues("lock_busy").Inc()
-		for ctx.Err() == nil {
-			n, err := s.opts.Redis.Exists(ctx, lock).Result()
+		for {
+			if wctx.Err() != nil {
+				return fmt.Errorf("availability lock held by another refresh: %w: %w", ErrUnavailable, wctx.Err())
+			}
+			n, err := s.opts.Redis.Exists(wctx, lock).Result()
 			if err != nil || n == 0 {
-				return nil
+				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		return ctx.Err()
+		if !force {
+			return nil
+		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
+	defer cancel()
 	defer func() {
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
 		defer rcancel()

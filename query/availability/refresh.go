@@ -13,6 +13,9 @@ import (
 // cache and publishes the snapshots that the availability processor diffs.
 // rates are the rates to read: all of the product's, bound or not. The
 // window is at most MaxWindow; the refresh has its own RefreshTimeout.
+// When a reader's refresh of the same window holds the lock, Refresh waits
+// for it and then reads the partner itself (the reader may have read
+// before the change).
 func (s *Service) Refresh(ctx context.Context, reqID, sid, pid string, rates []string, start, end time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -25,5 +28,5 @@ func (s *Service) Refresh(ctx context.Context, reqID, sid, pid string, rates []s
 		return nil
 	}
 	rates = slices.Sorted(slices.Values(rates))
-	return s.refresh(reqID, sid, pid, "", rateSet("", rates), rates, w)
+	return s.refresh(reqID, sid, pid, "", rateSet("", rates), rates, w, true)
 }

@@ -1,0 +1,57 @@
+package availability
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock: a change
+// notification's Refresh must read the partner itself, also when the
+// window's lock is held by a reseller's read that began before the change
+// or by an instance that died mid-refresh (R5): it waits for the lock and
+// then calls. A reader's refresh, by contrast, leaves the call to the
+// holder.
+func TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		held     time.Duration // TTL of a lock left by a holder that never writes; 0: no lock
+		forced   bool
+		wantCall int
+	}{
+		{name: "refresh, no lock", forced: true, wantCall: 1},
+		{name: "refresh, lock of a dead holder", held: 300 * time.Millisecond, forced: true, wantCall: 1},
+		{name: "reader, lock of a live holder", held: 300 * time.Millisecond, forced: false, wantCall: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := e.service(2 * time.Second)
+			ctx := context.Background()
+			rates := []string{"R1", "R2"}
+			set := rateSet("", rates)
+			if tc.held > 0 {
+				if err := e.rdb.Set(ctx, s.lockKey("S1", "P1", set, day), "someone-else", tc.held).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if tc.forced {
+				err = s.Refresh(ctx, "r", "S1", "P1", rates, day.start, day.end)
+			} else {
+				err = s.refresh("r", "S1", "P1", "", set, rates, day, false)
+			}
+			if err != nil {
+				t.Fatalf("refresh: %v", err)
+			}
+			if got := int(e.sim.Calls()); got != tc.wantCall {
+				t.Fatalf("partner calls = %d, want %d", got, tc.wantCall)
+			}
+			if snaps := len(e.pub.Messages()); tc.wantCall > 0 && snaps < len(rates) {
+				t.Fatalf("%d messages published, want a snapshot per rate (%d)", snaps, len(rates))
+			}
+			if n, err := e.rdb.Exists(ctx, s.lockKey("S1", "P1", set, day)).Result(); err != nil || n != 0 {
+				t.Fatalf("lock left behind: exists=%d err=%v", n, err)
+			}
+		})
+	}
+}
