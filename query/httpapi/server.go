@@ -131,6 +131,10 @@ type Server struct {
 	// shutdown lets requests in flight finish.
 	base       context.Context
 	cancelBase context.CancelFunc
+
+	// conns lets Shutdown close connections that never sent a request
+	// (conns.go).
+	conns *conns
 }
 
 // New builds a server with no routes but the 404/405 handlers.
@@ -157,7 +161,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), now: time.Now}
+	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), now: time.Now, conns: newConns()}
 	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, s.now())
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(Request) }
@@ -262,14 +266,20 @@ func (s *Server) ListenAndServe() error {
 // Serve serves on ln until Shutdown; it returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.started.Store(true)
-	return s.srv.Serve(ln)
+	return s.srv.Serve(s.conns.wrap(ln))
 }
 
-// Shutdown stops accepting, closes idle connections and waits for requests
-// in flight, until ctx ends; then it cancels the requests' contexts so that
-// handlers still waiting on a dependency give up.
+// Shutdown stops accepting, closes idle connections (and connections that
+// never sent a request, conns.go) and waits for requests in flight, until
+// ctx ends; then it cancels the requests' contexts so that handlers still
+// waiting on a dependency give up.
 func (s *Server) Shutdown(ctx context.Context) error {
+	stop := make(chan struct{})
+	spares := make(chan struct{})
+	go func() { defer close(spares); s.conns.closeSparesUntil(stop) }()
 	err := s.srv.ShutdownWithContext(ctx)
+	close(stop)
+	<-spares
 	s.cancelBase()
 	return err
 }
