@@ -170,6 +170,7 @@ func launch(t *testing.T, bin string, p *proc) {
 		}
 		if t.Failed() {
 			t.Logf("switchback stderr (tail):\n%s", tail(p.stderr.String(), 8000))
+			keepLog(t, "run", p.stderr.String())
 		}
 	})
 	deadline := time.Now().Add(90 * time.Second)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 )
@@ -16,8 +17,9 @@ import (
 // TestBinary_SecretsNeverInLogsOrMetrics runs the binary outside demo mode
 // at debug level and exercises the paths that handle secrets: the
 // bootstrap admin, created principals, a supplier's partner credentials
-// (used on a partner call, and refused once by the partner), rules'
-// securityKeys (a signed test notification), and failing requests. None of
+// (used on a partner call, and refused once by the partner), a booking
+// system's Bearer token (used by a change notification, then refused),
+// rules' securityKeys (a signed test notification), and failing requests. None of
 // the secrets may appear in the process's logs, its banner, or /metrics.
 func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	const adminSecret = "bootstrap-admin-secret-7f3a9c"
@@ -95,6 +97,57 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	if status, body, _ := reseller.do("GET", avail+"&rate_id=rate-a&x=1", ""); strings.Contains(fmt.Sprint(body), partnerSecret) {
 		t.Errorf("error answer %d echoes the partner secret: %v", status, body)
 	}
+	// A booking-system supplier (spec doc 3): its Bearer token is used by a
+	// change notification's refresh, then refused by the booking system
+	// (an error path that must not echo it either).
+	const bsToken = "bs-bearer-token-3e8a1f"
+	secrets = append(secrets, bsToken)
+	bsim := bookingsim.New(bookingsim.Config{APIKey: bsToken})
+	bs := httptest.NewServer(bsim)
+	t.Cleanup(bs.Close)
+	const bsSup, bsProd = "S1", "S1-P1"
+	bsBase := "/channel/v1.2/suppliers/" + bsSup + "/products/" + bsProd
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", "/channel/v1.2/suppliers", `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"` + bs.URL + `","credentials":{"bearerToken":"` + bsToken + `"}}}`},
+		{"POST", "/channel/v1.2/suppliers/" + bsSup + "/products", catalogtest.ProductBody(bsProd, "Glacier", "d")},
+		{"POST", bsBase + "/rates", catalogtest.RateBody("S1-P1-O1", "Option 1")},
+	} {
+		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
+			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
+		}
+	}
+	if _, body, _ := operator.do("GET", "/channel/v1.2/suppliers/"+bsSup, ""); strings.Contains(fmt.Sprint(body), bsToken) {
+		t.Errorf("supplier read shows the booking system's token: %v", body)
+	}
+	changeRequest := func(want string) {
+		t.Helper()
+		status, body, _ := operator.do("POST", "/operator/v2/notifications?supplierId="+bsSup+"&productId="+bsProd, "")
+		if status != 201 {
+			t.Fatalf("POST notifications: %d %v", status, body)
+		}
+		id := body["notification"].(map[string]any)["id"].(string)
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			_, got, _ := operator.do("GET", "/operator/v2/notifications/"+id, "")
+			n, _ := got["notification"].(map[string]any)
+			if st, _ := n["status"].(string); st != "WAITING" && st != "WORKING" && st != "" {
+				if st != want {
+					t.Fatalf("change notification %s: %v, want %s", id, n, want)
+				}
+				if strings.Contains(fmt.Sprint(got), bsToken) {
+					t.Errorf("change notification answer echoes the booking system's token: %v", got)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("change notification %s not finished: %v", id, n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	changeRequest("SUCCEEDED")
+	bsim.Update(func(c *bookingsim.Config) { c.APIKey = "rotated" })
+	changeRequest("FAILED")
+
 	// Wrong and missing credentials.
 	_, _, _ = client{t, api, "boot-admin", "not-" + adminSecret}.do("GET", "/admin/v1/principals", "")
 
@@ -110,11 +163,15 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	if !strings.Contains(outputs["logs"], "level=DEBUG") {
 		t.Fatalf("no debug logs captured: the check would prove nothing")
 	}
+	leaks, size := 0, 0
 	for where, text := range outputs {
+		size += len(text)
 		for _, s := range secrets {
 			if strings.Contains(text, s) {
+				leaks++
 				t.Errorf("a secret (%.4s…) appears in the %s", s, where)
 			}
 		}
 	}
+	t.Logf("RELIABILITY fault=secrets-in-output secrets=%d outputs=%d bytes_searched=%d leaks=%d", len(secrets), len(outputs), size, leaks)
 }

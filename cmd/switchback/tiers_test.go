@@ -48,9 +48,33 @@ func startTier(t *testing.T, name, command string, env ...string) *tierProc {
 		}
 		if t.Failed() {
 			t.Logf("%s stderr (tail):\n%s", p.name, tail(p.stderr.String(), 4000))
+			keepLog(t, p.name, p.stderr.String())
 		}
 	})
 	return p
+}
+
+// keepLog writes a failed test's whole log of one process to
+// $SWITCHBACK_TEST_LOGDIR (when set): the tail printed above is often not
+// enough to see what a process did minutes before the failure.
+func keepLog(t *testing.T, name, log string) {
+	t.Helper()
+	dir := os.Getenv("SWITCHBACK_TEST_LOGDIR")
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("keep log: %v", err)
+		return
+	}
+	f, err := os.CreateTemp(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"."+name+".*.log")
+	if err != nil {
+		t.Logf("keep log: %v", err)
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(log)
+	t.Logf("%s log kept in %s", name, f.Name())
 }
 
 // waitHealthy polls url until it answers 200.

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestReliability_ProcessKilledUnderLoad is issue 9's first fault with the
+// single process (`switchback run`: the embedded broker, redis-server and
+// clickhouse-server children, every tier): under a steady load of
+// availability changes the process is killed with SIGKILL (its children
+// die with it), then started again on the same data directory and ports,
+// several times. Two loads run throughout, as in the tiers-apart test: an
+// operator pushing availabilities (every 150 ms) and a partner whose
+// inventory changes followed by a change notification. Every change is
+// exactly one notification; after the last restart every notification of
+// the changes made reached the sink at least once (by delivery id), and no
+// change got a second delivery id.
+func TestReliability_ProcessKilledUnderLoad(t *testing.T) {
+	form := reliabilityForm(t)
+	kills := byForm(form, 2, 5)
+	began := time.Now()
+	p := startBinary(t, relEnv()...)
+	sk := newSink(t)
+	base := "http://" + p.api
+	op := api{base, "demo-operator", "demo-operator-secret"}
+	createAvailabilityRule(t, api{base, "demo-reseller", "demo-reseller-secret"}, sk.url+"/av")
+
+	push, crPlan := loadPlans(form, "rel-push", "rel-cr")
+	setupPush(t, op, push)
+	pt := newPartner(t, crPlan)
+	setupPartner(t, op, pt)
+
+	l := newLedger("warmup")
+	pl := newPushLoad(op, push, l, 150*time.Millisecond)
+	pl.baseline(t)
+	cl := &changeRequestLoad{op: op, pt: pt, l: l, interval: 300 * time.Millisecond}
+	if err := cl.request(time.Now().Add(60 * time.Second)); err != nil { // the partner's baseline
+		t.Fatal(err)
+	}
+	if err := pl.one(0, time.Now().Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.one(0, time.Now().Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(sk, "/av", l, 60*time.Second)
+	if tl, _ := account(sk, "/av", l, l.all()); tl.lost > 0 {
+		t.Fatalf("warm-up: %d of %d notifications not delivered with the process up", tl.lost, tl.expected)
+	}
+
+	pl.start(1)
+	cl.start(1)
+	pushKeys, crKeys := push.sid+"/", pt.p.sid+"/"
+	var downs []string
+	for i := range kills {
+		phase := fmt.Sprintf("process-kill-%d", i+1)
+		l.setPhase(phase)
+		l.waitCount(t, phase, pushKeys, 5, 30*time.Second)
+		l.waitCount(t, phase, crKeys, 2, 60*time.Second)
+		killed := time.Now()
+		if err := p.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-p.exited
+		p = restartBinary(t, p)
+		downs = append(downs, time.Since(killed).Round(100*time.Millisecond).String())
+		// The loads carry on after the restart.
+		l.waitCount(t, phase, pushKeys, l.count(phase, pushKeys)+5, 90*time.Second)
+		l.waitCount(t, phase, crKeys, l.count(phase, crKeys)+2, 120*time.Second)
+	}
+	l.setPhase("final")
+	pl.halt(t)
+	cl.halt(t)
+	caught := waitDelivered(sk, "/av", l, 120*time.Second)
+
+	for i := range kills {
+		phase := fmt.Sprintf("process-kill-%d", i+1)
+		tl, _ := account(sk, "/av", l, l.of(phase))
+		relLog(t, "process-kill", tl, fmt.Sprintf("mode=single-process kill=%d/%d down=%s", i+1, kills, downs[i]))
+		checkTally(t, phase, tl)
+	}
+	tl, strangers := account(sk, "/av", l, l.all())
+	relLog(t, "process-kill:total", tl, fmt.Sprintf("mode=single-process form=%s kills=%d put_retries=%d posts=%d all_delivered_after=%s duration=%s",
+		form, kills, pl.failed(), len(sk.on("/av")), caught, time.Since(began).Round(time.Second)))
+	checkTally(t, "total", tl)
+	if len(strangers) > 0 {
+		t.Errorf("delivery ids for no change made: %v", strangers)
+	}
+	p.stop(t)
+}
