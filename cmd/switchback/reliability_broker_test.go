@@ -36,34 +36,12 @@ func TestReliability_BrokerRestartedUnderLoad(t *testing.T) {
 	c := startCluster(t, redisURL)
 	sk := newSink(t)
 	base := "http://" + c.api
-	op := api{base, "demo-operator", "demo-operator-secret"}
-	createAvailabilityRule(t, api{base, "demo-reseller", "demo-reseller-secret"}, sk.url+"/av")
-
-	push, crPlan := loadPlans(form, "rel-push", "rel-cr")
-	setupPush(t, op, push)
-	pt := newPartner(t, crPlan)
-	setupPartner(t, op, pt)
-	l := newLedger("warmup")
-	pl := newPushLoad(op, push, l, 150*time.Millisecond)
-	pl.baseline(t)
-	cl := &changeRequestLoad{op: op, pt: pt, l: l, interval: 300 * time.Millisecond}
-	if err := cl.request(time.Now().Add(60 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := pl.one(0, time.Now().Add(30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.one(0, time.Now().Add(30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	waitDelivered(sk, "/av", l, 60*time.Second)
-	if tl, _ := account(sk, "/av", l, l.all()); tl.lost > 0 {
-		t.Fatalf("warm-up: %d of %d notifications not delivered with every tier up", tl.lost, tl.expected)
-	}
+	fl := warmLoads(t, form, base, sk)
+	l, pl, cl := fl.l, fl.pl, fl.cl
 
 	pl.start(1)
 	cl.start(1)
-	pushKeys, crKeys := push.sid+"/", pt.p.sid+"/"
+	pushKeys, crKeys := fl.pushKeys, fl.crKeys
 	type phase struct {
 		fault string
 		sig   os.Signal

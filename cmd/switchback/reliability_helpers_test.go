@@ -841,3 +841,48 @@ func checkTally(t *testing.T, fault string, tl tally) {
 		t.Errorf("%s: %d unexpected notifications (a second delivery id for one change)", fault, tl.unexpected)
 	}
 }
+
+// faultLoads are the two loads of the loss-counting fault tests and the
+// ledger of the changes they make.
+type faultLoads struct {
+	l  *ledger
+	pl *pushLoad
+	cl *changeRequestLoad
+	// pushKeys and crKeys are the ledger's key prefixes of each load's
+	// changes.
+	pushKeys, crKeys string
+}
+
+// warmLoads sets up both loads against the API at base (the reseller's
+// availability rule pointing at sk, the operator's push supplier, the
+// partner supplier), then runs one change of each through the whole
+// pipeline and fails the test unless both were delivered: a fault is
+// measured on a pipeline known to work. The loads are not started.
+func warmLoads(t *testing.T, form, base string, sk *sink) *faultLoads {
+	t.Helper()
+	op := api{base, "demo-operator", "demo-operator-secret"}
+	createAvailabilityRule(t, api{base, "demo-reseller", "demo-reseller-secret"}, sk.url+"/av")
+	push, crPlan := loadPlans(form, "rel-push", "rel-cr")
+	setupPush(t, op, push)
+	pt := newPartner(t, crPlan)
+	setupPartner(t, op, pt)
+
+	l := newLedger("warmup")
+	pl := newPushLoad(op, push, l, 150*time.Millisecond)
+	pl.baseline(t)
+	cl := &changeRequestLoad{op: op, pt: pt, l: l, interval: 300 * time.Millisecond}
+	if err := cl.request(time.Now().Add(60 * time.Second)); err != nil { // the partner's baseline
+		t.Fatal(err)
+	}
+	if err := pl.one(0, time.Now().Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.one(0, time.Now().Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(sk, "/av", l, 60*time.Second)
+	if tl, _ := account(sk, "/av", l, l.all()); tl.lost > 0 {
+		t.Fatalf("warm-up: %d of %d notifications not delivered with everything up", tl.lost, tl.expected)
+	}
+	return &faultLoads{l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/"}
+}
