@@ -64,7 +64,6 @@ func (cs *conns) closeSparesUntil(stop <-chan struct{}) {
 	}
 }
 
-
 type trackingListener struct {
 	net.Listener
 	cs *conns
