@@ -9,6 +9,8 @@
 # The whole verbose output is kept in $RELIABILITY_LOG (default
 # bin/reliability-<form>.log); with SWITCHBACK_TEST_LOGDIR set, a failed test
 # keeps the whole log of every process it started there.
+# SWITCHBACK_RELIABILITY_DEFECTS=1 also runs the faults of known defects
+# (skipped otherwise, naming the defect: R7, docs/reliability.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 form="${1:-short}"
