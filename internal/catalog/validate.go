@@ -208,6 +208,17 @@ func checkValidity(field string, v *Validity) error {
 		return nil
 	}
 	v.From, v.Until = utc(v.From), utc(v.Until)
+	// A time that JSON cannot write back (a year outside 0000-9999 once in
+	// UTC, e.g. "0000-01-01T00:00:00+01:00") would fail every later
+	// rendering of the binding: refused here (found by FuzzBindingBody).
+	for _, f := range []struct {
+		name string
+		t    time.Time
+	}{{".from", v.From}, {".until", v.Until}} {
+		if !f.t.IsZero() && (f.t.Year() < 1 || f.t.Year() > 9999) {
+			return invalid(field+f.name, "must be a time between the years 0001 and 9999 in UTC")
+		}
+	}
 	if !v.From.IsZero() && !v.Until.IsZero() && !v.From.Before(v.Until) {
 		return invalid(field+".until", "must be after from")
 	}
