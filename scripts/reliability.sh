@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the fault and security tests of issue 9 (docs/reliability.md) over
-# the built binary, and prints the machine-greppable figure lines
+# the built binary (and the embedded broker's group fault test, which needs
+# no binary), and prints the machine-greppable figure lines
 # ("RELIABILITY fault=... lost=...") with each test's verdict.
 #   scripts/reliability.sh long    (make reliability: every fault test's
 #                                   long form, and the security tests)
@@ -9,8 +10,6 @@
 # The whole verbose output is kept in $RELIABILITY_LOG (default
 # bin/reliability-<form>.log); with SWITCHBACK_TEST_LOGDIR set, a failed test
 # keeps the whole log of every process it started there.
-# SWITCHBACK_RELIABILITY_DEFECTS=1 also runs the faults of known defects
-# (skipped otherwise, naming the defect: R7, docs/reliability.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 form="${1:-short}"
@@ -23,7 +22,9 @@ mkdir -p bin
 log="${RELIABILITY_LOG:-bin/reliability-$form.log}"
 start=$(date +%s)
 set +e
-SWITCHBACK_RELIABILITY="$form" go test -race -count=1 -v -timeout "$timeout" -run "$tests" ./cmd/switchback/ >"$log" 2>&1
+# The embedded broker's own fault test (group members killed mid-rebalance,
+# R7) runs first and on its own (-p 1), so that neither load skews the other.
+SWITCHBACK_RELIABILITY="$form" go test -race -count=1 -v -p 1 -timeout "$timeout" -run "$tests" ./internal/kafkabroker/ ./cmd/switchback/ >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)|RELIABILITY ' "$log" | sed -E 's/^ +//' || true

@@ -49,15 +49,6 @@ func TestReliability_EachTierKilledUnderLoad(t *testing.T) {
 			if only := os.Getenv("RELIABILITY_ONLY"); only != "" && only != ph.tier {
 				continue
 			}
-			// Known defect R7 (docs/reliability.md): after one of two
-			// process instances is killed, the embedded broker's group
-			// coordination can leave partitions unconsumed for minutes.
-			if ph.tier == "process-1" && os.Getenv("SWITCHBACK_RELIABILITY_DEFECTS") != "1" {
-				if r == 0 {
-					t.Logf("%s skipped: known defect R7 (docs/reliability.md); SWITCHBACK_RELIABILITY_DEFECTS=1 runs it", ph.fault)
-				}
-				continue
-			}
 			if rounds > 1 {
 				ph.fault += fmt.Sprintf("#%d", r+1)
 			}

@@ -51,6 +51,7 @@ type Broker struct {
 	cluster *kfake.Cluster
 	addr    string
 	unlock  func()
+	keeper  *sessionKeeper
 
 	closeOnce sync.Once
 }
@@ -115,7 +116,12 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		unlock()
 		return nil, fmt.Errorf("start kafka broker: expected one listener, got %d", len(addrs))
 	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	b := &Broker{cluster: cluster, addr: addrs[0], unlock: unlock}
+	b.keeper = startSessionKeeper(cluster, b.addr, logger, keeperInterval)
 	if opts.Logger != nil {
 		opts.Logger.Info("embedded kafka broker started", "addr", b.addr, "dataDir", opts.DataDir)
 	}
@@ -131,6 +137,7 @@ func (b *Broker) Addr() string { return b.addr }
 // idempotent.
 func (b *Broker) Close() {
 	b.closeOnce.Do(func() {
+		b.keeper.stop()
 		b.cluster.Close()
 		b.unlock()
 	})
