@@ -360,7 +360,11 @@ func (p URLPolicy) Check(raw string) error {
 		return invalid(field, "has an invalid port")
 	}
 	if addr, err := netip.ParseAddr(host); err == nil {
-		if !p.AllowPrivate && !PublicAddr(addr) {
+		// The dispatcher's client's rule, so that registration admits
+		// exactly the addresses deliveries will be sent to: with a rule of
+		// its own the registry once stored a zoned IPv6 literal whose every
+		// delivery the client refused (R6, docs/reliability.md).
+		if !p.AllowPrivate && !webhook.PublicAddr(addr) {
 			return invalid(field, "must point to a public address, not a loopback, private or link-local one")
 		}
 		return nil
@@ -400,9 +404,3 @@ func validHostname(name string) bool {
 	return err != nil
 }
 
-// PublicAddr reports whether a is a public unicast address. It is the
-// dispatcher's client's rule (webhook.PublicAddr), so that registration
-// admits exactly the addresses deliveries will be sent to: with a second
-// rule of its own the registry once stored a zoned IPv6 literal whose
-// every delivery the client refused (R6, docs/reliability.md).
-func PublicAddr(a netip.Addr) bool { return webhook.PublicAddr(a) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -185,7 +186,9 @@ func TestURLPolicy_AllowSwitchesAdmitHTTPAndPrivateTargets(t *testing.T) {
 	}
 }
 
-func TestPublicAddr(t *testing.T) {
+// Registration admits a literal address exactly when the dispatcher's
+// client would send to it (webhook.PublicAddr, R6).
+func TestURLPolicy_LiteralAddressesFollowTheDeliveryRule(t *testing.T) {
 	tests := []struct {
 		addr string
 		want bool
@@ -197,8 +200,17 @@ func TestPublicAddr(t *testing.T) {
 		{"::ffff:10.0.0.1", false}, {"64:ff9b::a00:1", false}, {"64:ff9b::808:808", true}, {"fe80::1%eth0", false}, {"2001:4860::1%eth0", false},
 	}
 	for _, tt := range tests {
-		if got := PublicAddr(netip.MustParseAddr(tt.addr)); got != tt.want {
-			t.Errorf("PublicAddr(%s) = %v, want %v", tt.addr, got, tt.want)
+		a := netip.MustParseAddr(tt.addr)
+		if got := webhook.PublicAddr(a); got != tt.want {
+			t.Fatalf("webhook.PublicAddr(%s) = %v, want %v", tt.addr, got, tt.want)
+		}
+		host := a.String()
+		if a.Is6() {
+			host = "[" + strings.ReplaceAll(host, "%", "%25") + "]"
+		}
+		u := "https://" + host + "/hook"
+		if err := (URLPolicy{}).Check(u); (err == nil) != tt.want {
+			t.Errorf("Check(%q) = %v, want ok=%v", u, err, tt.want)
 		}
 	}
 }
