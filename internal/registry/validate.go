@@ -403,4 +403,3 @@ func validHostname(name string) bool {
 	_, err := strconv.ParseUint(last, 10, 64)
 	return err != nil
 }
-
