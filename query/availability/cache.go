@@ -322,7 +322,7 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	// other rates of the product must not wait for each other's refresh.
 	set := rateSet(rid, rates)
 	fkey := sid + "/" + pid + "/" + set + "/" + w.String()
-	fl, _ := s.flights.do(fkey, func() error { return s.refresh(reqID, sid, pid, rid, set, rates, w, false) })
+	fl, _ := s.flights.do(fkey, func() error { return s.refreshForRead(reqID, sid, pid, rid, set, rates, w) })
 	timer := time.NewTimer(s.opts.Deadline)
 	defer timer.Stop()
 	var ferr error
@@ -450,56 +450,84 @@ func (s *Service) mget(ctx context.Context, sid, pid string, rates []string, w w
 // releaseScript deletes the lock only if it is still ours.
 var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 
-// refresh fetches the window from the partner under the cross-process
-// lock, writes the entries back and publishes the snapshots. When another
-// process holds the lock, a reader's refresh (force false) waits for it to
-// go and returns nil: the holder writes the entries and the caller
-// re-reads. A forced refresh (Refresh: an operator's change notification)
-// waits for it and then reads the partner itself, because the holder may
-// have read before the operator's change, or died holding the lock; taking
-// its answer would report a change notification SUCCEEDED without the
-// partner read it asks for (R5, docs/reliability.md).
-func (s *Service) refresh(reqID, sid, pid, rid, set string, rates []string, w window, force bool) error {
-	lock := s.lockKey(sid, pid, set, w)
-	token := randomToken()
-	// A holder keeps the lock at most RefreshTimeout (its TTL), so a forced
-	// refresh may wait that long and then take it.
-	wait := s.opts.RefreshTimeout
-	if force {
-		wait *= 2
-	}
-	wctx, wcancel := context.WithTimeout(context.Background(), wait)
-	defer wcancel()
-	for {
-		ok, err := s.opts.Redis.SetNX(wctx, lock, token, s.opts.RefreshTimeout).Result()
-		if err != nil {
-			return fmt.Errorf("availability lock: %w: %w", ErrUnavailable, err)
-		}
-		if ok {
-			break
-		}
-		s.publish.WithLabelValues("lock_busy").Inc()
-		for {
-			if wctx.Err() != nil {
-				return fmt.Errorf("availability lock held by another refresh: %w: %w", ErrUnavailable, wctx.Err())
-			}
-			n, err := s.opts.Redis.Exists(wctx, lock).Result()
-			if err != nil || n == 0 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if !force {
-			return nil
-		}
-	}
+// refreshForRead is a reader's refresh: it fetches the window from the
+// partner under the cross-process lock, writes the entries back and
+// publishes the snapshots. When another process holds the lock it waits for
+// the lock to go and returns nil: the holder writes the entries and the
+// caller re-reads.
+func (s *Service) refreshForRead(reqID, sid, pid, rid, set string, rates []string, w window) error {
+	lock, token := s.lockKey(sid, pid, set, w), randomToken()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
 	defer cancel()
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
-		defer rcancel()
-		_ = releaseScript.Run(rctx, s.opts.Redis, []string{lock}, token).Err()
-	}()
+	taken, err := s.lockWindow(ctx, lock, token)
+	if err != nil || !taken {
+		return err
+	}
+	defer s.unlockWindow(lock, token)
+	return s.fetchAndStore(reqID, sid, pid, rid, rates, w)
+}
+
+// refreshForced is an operator's change notification's refresh (Refresh):
+// when another process holds the lock it waits for it and then reads the
+// partner itself, because the holder may have read before the operator's
+// change, or died holding the lock; taking its answer would report a change
+// notification SUCCEEDED without the partner read it asks for (R5,
+// docs/reliability.md).
+func (s *Service) refreshForced(reqID, sid, pid, rid, set string, rates []string, w window) error {
+	lock, token := s.lockKey(sid, pid, set, w), randomToken()
+	// A holder keeps the lock at most RefreshTimeout (its TTL), so the
+	// wait may last that long before the lock is taken.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.RefreshTimeout)
+	defer cancel()
+	for {
+		taken, err := s.lockWindow(ctx, lock, token)
+		if err != nil {
+			return err
+		}
+		if taken {
+			break
+		}
+	}
+	defer s.unlockWindow(lock, token)
+	return s.fetchAndStore(reqID, sid, pid, rid, rates, w)
+}
+
+// lockWindow tries to take a window's lock. Held by another refresh, it
+// waits until the lock is gone and returns false; ctx bounds the wait.
+func (s *Service) lockWindow(ctx context.Context, lock, token string) (bool, error) {
+	ok, err := s.opts.Redis.SetNX(ctx, lock, token, s.opts.RefreshTimeout).Result()
+	if err != nil {
+		return false, fmt.Errorf("availability lock: %w: %w", ErrUnavailable, err)
+	}
+	if ok {
+		return true, nil
+	}
+	s.publish.WithLabelValues("lock_busy").Inc()
+	for {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("availability lock held by another refresh: %w: %w", ErrUnavailable, ctx.Err())
+		}
+		n, err := s.opts.Redis.Exists(ctx, lock).Result()
+		if err != nil || n == 0 {
+			return false, nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// unlockWindow releases a window's lock if it is still ours.
+func (s *Service) unlockWindow(lock, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = releaseScript.Run(ctx, s.opts.Redis, []string{lock}, token).Err()
+}
+
+// fetchAndStore reads the window (fetch), writes the entries back and
+// publishes the snapshots and the partner call's history; the caller holds
+// the window's lock.
+func (s *Service) fetchAndStore(reqID, sid, pid, rid string, rates []string, w window) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
+	defer cancel()
 
 	sup, err := s.opts.Catalog.Supplier(ctx, adminPrincipal, sid)
 	if err != nil {

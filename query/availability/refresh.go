@@ -28,5 +28,5 @@ func (s *Service) Refresh(ctx context.Context, reqID, sid, pid string, rates []s
 		return nil
 	}
 	rates = slices.Sorted(slices.Values(rates))
-	return s.refresh(reqID, sid, pid, "", rateSet("", rates), rates, w, true)
+	return s.refreshForced(reqID, sid, pid, "", rateSet("", rates), rates, w)
 }

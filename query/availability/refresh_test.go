@@ -38,7 +38,7 @@ func TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock(t *testing.T)
 			if tc.forced {
 				err = s.Refresh(ctx, "r", "S1", "P1", rates, day.start, day.end)
 			} else {
-				err = s.refresh("r", "S1", "P1", "", set, rates, day, false)
+				err = s.refreshForRead("r", "S1", "P1", "", set, rates, day)
 			}
 			if err != nil {
 				t.Fatalf("refresh: %v", err)
