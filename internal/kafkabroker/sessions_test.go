@@ -215,6 +215,17 @@ func (f *groupFixture) describe(t *testing.T) (string, int) {
 	return res.Groups[0].GroupState, len(res.Groups[0].Members)
 }
 
+// firstMember starts the group's first member on h and waits until it
+// consumed every partition.
+func (f *groupFixture) firstMember(t *testing.T, h *host) {
+	t.Helper()
+	m := startMember(f.b.Addr(), f.topic, f.group, h, f.p)
+	t.Cleanup(m.stop)
+	if _, ok := f.p.waitAllSince(time.Time{}, f.parts, 30*time.Second); !ok {
+		t.Fatal("the first member never consumed every partition")
+	}
+}
+
 // joinAndVanish sends a JoinGroup for a new member on its own connection
 // and closes the connection once the broker holds the member, before any
 // reply: what a consumer killed in the middle of a rebalance leaves behind.
@@ -258,11 +269,7 @@ func TestBroker_MemberLostInJoinIsExpired(t *testing.T) {
 	const parts, tries = 4, 12
 	f := newGroupFixture(t, parts)
 	h := &host{}
-	m := startMember(f.b.Addr(), f.topic, f.group, h, f.p)
-	t.Cleanup(m.stop)
-	if _, ok := f.p.waitAllSince(time.Time{}, parts, 30*time.Second); !ok {
-		t.Fatal("the only member never consumed every partition")
-	}
+	f.firstMember(t, h)
 	// The limit is a liveness bound (session + rebalance + margin), not a
 	// speed target.
 	limit := testSession + testRebalance + 20*time.Second
@@ -307,11 +314,7 @@ func TestBroker_LiveMembersAreNotExpired(t *testing.T) {
 	const parts = 4
 	f := newGroupFixture(t, parts)
 	h := &host{}
-	a := startMember(f.b.Addr(), f.topic, f.group, h, f.p)
-	t.Cleanup(a.stop)
-	if _, ok := f.p.waitAllSince(time.Time{}, parts, 30*time.Second); !ok {
-		t.Fatal("the first member never consumed every partition")
-	}
+	f.firstMember(t, h)
 	b := startMember(f.b.Addr(), f.topic, f.group, h, f.p)
 	t.Cleanup(b.stop)
 	time.Sleep(3 * testSession)
