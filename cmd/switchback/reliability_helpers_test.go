@@ -851,6 +851,8 @@ type faultLoads struct {
 	// pushKeys and crKeys are the ledger's key prefixes of each load's
 	// changes.
 	pushKeys, crKeys string
+	// The push load's supplier and product, for reads with a known answer.
+	pushSupplier, pushProduct string
 }
 
 // warmLoads sets up both loads against the API at base (the reseller's
@@ -884,5 +886,5 @@ func warmLoads(t *testing.T, form, base string, sk *sink) *faultLoads {
 	if tl, _ := account(sk, "/av", l, l.all()); tl.lost > 0 {
 		t.Fatalf("warm-up: %d of %d notifications not delivered with everything up", tl.lost, tl.expected)
 	}
-	return &faultLoads{l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/"}
+	return &faultLoads{l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/", pushSupplier: push.sid, pushProduct: push.pid}
 }

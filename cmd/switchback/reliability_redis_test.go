@@ -156,7 +156,8 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 	base := "http://" + p.api
 	op := api{base, "demo-operator", "demo-operator-secret"}
 	reseller := api{base, "demo-reseller", "demo-reseller-secret"}
-	createAvailabilityRule(t, reseller, sk.url+"/av")
+	fl := warmLoads(t, form, base, sk)
+	l, pl, cl := fl.l, fl.pl, fl.cl
 	var rules []struct {
 		ID string `json:"id"`
 	}
@@ -164,9 +165,6 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 		t.Fatalf("the reseller's availability rules: %v %v", rules, err)
 	}
 	ruleID := rules[0].ID
-
-	push, crPlan := loadPlans(form, "rel-redis", "rel-redis-cr")
-	setupPush(t, op, push)
 	// A partner supplier whose partner never changes: its availability
 	// reads (the catalog's binding, then the cache or the partner) have
 	// one right answer.
@@ -174,16 +172,6 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 	setupPartner(t, op, stable)
 	ws, _ := stable.p.window(0)
 	_, we := stable.p.window(3)
-
-	pt := newPartner(t, crPlan)
-	setupPartner(t, op, pt)
-	l := newLedger("warmup")
-	pl := newPushLoad(op, push, l, 150*time.Millisecond)
-	pl.baseline(t)
-	cl := &changeRequestLoad{op: op, pt: pt, l: l, interval: 300 * time.Millisecond}
-	if err := cl.request(time.Now().Add(60 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
 	var crs struct {
 		Notifications []struct {
 			ID string `json:"id"`
@@ -194,9 +182,10 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 		t.Fatal("no finished change notification to read back")
 	}
 	crID := crs.Notifications[0].ID
+	pushPath := "/v1.2/suppliers/" + fl.pushSupplier + "/products/" + fl.pushProduct
 
 	oracle := &readOracle{reads: []oracleRead{
-		{"reseller product", reseller, "/v1.2/suppliers/" + push.sid + "/products/" + push.pid, containsAll(`"` + push.pid + `"`)},
+		{"reseller product", reseller, pushPath, containsAll(`"` + fl.pushProduct + `"`)},
 		{"stable availabilities", reseller, fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", stable.p.sid, stable.p.pid,
 			ws.Format(time.RFC3339), we.Format(time.RFC3339)), func(body []byte) error {
 			var got struct {
@@ -232,16 +221,9 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 		t.Fatalf("reads before any fault: %d correct, %d 503, %d wrong: %v", c, cl5, w, s)
 	}
 
-	if err := pl.one(0, time.Now().Add(30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.one(0, time.Now().Add(30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	waitDelivered(sk, "/av", l, 60*time.Second)
 	pl.start(1)
 	cl.start(1)
-	pushKeys, crKeys := push.sid+"/", pt.p.sid+"/"
+	pushKeys, crKeys := fl.pushKeys, fl.crKeys
 	for i, f := range faults {
 		l.setPhase(f.name)
 		l.waitCount(t, f.name, pushKeys, 5, 60*time.Second)
