@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -34,6 +33,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/switchbackhq/switchback/bench/internal/demoapi"
 )
 
 const channel = "5e1f7c2a-0d4b-4c3e-9a61-2b7d3f9e8a10" // the demo channel
@@ -51,38 +52,7 @@ func main() {
 	}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-type cred struct{ key, secret string }
-
-var (
-	operator = cred{"demo-operator", "demo-operator-secret"}
-	reseller = cred{"demo-reseller", "demo-reseller-secret"}
-	client   = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
-)
-
-func call(api string, who cred, method, path, body string) (int, []byte, error) {
-	req, err := http.NewRequest(method, api+path, bytes.NewReader([]byte(body)))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("X-API-Key", who.key)
-	req.Header.Set("X-API-Secret", who.secret)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
-}
+var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 
 // sink records the arrival time of each availability webhook by rate.
 type sink struct {
@@ -106,15 +76,20 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// call sends a request with this run's client.
+func call(api string, who demoapi.Cred, method, path, body string) (int, []byte, error) {
+	return demoapi.Call(client, api, who, method, path, body)
+}
+
 func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int) error {
 	tmp, err := os.MkdirTemp("", "switchback-e2elatency-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	apiAddr, err1 := freeAddr()
-	opsAddr, err2 := freeAddr()
-	kafkaAddr, err3 := freeAddr()
+	apiAddr, err1 := demoapi.FreeAddr()
+	opsAddr, err2 := demoapi.FreeAddr()
+	kafkaAddr, err3 := demoapi.FreeAddr()
 	if err := firstErr(err1, err2, err3); err != nil {
 		return err
 	}
@@ -136,7 +111,7 @@ func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int
 	}()
 	api := "http://" + apiAddr
 	for deadline := time.Now().Add(90 * time.Second); ; {
-		if _, _, err := call(api, operator, "GET", "/channel/v1.2/suppliers", ""); err == nil {
+		if _, _, err := call(api, demoapi.Operator, "GET", "/channel/v1.2/suppliers", ""); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -161,30 +136,30 @@ func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int
 	pathOf := func(i int) string { return "/channel/v1.2/suppliers/" + supOf(i) + "/products/" + prod }
 	for k := range nSup {
 		sup := supOf(k)
-		if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers", supplierBody(sup))); err != nil {
+		if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/suppliers", supplierBody(sup))); err != nil {
 			return fmt.Errorf("supplier: %w", err)
 		}
-		if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", productBody(prod))); err != nil {
+		if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", demoapi.ProductBody(prod, "Latency walk"))); err != nil {
 			return fmt.Errorf("product: %w", err)
 		}
 		var rs []string
 		for i := k; i < nRates; i += nSup {
-			rs = append(rs, rateBody(rateID(i)))
+			rs = append(rs, demoapi.RateBody(rateID(i)))
 		}
-		if err := expect(call(api, operator, "POST", "/channel/v1.2/bulk/suppliers/"+sup+"/products/"+prod+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
+		if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/bulk/suppliers/"+sup+"/products/"+prod+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
 			return fmt.Errorf("rates: %w", err)
 		}
-		if err := expect(call(api, operator, "POST", pathOf(k)+"/channels/"+channel, `{}`)); err != nil {
+		if err := demoapi.Expect(call(api, demoapi.Operator, "POST", pathOf(k)+"/channels/"+channel, `{}`)); err != nil {
 			return fmt.Errorf("binding: %w", err)
 		}
 	}
-	if err := expect(call(api, reseller, "POST", "/registry/v1.1/availability", `{"url":"http://`+sl.Addr().String()+`/availability","config":{"maxLookAheadDays":7}}`)); err != nil {
+	if err := demoapi.Expect(call(api, demoapi.Reseller, "POST", "/registry/v1.1/availability", `{"url":"http://`+sl.Addr().String()+`/availability","config":{"maxLookAheadDays":7}}`)); err != nil {
 		return fmt.Errorf("rule: %w", err)
 	}
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	version := make([]int, nRates)
 	push := func(i int) error {
-		return expect(call(api, operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+version[i]%2)))
+		return demoapi.Expect(call(api, demoapi.Operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", demoapi.AvailabilityBody(day, 10+version[i]%2)))
 	}
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
@@ -237,7 +212,7 @@ func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int
 			wg.Go(func() {
 				defer func() { <-sem }()
 				at := time.Now()
-				if err := expect(call(api, operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", availabilityBody(day, 10+v%2))); err != nil {
+				if err := demoapi.Expect(call(api, demoapi.Operator, "PUT", pathOf(i)+"/rates/"+rateID(i)+"/availabilities", demoapi.AvailabilityBody(day, 10+v%2))); err != nil {
 					errs.Add(1)
 					return
 				}
@@ -287,16 +262,6 @@ func run(bin string, rate int, duration time.Duration, nRates, nSup, workers int
 	return nil
 }
 
-func expect(status int, body []byte, err error) error {
-	if err != nil {
-		return err
-	}
-	if status >= 300 {
-		return fmt.Errorf("status %d: %.300s", status, body)
-	}
-	return nil
-}
-
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -310,18 +275,4 @@ func rateID(i int) string { return fmt.Sprintf("lat-r%05d", i) }
 
 func supplierBody(id string) string {
 	return `{"id":"` + id + `","name":"Latency Tours","code":"LAT","connection":{"kind":"octo","baseUrl":"https://octo.example.com"}}`
-}
-
-func productBody(id string) string {
-	return `{"id":"` + id + `","name":"Latency walk","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
-"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true,"locations":[{"name":"Start","type":"START","order":1}]}`
-}
-
-func rateBody(id string) string {
-	return `{"id":"` + id + `","name":"Rate","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,"prices":[]}`
-}
-
-func availabilityBody(day time.Time, capacity int) string {
-	s := day.Add(9 * time.Hour)
-	return fmt.Sprintf(`{"availabilities":[{"id":"w","start":%q,"end":%q,"capacity":%d}]}`, s.Format(time.RFC3339), s.Add(2*time.Hour).Format(time.RFC3339), capacity)
 }

@@ -63,6 +63,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/bench/internal/demoapi"
 	"github.com/switchbackhq/switchback/bench/partnersim"
 )
 
@@ -120,52 +121,13 @@ func main() {
 	}
 }
 
-type cred struct{ key, secret string }
-
 var (
-	operator = cred{"demo-operator", "demo-operator-secret"}
-	reseller = cred{"demo-reseller", "demo-reseller-secret"}
 	// Idle connections are dropped after 5 s: the pool grows with the
 	// load generator's peak concurrency (a slow moment on a shared
 	// machine), and connections kept open from such a peak would count as
 	// the process's sockets growing.
 	client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, IdleConnTimeout: 5 * time.Second}}
 )
-
-func call(api string, who cred, method, path, body string) (int, []byte, error) {
-	req, err := http.NewRequest(method, api+path, strings.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("X-API-Key", who.key)
-	req.Header.Set("X-API-Secret", who.secret)
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
-}
-
-func expect(status int, body []byte, err error) error {
-	if err != nil {
-		return err
-	}
-	if status < 200 || status > 299 {
-		return fmt.Errorf("status %d: %.300s", status, body)
-	}
-	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 // sink counts webhook POSTs and distinct delivery ids.
 type sink struct {
@@ -225,15 +187,20 @@ func (c *counters) snapshot() map[string]int64 {
 	return out
 }
 
+// call sends a request with this run's client.
+func call(api string, who demoapi.Cred, method, path, body string) (int, []byte, error) {
+	return demoapi.Call(client, api, who, method, path, body)
+}
+
 func run(o options) error {
 	tmp, err := os.MkdirTemp("", "switchback-soak-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	apiAddr, err1 := freeAddr()
-	opsAddr, err2 := freeAddr()
-	kafkaAddr, err3 := freeAddr()
+	apiAddr, err1 := demoapi.FreeAddr()
+	opsAddr, err2 := demoapi.FreeAddr()
+	kafkaAddr, err3 := demoapi.FreeAddr()
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
@@ -318,7 +285,7 @@ func run(o options) error {
 	}
 	api := "http://" + apiAddr
 	for deadline := time.Now().Add(120 * time.Second); ; {
-		if _, _, err := call(api, operator, "GET", "/channel/v1.2/suppliers", ""); err == nil {
+		if _, _, err := call(api, demoapi.Operator, "GET", "/channel/v1.2/suppliers", ""); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -382,13 +349,13 @@ func run(o options) error {
 	loop(o.reads, 32, func(r *rand.Rand) {
 		s, p := r.IntN(o.suppliers), r.IntN(o.products)
 		if r.IntN(10) == 0 {
-			st, _, err := call(api, reseller, "GET", "/v1.2/suppliers/"+supplierID(s)+"/products", "")
+			st, _, err := call(api, demoapi.Reseller, "GET", "/v1.2/suppliers/"+supplierID(s)+"/products", "")
 			cnt.add("catalog-read", st, err)
 			return
 		}
 		start := today.AddDate(0, 0, 1+r.IntN(30))
 		end := start.AddDate(0, 0, 1+r.IntN(3))
-		st, _, err := call(api, reseller, "GET", fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s",
+		st, _, err := call(api, demoapi.Reseller, "GET", fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s",
 			supplierID(s), productID(s, p), start.Format(time.RFC3339), end.Format(time.RFC3339)), "")
 		cnt.add("availability-read", st, err)
 	})
@@ -397,12 +364,12 @@ func run(o options) error {
 		i := int(pushSeq.Add(1))
 		rate := i % o.pushRates
 		capacity := 10 + (i/o.pushRates)%2
-		st, _, err := call(api, operator, "PUT", pushPath+"/rates/"+pushRateID(rate)+"/availabilities", availabilityBody(today.AddDate(0, 0, 1), capacity))
+		st, _, err := call(api, demoapi.Operator, "PUT", pushPath+"/rates/"+pushRateID(rate)+"/availabilities", demoapi.AvailabilityBody(today.AddDate(0, 0, 1), capacity))
 		cnt.add("operator-change", st, err)
 	})
 	loop(o.changeRequests/60, 2, func(r *rand.Rand) {
 		s, p := r.IntN(o.suppliers), r.IntN(o.products)
-		st, _, err := call(api, operator, "POST", fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s&startDate=%s&endDate=%s",
+		st, _, err := call(api, demoapi.Operator, "POST", fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s&startDate=%s&endDate=%s",
 			supplierID(s), productID(s, p), today.Format(time.DateOnly), today.AddDate(0, 0, 14).Format(time.DateOnly)), "")
 		cnt.add("change-notification", st, err)
 	})
@@ -671,7 +638,7 @@ func vmRSS(pid int) float64 {
 // startBroker runs `switchback broker` on addr with its log under dir and
 // waits until it serves; stop ends it.
 func startBroker(bin, dir, addr string) (pid int, stop func(), err error) {
-	ops, err := freeAddr()
+	ops, err := demoapi.FreeAddr()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -846,7 +813,7 @@ func measureSlots(api, ops string, rdb *redis.Client, o options) error {
 				pi := k % nProducts
 				s, p := pi/o.products, pi%o.products
 				start := today.AddDate(0, 0, 1+(k/nProducts)%90).Add(time.Duration(k/(nProducts*90)) * time.Hour)
-				st, raw, err := call(api, reseller, "GET", fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s",
+				st, raw, err := call(api, demoapi.Reseller, "GET", fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s",
 					supplierID(s), productID(s, p), start.Format(time.RFC3339), start.AddDate(0, 0, 1).Format(time.RFC3339)), "")
 				if err != nil || st != 200 {
 					failed.Add(1)
@@ -904,19 +871,6 @@ var pushPath = "/channel/v1.2/suppliers/" + pushSupplier + "/products/" + pushPr
 func supplierID(s int) string   { return fmt.Sprintf("soak-sup%02d", s) }
 func productID(s, p int) string { return fmt.Sprintf("soak-s%02d-p%02d", s, p) }
 func pushRateID(i int) string   { return fmt.Sprintf("soak-push-r%04d", i) }
-func productBody(id string) string {
-	return `{"id":"` + id + `","name":"Soak walk","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
-"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true,"locations":[{"name":"Start","type":"START","order":1}]}`
-}
-
-func rateBody(id string) string {
-	return `{"id":"` + id + `","name":"Rate","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,"prices":[]}`
-}
-
-func availabilityBody(day time.Time, capacity int) string {
-	s := day.Add(9 * time.Hour)
-	return fmt.Sprintf(`{"availabilities":[{"id":"w","start":%q,"end":%q,"capacity":%d}]}`, s.Format(time.RFC3339), s.Add(2*time.Hour).Format(time.RFC3339), capacity)
-}
 
 // setup creates the partner suppliers (products, two rates each, bound to
 // the demo channel), the push supplier and its rates with a first push,
@@ -926,47 +880,47 @@ func setup(api string, o options, partnerURL, sinkURL string) error {
 		sid := supplierID(s)
 		body := fmt.Sprintf(`{"id":%q,"name":"Soak Tours %d","code":"SK%d","connection":{"kind":"partner","baseUrl":%q,"credentials":{"apiKey":"k","apiSecret":"s"}}}`,
 			sid, s, s, partnerURL)
-		if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers", body)); err != nil {
+		if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/suppliers", body)); err != nil {
 			return fmt.Errorf("supplier %s: %w", sid, err)
 		}
 		for p := range o.products {
 			pid := productID(s, p)
 			base := "/channel/v1.2/suppliers/" + sid + "/products"
-			if err := expect(call(api, operator, "POST", base, productBody(pid))); err != nil {
+			if err := demoapi.Expect(call(api, demoapi.Operator, "POST", base, demoapi.ProductBody(pid, "Soak walk"))); err != nil {
 				return fmt.Errorf("product %s: %w", pid, err)
 			}
 			for _, r := range []string{pid + "-r1", pid + "-r2"} {
-				if err := expect(call(api, operator, "POST", base+"/"+pid+"/rates", rateBody(r))); err != nil {
+				if err := demoapi.Expect(call(api, demoapi.Operator, "POST", base+"/"+pid+"/rates", demoapi.RateBody(r))); err != nil {
 					return fmt.Errorf("rate %s: %w", r, err)
 				}
 			}
-			if err := expect(call(api, operator, "POST", base+"/"+pid+"/channels/"+channel, `{}`)); err != nil {
+			if err := demoapi.Expect(call(api, demoapi.Operator, "POST", base+"/"+pid+"/channels/"+channel, `{}`)); err != nil {
 				return fmt.Errorf("binding %s: %w", pid, err)
 			}
 		}
 	}
 	push := fmt.Sprintf(`{"id":%q,"name":"Soak Push","code":"SKP","connection":{"kind":"octo","baseUrl":"https://octo.example.com"}}`, pushSupplier)
-	if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers", push)); err != nil {
+	if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/suppliers", push)); err != nil {
 		return fmt.Errorf("push supplier: %w", err)
 	}
-	if err := expect(call(api, operator, "POST", "/channel/v1.2/suppliers/"+pushSupplier+"/products", productBody(pushProduct))); err != nil {
+	if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/suppliers/"+pushSupplier+"/products", demoapi.ProductBody(pushProduct, "Soak walk"))); err != nil {
 		return fmt.Errorf("push product: %w", err)
 	}
 	var rs []string
 	for i := range o.pushRates {
-		rs = append(rs, rateBody(pushRateID(i)))
+		rs = append(rs, demoapi.RateBody(pushRateID(i)))
 	}
-	if err := expect(call(api, operator, "POST", "/channel/v1.2/bulk/suppliers/"+pushSupplier+"/products/"+pushProduct+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
+	if err := demoapi.Expect(call(api, demoapi.Operator, "POST", "/channel/v1.2/bulk/suppliers/"+pushSupplier+"/products/"+pushProduct+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
 		return fmt.Errorf("push rates: %w", err)
 	}
-	if err := expect(call(api, operator, "POST", pushPath+"/channels/"+channel, `{}`)); err != nil {
+	if err := demoapi.Expect(call(api, demoapi.Operator, "POST", pushPath+"/channels/"+channel, `{}`)); err != nil {
 		return fmt.Errorf("push binding: %w", err)
 	}
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	for i := range o.pushRates {
-		if err := expect(call(api, operator, "PUT", pushPath+"/rates/"+pushRateID(i)+"/availabilities", availabilityBody(day, 10))); err != nil {
+		if err := demoapi.Expect(call(api, demoapi.Operator, "PUT", pushPath+"/rates/"+pushRateID(i)+"/availabilities", demoapi.AvailabilityBody(day, 10))); err != nil {
 			return fmt.Errorf("first push: %w", err)
 		}
 	}
-	return expect(call(api, reseller, "POST", "/registry/v1.1/availability", `{"url":"`+sinkURL+`/availability","config":{"maxLookAheadDays":30}}`))
+	return demoapi.Expect(call(api, demoapi.Reseller, "POST", "/registry/v1.1/availability", `{"url":"`+sinkURL+`/availability","config":{"maxLookAheadDays":30}}`))
 }
