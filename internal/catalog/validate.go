@@ -209,8 +209,9 @@ func checkValidity(field string, v *Validity) error {
 	}
 	v.From, v.Until = utc(v.From), utc(v.Until)
 	// A time that JSON cannot write back (a year outside 0000-9999 once in
-	// UTC, e.g. "0000-01-01T00:00:00+01:00") would fail every later
-	// rendering of the binding: refused here (found by FuzzBindingBody).
+	// UTC, e.g. "0000-01-01T00:00:00+01:00" is year -1) would fail every
+	// later rendering of the binding: refused here, year 0000 with it, as
+	// no validity means anything there (found by FuzzBindingBody).
 	for _, f := range []struct {
 		name string
 		t    time.Time

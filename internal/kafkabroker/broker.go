@@ -121,7 +121,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{cluster: cluster, addr: addrs[0], unlock: unlock}
-	b.keeper = startSessionKeeper(cluster, b.addr, logger, keeperInterval)
+	b.keeper = startSessionKeeper(cluster, b.addr, logger)
 	if opts.Logger != nil {
 		opts.Logger.Info("embedded kafka broker started", "addr", b.addr, "dataDir", opts.DataDir)
 	}

@@ -51,11 +51,10 @@ type sessionKeeper struct {
 	transport *kafka.Transport
 	addr      net.Addr
 	log       *slog.Logger
-	interval  time.Duration
 
 	mu     sync.Mutex
 	groups map[string]*groupSessions
-	// expired counts the members removed, for tests and the stop log.
+	// expired counts the members removed (ExpiredMembers in tests).
 	expired int
 
 	cancel context.CancelFunc
@@ -83,7 +82,7 @@ const (
 )
 
 // startSessionKeeper installs the observers and starts the sweeps.
-func startSessionKeeper(cluster *kfake.Cluster, addr string, log *slog.Logger, interval time.Duration) *sessionKeeper {
+func startSessionKeeper(cluster *kfake.Cluster, addr string, log *slog.Logger) *sessionKeeper {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &sessionKeeper{
 		cluster: cluster,
@@ -92,7 +91,6 @@ func startSessionKeeper(cluster *kfake.Cluster, addr string, log *slog.Logger, i
 		transport: &kafka.Transport{DialTimeout: keeperTimeout, IdleTimeout: time.Minute, ClientID: "switchback-broker-sessions"},
 		addr:      kafka.TCP(addr),
 		log:       log,
-		interval:  interval,
 		groups:    map[string]*groupSessions{},
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -143,7 +141,7 @@ func (k *sessionKeeper) saw(group, member string, timeout time.Duration) {
 
 func (k *sessionKeeper) run(ctx context.Context) {
 	defer close(k.done)
-	t := time.NewTicker(k.interval)
+	t := time.NewTicker(keeperInterval)
 	defer t.Stop()
 	failing := false
 	for {
@@ -198,6 +196,9 @@ func (k *sessionKeeper) sweep(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
+			k.mu.Lock()
+			k.expired++
+			k.mu.Unlock()
 			k.log.Warn("embedded broker: removed a group member that showed no sign of life for its session timeout (a kfake defect keeps such members; docs/reliability.md R7)",
 				"group", g.GroupID, "member", member, "sessionTimeout", timeout)
 		}
@@ -206,7 +207,7 @@ func (k *sessionKeeper) sweep(ctx context.Context) error {
 }
 
 // expiredMembers updates the group's members from a description and returns
-// those past the session timeout.
+// those past the session timeout, for sweep to remove.
 func (k *sessionKeeper) expiredMembers(g describegroups.ResponseGroup, now time.Time) ([]string, time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -233,10 +234,11 @@ func (k *sessionKeeper) expiredMembers(g describegroups.ResponseGroup, now time.
 			delete(gs.seen, id)
 		}
 	}
+	// An expiry that fails is tried again a session timeout after the
+	// member is next listed.
 	for _, id := range expired {
 		delete(gs.seen, id)
 	}
-	k.expired += len(expired)
 	return expired, gs.timeout
 }
 
