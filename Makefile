@@ -20,8 +20,8 @@ build:
 # miniredis), ClickHouse (clickhouse-server if installed, else parked).
 run: build
 	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} \
-	SWITCHBACK_WEBHOOK_ALLOW_HTTP=$${SWITCHBACK_WEBHOOK_ALLOW_HTTP:-true} \
-	SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=$${SWITCHBACK_WEBHOOK_ALLOW_PRIVATE:-true} \
+	SWITCHBACK_OUTBOUND_ALLOW_HTTP=$${SWITCHBACK_OUTBOUND_ALLOW_HTTP:-true} \
+	SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=$${SWITCHBACK_OUTBOUND_ALLOW_PRIVATE:-true} \
 	./$(BIN) run
 
 # Unit, component and integration tests. Integration tests start real

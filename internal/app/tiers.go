@@ -62,7 +62,9 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	}
 	// One partner client per process: one circuit breaker per partner,
 	// whichever tier calls it.
-	sh.partner = partner.NewClient(partner.Options{Registerer: reg})
+	// Partners, booking systems and webhooks are judged by one outbound
+	// policy (internal/outbound).
+	sh.partner = partner.NewClient(partner.Options{Registerer: reg, Outbound: cfg.Outbound()})
 	// One availability cache service per process too: the query tier's
 	// reads and the ingest tier's refreshes share its in-process copy and
 	// its singleflight.
@@ -72,7 +74,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	// booking system), and one router of holds and bookings over both
 	// kinds of supplier, for the query tier's writes and the process
 	// tier's ticket poller.
-	sh.bookingSystem = bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})
+	sh.bookingSystem = bookingsystem.NewClient(bookingsystem.Options{Registerer: reg, Outbound: cfg.Outbound()})
 	sh.suppliers = supplierbooking.NewRouter(supplierbooking.Options{Catalog: sh.catalog, Partner: sh.partner,
 		BookingSystem: sh.bookingSystem, Registerer: reg, Logger: log})
 	if err := startViews(ctx, d, sh, log, closers, st.failed); err != nil {
@@ -268,16 +270,17 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	reg := registry.New(registry.Options{
 		Redis:        d.redis,
 		Publisher:    d.producer,
-		AllowHTTP:    cfg.WebhookAllowHTTP,
-		AllowPrivate: cfg.WebhookAllowPrivate,
+		AllowHTTP:    cfg.OutboundAllowHTTP,
+		AllowPrivate: cfg.OutboundAllowPrivate,
 		Logger:       log.With("part", "registry"),
 		Fence:        d.views,
 	})
-	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views})
+	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
+		Outbound: cfg.Outbound()})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
-	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
+	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.OutboundAllowHTTP, AllowPrivate: cfg.OutboundAllowPrivate, Timeout: cfg.WebhookTimeout})
 	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
 }

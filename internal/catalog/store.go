@@ -35,6 +35,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/stream"
 )
 
@@ -64,6 +65,11 @@ type Options struct {
 	// would find its supplier's products "absent" and publish a create of
 	// version 1 over them, in the log of record.
 	Fence Fence
+	// Outbound is the policy a supplier's connection.baseUrl is judged by
+	// when it is written (internal/outbound: https, no literal non-public
+	// address, not localhost); the clients judge it again at every call,
+	// on the address they connect to. The zero value is the strict one.
+	Outbound outbound.Policy
 }
 
 // Fence reads the epoch of the Redis views: "" while they are lost or
@@ -83,6 +89,7 @@ type Store struct {
 	k      keys
 	local  keyedMutex
 	fence  Fence
+	policy outbound.Policy
 
 	lockWait time.Duration
 }
@@ -105,7 +112,8 @@ func NewStore(opts Options) *Store {
 		opts.KeyPrefix = "switchback:catalog:"
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
-		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence}
+		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence,
+		policy: opts.Outbound}
 }
 
 // keyedMutex queues the writers of one key inside this process, so that

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"regexp"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // timezones validate the same on every host
+
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Limits of operator input (the spec gives only the id length of doc 3).
@@ -480,8 +483,14 @@ func validateSupplier(prefix string, d *SupplierData) error {
 }
 
 // resolveConnection turns the input into the connection to store; cur is
-// the stored one (nil on create).
-func resolveConnection(in *ConnectionInput, cur *Connection) (Connection, error) {
+// the stored one (nil on create). The baseUrl must be admitted by the
+// outbound policy as far as the url alone tells (a literal loopback,
+// private, link-local or metadata address, localhost or plain http are
+// refused on the default settings): refused at registration rather than
+// at the first synchronization, whose report would otherwise be the
+// operator's probe of our network. The clients check again at every call,
+// on the address they connect to.
+func resolveConnection(policy outbound.Policy, in *ConnectionInput, cur *Connection) (Connection, error) {
 	if in == nil {
 		if cur == nil {
 			return Connection{}, invalid("connection", "is required: {kind, baseUrl, credentials}")
@@ -501,6 +510,17 @@ func resolveConnection(in *ConnectionInput, cur *Connection) (Connection, error)
 	u, _ := url.Parse(in.BaseURL)
 	if u.RawQuery != "" || u.Fragment != "" {
 		return Connection{}, invalid("connection.baseUrl", "must not have a query or fragment")
+	}
+	if err := policy.CheckURL(in.BaseURL); err != nil {
+		// The reason names the rule, never the url.
+		var ue *outbound.URLError
+		if errors.As(err, &ue) && errors.Is(err, outbound.ErrRefused) {
+			return Connection{}, invalid("connection.baseUrl", outbound.ErrRefused.Error()+": "+ue.Reason)
+		}
+		if errors.As(err, &ue) {
+			return Connection{}, invalid("connection.baseUrl", ue.Reason)
+		}
+		return Connection{}, invalid("connection.baseUrl", "must be an absolute https URL")
 	}
 	// Doc 3: the endpoint SHOULD NOT end with '/'; every path is appended.
 	out := Connection{Kind: in.Kind, BaseURL: strings.TrimRight(in.BaseURL, "/")}

@@ -4,11 +4,72 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
+
+// TestResolveConnection_BaseURLFollowsTheOutboundPolicy: a supplier whose
+// connection.baseUrl the outbound policy refuses by its literal form is
+// refused when written (400 on connection.baseUrl, the url not echoed), on
+// the default settings; with both allow settings on it is accepted (the
+// demo's and tests' simulators on loopback). Names are judged when the
+// clients connect (internal/outbound's Dialer).
+func TestResolveConnection_BaseURLFollowsTheOutboundPolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		url     string
+		refused bool // on the default settings; accepted with both allow settings
+		invalid bool // refused on both
+	}{
+		{name: "public name", url: "https://bookings.example.com/v2"},
+		{name: "loopback", url: "https://127.0.0.1:8443/v2", refused: true},
+		{name: "loopback, plain http", url: "http://127.0.0.1:1/", refused: true},
+		{name: "IPv6 loopback", url: "https://[::1]/v2", refused: true},
+		{name: "private 10/8", url: "https://10.1.2.3/", refused: true},
+		{name: "private 192.168/16", url: "https://192.168.0.10/", refused: true},
+		{name: "metadata", url: "http://169.254.169.254/latest/meta-data", refused: true},
+		{name: "metadata over https", url: "https://169.254.169.254/", refused: true},
+		{name: "IPv6 metadata", url: "https://[fd00:ec2::254]/", refused: true},
+		{name: "IPv4-mapped loopback", url: "https://[::ffff:127.0.0.1]/", refused: true},
+		{name: "IPv4-mapped metadata", url: "https://[::ffff:169.254.169.254]/", refused: true},
+		{name: "CGNAT", url: "https://100.64.0.1/", refused: true},
+		{name: "unspecified", url: "https://0.0.0.0/", refused: true},
+		{name: "localhost", url: "https://localhost:8443/", refused: true},
+		{name: "plain http, public name", url: "http://bookings.example.com/v2", refused: true},
+		{name: "decimal loopback", url: "https://2130706433/", invalid: true},
+		{name: "hex loopback", url: "https://0x7f000001/", invalid: true},
+		{name: "short loopback", url: "https://127.1/", invalid: true},
+		{name: "octal loopback", url: "https://0177.0.0.1/", invalid: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &ConnectionInput{Kind: ConnectionBookingSystem, BaseURL: tt.url, Credentials: &CredentialsInput{BearerToken: "tok"}}
+			for _, c := range []struct {
+				policy outbound.Policy
+				bad    bool
+			}{{outbound.Policy{}, tt.refused || tt.invalid}, {outbound.Policy{AllowHTTP: true, AllowPrivate: true}, tt.invalid}} {
+				_, err := resolveConnection(c.policy, in, nil)
+				if !c.bad {
+					if err != nil {
+						t.Fatalf("%+v: %v, want accepted", c.policy, err)
+					}
+					continue
+				}
+				checkField(t, err, "connection.baseUrl")
+				if strings.Contains(err.Error(), tt.url) {
+					t.Errorf("the refusal %q echoes the url", err)
+				}
+				if tt.refused && !strings.Contains(err.Error(), "refused by the outbound policy") {
+					t.Errorf("the refusal %q does not say it is the outbound policy's", err)
+				}
+			}
+		})
+	}
+}
 
 func TestValidateSupplier_NamesTheField(t *testing.T) {
 	conn := `"connection":{"kind":"partner","baseUrl":"https://x.example"}`
@@ -43,7 +104,7 @@ func TestValidateSupplier_NamesTheField(t *testing.T) {
 			}
 			err := validateSupplier("", &in.SupplierData)
 			if err == nil {
-				_, err = resolveConnection(in.Connection, nil)
+				_, err = resolveConnection(outbound.Policy{}, in.Connection, nil)
 			}
 			checkField(t, err, tt.field)
 		})
@@ -134,7 +195,7 @@ func FuzzSupplierBody(f *testing.F) {
 		if validateSupplier("", &in.SupplierData) != nil {
 			return
 		}
-		conn, err := resolveConnection(in.Connection, nil)
+		conn, err := resolveConnection(outbound.Policy{}, in.Connection, nil)
 		if err != nil {
 			return
 		}

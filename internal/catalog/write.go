@@ -170,7 +170,7 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 	if err := validateSupplier("", &in.SupplierData); err != nil {
 		return Supplier{}, err
 	}
-	conn, err := resolveConnection(in.Connection, nil)
+	conn, err := resolveConnection(s.policy, in.Connection, nil)
 	if err != nil {
 		return Supplier{}, err
 	}
@@ -213,7 +213,7 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 	if err := checkVersion(in.Version, cur.Version); err != nil {
 		return Supplier{}, err
 	}
-	conn, err := resolveConnection(in.Connection, &cur.Connection)
+	conn, err := resolveConnection(s.policy, in.Connection, &cur.Connection)
 	if err != nil {
 		return Supplier{}, err
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Config is every setting of the binary. Unset external addresses mean
@@ -39,8 +41,11 @@ type Config struct {
 	AdminKey    string
 	AdminSecret string
 
-	WebhookAllowHTTP    bool
-	WebhookAllowPrivate bool
+	// OutboundAllowHTTP and OutboundAllowPrivate relax the outbound
+	// policy (internal/outbound) of every call leaving the process:
+	// webhooks, partners, booking systems, OCTO.
+	OutboundAllowHTTP    bool
+	OutboundAllowPrivate bool
 
 	LogLevel  string
 	LogFormat string
@@ -133,8 +138,8 @@ func Settings() []Setting {
 		{"SWITCHBACK_DEMO_DATA", "demo-data", "true", "with SWITCHBACK_DEMO: simulated partner, demo supplier, rules of every type at a built-in webhook sink, changes every few seconds", boolean(func(c *Config) *bool { return &c.DemoData })},
 		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
 		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
-		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "false", "allow http:// webhook URLs (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowHTTP })},
-		{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow private, loopback and link-local webhook targets (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
+		{"SWITCHBACK_OUTBOUND_ALLOW_HTTP", "outbound-allow-http", "false", "allow http:// urls for every outbound call: webhooks, partners, booking systems, OCTO (demo and tests only; former name SWITCHBACK_WEBHOOK_ALLOW_HTTP, still read)", boolean(func(c *Config) *bool { return &c.OutboundAllowHTTP })},
+		{"SWITCHBACK_OUTBOUND_ALLOW_PRIVATE", "outbound-allow-private", "false", "allow loopback, private, link-local and metadata targets for every outbound call (demo and tests only; former name SWITCHBACK_WEBHOOK_ALLOW_PRIVATE, still read)", boolean(func(c *Config) *bool { return &c.OutboundAllowPrivate })},
 		{"SWITCHBACK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":
@@ -196,8 +201,26 @@ func Settings() []Setting {
 	}
 }
 
+// Rename is a setting's former environment name and flag, still read so
+// that deployments written for it keep working.
+type Rename struct {
+	OldEnv, OldFlag string
+	Env             string // the current name
+}
+
+// Renames lists the former names. The webhook allow settings were renamed
+// when they came to cover every outbound call (issue 18).
+func Renames() []Rename {
+	return []Rename{
+		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "SWITCHBACK_OUTBOUND_ALLOW_HTTP"},
+		{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE"},
+	}
+}
+
 // Load builds the Config from defaults, then the environment (getenv), then
-// the flags in args. It returns an error naming the first bad setting.
+// the flags in args. It returns an error naming the first bad setting. A
+// former name (Renames) is read where the current one is not set; both set
+// to different values is an error rather than a silent choice.
 func Load(name string, args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	settings := Settings()
@@ -208,15 +231,36 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 			values[s.Env] = v
 		}
 	}
+	for _, r := range Renames() {
+		old := getenv(r.OldEnv)
+		if old == "" {
+			continue
+		}
+		if cur := getenv(r.Env); cur != "" && cur != old {
+			return c, fmt.Errorf("invalid %s: set to %q while its former name %s is %q; set one", r.Env, cur, r.OldEnv, old)
+		}
+		values[r.Env] = old
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	flagValues := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		flagValues[s.Env] = fs.String(s.Flag, "", s.Usage+" (env "+s.Env+", default "+quoteDefault(s.Default)+")")
 	}
+	oldFlags := make(map[string]Rename)
+	oldValues := make(map[string]*string)
+	for _, r := range Renames() {
+		oldFlags[r.OldFlag] = r
+		oldValues[r.OldFlag] = fs.String(r.OldFlag, "", "former name of --"+flagOf(settings, r.Env))
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if r, ok := oldFlags[f.Name]; ok {
+			values[r.Env] = *oldValues[f.Name]
+		}
+	})
 	fs.Visit(func(f *flag.Flag) {
 		for _, s := range settings {
 			if s.Flag == f.Name {
@@ -246,6 +290,20 @@ func (c Config) validate() error {
 		return errors.New("invalid SWITCHBACK_OPS_ADDR: must differ from SWITCHBACK_HTTP_ADDR")
 	}
 	return nil
+}
+
+func flagOf(settings []Setting, env string) string {
+	for _, s := range settings {
+		if s.Env == env {
+			return s.Flag
+		}
+	}
+	return ""
+}
+
+// Outbound is the outbound policy of every call leaving the process.
+func (c Config) Outbound() outbound.Policy {
+	return outbound.Policy{AllowHTTP: c.OutboundAllowHTTP, AllowPrivate: c.OutboundAllowPrivate}
 }
 
 // EmbeddedKafka reports whether the embedded broker is used.

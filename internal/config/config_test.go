@@ -100,3 +100,46 @@ func TestRedactURL(t *testing.T) {
 		t.Errorf("RedactURL = %q", got)
 	}
 }
+
+func TestLoad_FormerNamesOfTheOutboundSettingsStillWork(t *testing.T) {
+	tests := []struct {
+		name        string
+		env         map[string]string
+		args        []string
+		http, priv  bool
+		wantErrName string
+	}{
+		{name: "defaults are strict"},
+		{name: "current names", env: map[string]string{"SWITCHBACK_OUTBOUND_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE": "true"}, http: true, priv: true},
+		{name: "former names", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, http: true, priv: true},
+		{name: "former name of one", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, priv: true},
+		{name: "both names agreeing", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP": "true"}, http: true},
+		{name: "both names disagreeing", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP": "false"},
+			wantErrName: "SWITCHBACK_OUTBOUND_ALLOW_HTTP"},
+		{name: "former flag", args: []string{"--webhook-allow-http=true"}, http: true},
+		{name: "current flag wins over the former env", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"},
+			args: []string{"--outbound-allow-private=false"}},
+		{name: "bad value under the former name", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "yes please"},
+			wantErrName: "SWITCHBACK_OUTBOUND_ALLOW_HTTP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load("test", tt.args, env(tt.env))
+			if tt.wantErrName != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrName) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErrName)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OutboundAllowHTTP != tt.http || c.OutboundAllowPrivate != tt.priv {
+				t.Fatalf("http %v private %v, want %v %v", c.OutboundAllowHTTP, c.OutboundAllowPrivate, tt.http, tt.priv)
+			}
+			if p := c.Outbound(); p.AllowHTTP != tt.http || p.AllowPrivate != tt.priv {
+				t.Fatalf("Outbound() = %+v", p)
+			}
+		})
+	}
+}

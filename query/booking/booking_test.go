@@ -15,6 +15,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	bookingsvc "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -23,6 +24,10 @@ import (
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 const (
 	sup, prod, rateA, rateB = "sup-bk", "prod-bk", "rate-a", "rate-b"
@@ -82,7 +87,7 @@ func start(t *testing.T, cfg partnersim.TxConfig) *env {
 	t.Cleanup(ps.Close)
 	e.svc = bookingsvc.New(bookingsvc.Options{
 		Redis: e.Redis, Publisher: e.Rec, Catalog: e.Store, Logger: e.Logger, PollLease: 10 * time.Millisecond,
-		Partner: partner.Suppliers{Client: partner.NewClient(partner.Options{}), Catalog: e.Store},
+		Partner: partner.Suppliers{Client: partner.NewClient(partner.Options{Outbound: allowLoopback}), Catalog: e.Store},
 		Clock:   func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) },
 	})
 	l.svc = e.svc

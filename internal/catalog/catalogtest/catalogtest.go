@@ -24,6 +24,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/testharness"
@@ -175,7 +176,10 @@ func Start(t testing.TB, opts Options) *Env {
 		e.Rec = &Recorder{}
 		pub = e.Rec
 	}
-	e.Store = catalog.NewStore(catalog.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger})
+	// The tests' simulated partners and booking systems listen on
+	// loopback over http: the outbound policy is relaxed explicitly.
+	e.Store = catalog.NewStore(catalog.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger,
+		Outbound: outbound.Policy{AllowHTTP: true, AllowPrivate: true}})
 
 	e.Principals = principals.NewStore(&Recorder{})
 	mk := func(key string, role principals.Role, ch string) Cred {
