@@ -12,6 +12,7 @@ import (
 	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/query/httpapi/httpapitest"
 )
 
 // TestBinary_SecretsNeverInLogsOrMetrics runs the binary outside demo mode
@@ -151,6 +152,22 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	// Wrong and missing credentials.
 	_, _, _ = client{t, api, "boot-admin", "not-" + adminSecret}.do("GET", "/admin/v1/principals", "")
 
+	// Malformed requests of every kind (issue 18), with the reseller's
+	// and the admin's credentials: fasthttp would log their raw headers.
+	malformed := 0
+	for _, c := range []client{reseller, admin} {
+		for _, m := range httpapitest.MalformedRequests("/registry/v1.1/supplier", c.key, c.secret) {
+			got, err := httpapitest.Send(p.api, m.Raw)
+			if err != nil {
+				t.Fatalf("%s: %v", m.Name, err)
+			}
+			if strings.Contains(got, c.secret) {
+				t.Errorf("%s: the answer repeats the secret", m.Name)
+			}
+			malformed++
+		}
+	}
+
 	resp, err := http.Get("http://" + p.ops + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +180,9 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	if !strings.Contains(outputs["logs"], "level=DEBUG") {
 		t.Fatalf("no debug logs captured: the check would prove nothing")
 	}
+	if n := strings.Count(outputs["logs"], "request rejected before routing"); n < malformed/2 {
+		t.Fatalf("%d of %d malformed requests logged: the check would prove little", n, malformed)
+	}
 	leaks, size := 0, 0
 	for where, text := range outputs {
 		size += len(text)
@@ -173,5 +193,7 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("RELIABILITY fault=secrets-in-output secrets=%d outputs=%d bytes_searched=%d leaks=%d", len(secrets), len(outputs), size, leaks)
+	lines := strings.Count(outputs["logs"], "\n")
+	t.Logf("RELIABILITY fault=secrets-in-output secrets=%d outputs=%d bytes_searched=%d log_lines=%d malformed_requests=%d leaks=%d",
+		len(secrets), len(outputs), size, lines, malformed, leaks)
 }

@@ -148,6 +148,9 @@ func NewClient(opts Options) *Client {
 		MaxConnsPerHost:     256,
 		MaxIdleConnDuration: 30 * time.Second,
 		MaxResponseBodySize: MaxResponseBytes,
+		// An answer fasthttp cannot parse must not put its bytes (which
+		// may echo our credentials) in an error.
+		ConfigureClient: outbound.SecureErrorMessages,
 	}
 	m := newMetrics(opts.Registerer)
 	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}

@@ -105,6 +105,9 @@ func NewClient(opts Options) *Client {
 		ReadTimeout:         opts.Timeout,
 		WriteTimeout:        opts.Timeout,
 		MaxResponseBodySize: opts.MaxResponseBody,
+		// A response fasthttp cannot parse must not put its bytes in an
+		// error (they reach the delivery log).
+		ConfigureClient: outbound.SecureErrorMessages,
 		// A POST is not idempotent: the dispatcher decides about retries.
 		MaxIdemponentCallAttempts: 1,
 		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },

@@ -189,6 +189,10 @@ func New(opts Options) *Server {
 		WriteTimeout:          opts.WriteTimeout,
 		IdleTimeout:           opts.IdleTimeout,
 		NoDefaultServerHeader: true,
+		// A request fasthttp cannot parse (no Host, two Content-Lengths,
+		// a bad Transfer-Encoding, a bare CR...) must never put its raw
+		// header buffer, X-API-Secret included, into an error or a log line.
+		SecureErrorLogMessage: true,
 		CloseOnShutdown:       true,
 		Logger:                fasthttpLogger{log},
 	}
@@ -457,13 +461,54 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	m := s.metrics.unmatched(ctx.Method())
 	m.observe(e.Status(), time.Since(start))
 	s.accessLog(ctx.Method(), m.pattern, e.Status(), time.Since(start), id, "")
-	s.log.LogAttrs(context.Background(), slog.LevelDebug, "request rejected before routing", slog.String("reqId", id), slog.String("err", err.Error()))
+	// The kind only: fasthttp's error may quote what it read of the
+	// request, credentials included.
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "request rejected before routing", slog.String("reqId", id),
+		slog.Int("status", e.Status()), slog.String("reason", e.Message))
 }
 
-// fasthttpLogger sends fasthttp's own messages (accept errors and the
-// like) to slog instead of the standard logger.
+// fasthttpLogger sends fasthttp's own messages (accept errors, a
+// connection that could not be served) to slog instead of the standard
+// logger. Only the message's form and its addresses and numbers are kept:
+// an error is replaced by its kind, and any other value by "…", because
+// fasthttp's errors may quote the bytes it read (a malformed request's
+// header buffer holds X-API-Secret) whatever SecureErrorLogMessage says of
+// the paths it covers. A connection that could not be served is the
+// client's fault: Debug, so that a flood of garbage cannot fill the log.
 type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Warn("fasthttp: " + fmt.Sprintf(format, args...))
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case error:
+			safe[i] = transportErrorKind(v)
+		case net.Addr, int, int64, uint, uint64, time.Duration:
+			safe[i] = v
+		default:
+			safe[i] = "…"
+		}
+	}
+	level := slog.LevelWarn
+	if strings.HasPrefix(format, "error when serving connection") {
+		level = slog.LevelDebug
+	}
+	f.l.Log(context.Background(), level, "fasthttp: "+fmt.Sprintf(format, safe...))
+}
+
+// transportErrorKind names a connection-level error without its text.
+func transportErrorKind(err error) string {
+	var small *fasthttp.ErrSmallBuffer
+	var nerr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return "request body too large"
+	case errors.As(err, &small):
+		return "request headers too large"
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return "timeout"
+	case errors.Is(err, net.ErrClosed):
+		return "connection closed"
+	}
+	return "malformed request or connection error (details withheld: they may quote the request)"
 }
