@@ -275,8 +275,10 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 		Logger:       log.With("part", "registry"),
 		Fence:        d.views,
 	})
+	// A supplier with holds or bookings that are not final cannot be
+	// deleted: the bookings view (read only here) counts them.
 	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
-		Outbound: cfg.Outbound()})
+		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis})})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 

@@ -238,7 +238,10 @@ func (s *Store) applyEvent(ctx context.Context, env schemas.Envelope, ev *Event)
 			args = []any{v, t, del, sid, string(mustJSON(sup)), string(renderV12(sup)), string(renderV13(sup, false)),
 				string(renderV13(sup, true)), sup.Code, sup.PartnerID, sup.Owner}
 		}
-		n, err = applySupplierScript.Run(ctx, s.rdb, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner)}, args...).Int()
+		if sup := ev.Supplier; sup == nil {
+			args[10] = owner // the tombstone's owner
+		}
+		n, err = applySupplierScript.Run(ctx, s.rdb, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner), s.k.tombstone(sid)}, args...).Int()
 	case KindProduct:
 		val := ""
 		if ev.Product != nil {

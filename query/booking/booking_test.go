@@ -275,10 +275,25 @@ func TestHoldsAndBookings_OnlyTheirChannelSeesThem(t *testing.T) {
 	if status, _ := e.Do(t, "GET", bookings+"/bk-iso", e.Operator, ""); status != 403 {
 		t.Errorf("operator: %d, want 403", status)
 	}
-	// A second hold with the same id from another channel is refused.
-	status, b := e.Do(t, "POST", holds, e.Reseller2, holdBody("hold-iso", rateB, 1))
-	if status != 409 {
-		t.Errorf("hold id of another channel: %d %s", status, b)
+	// Ids are unique per channel (issue 18): another channel's hold and
+	// booking of the same ids are theirs, made at the partner under other
+	// ids, and learn nothing of the first.
+	got := decode(t, e.Must(t, 201, "POST", holds, e.Reseller2, holdBody("hold-iso", rateB, 1)))
+	if hold := got["hold"].(map[string]any); hold["id"] != "hold-iso" || hold["status"] != schemas.HoldActive {
+		t.Errorf("the other channel's hold-iso: %v", got)
+	}
+	e.Must(t, 201, "POST", bookings, e.Reseller2, bookingBody("bk-iso", "hold-iso", rateB, 1, ""))
+	if mine := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller1, "")); mine["booking"].(map[string]any)["items"].([]any)[0].(map[string]any)["rateId"] != rateA {
+		t.Errorf("channel A's bk-iso changed: %v", mine)
+	}
+	theirs := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller2, ""))
+	if theirs["booking"].(map[string]any)["items"].([]any)[0].(map[string]any)["rateId"] != rateB {
+		t.Errorf("channel B's bk-iso: %v", theirs)
+	}
+	// Cancelling one leaves the other.
+	e.Must(t, 200, "PUT", bookings+"/cancel/bk-iso", e.Reseller2, "")
+	if mine := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller1, "")); mine["booking"].(map[string]any)["status"] == schemas.BookingCancelled {
+		t.Errorf("cancelling channel B's bk-iso cancelled channel A's: %v", mine)
 	}
 }
 
@@ -340,7 +355,7 @@ func TestCancelBooking_ProducesTheCanceledNotification(t *testing.T) {
 		t.Fatalf("cancel answer = %v", got)
 	}
 	e.Must(t, 200, "PUT", bookings+"/cancel/bk-cancel", e.Reseller1, "") // idempotent
-	if b, _ := e.sim.Booking("bk-cancel"); b.Status != schemas.BookingCancelled {
+	if b, _ := e.sim.Booking(bookingsvc.PartnerID("booking", catalogtest.ChannelA, "bk-cancel")); b.Status != schemas.BookingCancelled {
 		t.Fatalf("partner booking status = %s", b.Status)
 	}
 	rs := rules{
@@ -368,7 +383,7 @@ func TestCancelDiscoveredFromThePartner_IsNotified(t *testing.T) {
 	e := start(t, partnersim.TxConfig{})
 	h := e.hold(t, "", 1)
 	e.Must(t, 201, "POST", bookings, e.Reseller1, bookingBody("bk-pc", h, rateA, 1, ""))
-	e.sim.CancelBooking("bk-pc")
+	e.sim.CancelBooking(bookingsvc.PartnerID("booking", catalogtest.ChannelA, "bk-pc"))
 	got := decode(t, e.Must(t, 200, "GET", bookings+"/bk-pc", e.Reseller1, ""))
 	if got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
 		t.Fatalf("booking = %v", got)
@@ -393,7 +408,7 @@ func TestAcceptedBooking_PolledUntilTicketsThenTicketsAdded(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		poller.Poll(context.Background())
-		rec, err := e.svc.Record(context.Background(), "bk-202")
+		rec, err := e.svc.Record(context.Background(), catalogtest.ChannelA, "bk-202")
 		if err != nil {
 			t.Fatal(err)
 		}
