@@ -803,8 +803,13 @@ func (w *tenancyWorld) rows() []matrixRow {
 	pwnedSupplier := catalogtest.SupplierBody(supA, pw, "PWN", "k", "s")
 	pwnedProduct := catalogtest.ProductBody(prodA, pw, pw)
 	pwnedRate := catalogtest.RateBody(rateA, pw)
-	pwnedAvail := fmt.Sprintf(`{"availabilities":[{"id":%q,"start":"2031-01-01T09:00:00Z","end":"2031-01-01T11:00:00Z","capacity":1}]}`, pw)
-	pwnedSched := fmt.Sprintf(`{"entries":[{"from":"2031-01-01","until":"2031-01-02","prices":[{"id":%q,"retail":{"amount":1,"currency":"EUR"}}]}]}`, pw)
+	// Within the window of dates the API accepts (internal/bounds), so
+	// that B's refusal is for scope, not for the dates.
+	soon := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 30)
+	pwnedAvail := fmt.Sprintf(`{"availabilities":[{"id":%q,"start":%q,"end":%q,"capacity":1}]}`, pw,
+		soon.Add(9*time.Hour).Format(time.RFC3339), soon.Add(11*time.Hour).Format(time.RFC3339))
+	pwnedSched := fmt.Sprintf(`{"entries":[{"from":%q,"until":%q,"prices":[{"id":%q,"retail":{"amount":1,"currency":"EUR"}}]}]}`,
+		soon.Format(time.DateOnly), soon.AddDate(0, 0, 1).Format(time.DateOnly), pw)
 	opA, opB := w.opA, w.opB
 	of := func(who *matrixActor, path, body string, want int, check func(matrixReply) error) matrixCall {
 		return matrixCall{who: who, path: path, body: body, want: want, check: check}

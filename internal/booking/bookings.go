@@ -61,6 +61,9 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	if err := checkID("booking.id", in.ID, false); err != nil {
 		return Result{}, err
 	}
+	if err := checkBookingDates(in, now); err != nil {
+		return Result{}, err
+	}
 	if err := checkID("booking.holdId", in.HoldID, true); err != nil {
 		if in.HoldID == "" {
 			return Result{}, invalid("booking.holdId", "is required: acquire a hold with POST /holds before booking")

@@ -32,6 +32,9 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if err := checkID("hold.id", in.ID, false); err != nil {
 		return schemas.Hold{}, err
 	}
+	if err := checkHoldDates(in, now); err != nil {
+		return schemas.Hold{}, err
+	}
 	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() || !in.Expires.IsZero() {
 		return schemas.Hold{}, invalid("hold", "status, timeline, retrieved and expires are set by the supplier's system")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
 	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
@@ -267,14 +268,29 @@ func FuzzBindingBody(f *testing.F) {
 	})
 }
 
+// fuzzNow is the clock of the fuzz targets and table tests whose dates are
+// judged against the window of internal/bounds.
+var fuzzNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
 func FuzzAvailabilitiesBody(f *testing.F) {
 	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00+01:00","capacity":0,"maxCapacity":0}]}`))
+	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2027-01-01T09:00:00Z","end":"2027-01-01T10:00:00+01:00","capacity":3,"maxCapacity":9}]}`))
+	f.Add([]byte(`{"availabilities":[{"id":"a","start":"0001-01-01T09:00:00Z","end":"9999-01-01T10:00:00Z","capacity":9223372036854775807}]}`))
+	from, until := bounds.Window(fuzzNow)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var in struct {
 			Availabilities []Availability `json:"availabilities"`
 		}
-		if httpapi.DecodeJSON(body, &in) != nil || validateAvailabilities(in.Availabilities) != nil {
+		if httpapi.DecodeJSON(body, &in) != nil || validateAvailabilities(in.Availabilities, fuzzNow) != nil {
 			return
+		}
+		// Accepted: within the window and the capacity bound, so that no
+		// column downstream (DateTime, Int32) can wrap.
+		for _, a := range in.Availabilities {
+			if a.Start.Before(from) || a.End.After(until) || a.Capacity < 0 || a.Capacity > bounds.MaxCapacity ||
+				a.MaxCapacity != nil && *a.MaxCapacity > bounds.MaxCapacity {
+				t.Fatalf("accepted out of bounds: %+v", a)
+			}
 		}
 		for i := range in.Availabilities {
 			in.Availabilities[i].Start, in.Availabilities[i].End = in.Availabilities[i].Start.UTC(), in.Availabilities[i].End.UTC()
@@ -303,7 +319,7 @@ func FuzzPriceScheduleBody(f *testing.F) {
 		var in struct {
 			Entries []PriceScheduleEntry `json:"entries"`
 		}
-		if httpapi.DecodeJSON(body, &in) != nil || validatePriceSchedule(in.Entries) != nil {
+		if httpapi.DecodeJSON(body, &in) != nil || validatePriceSchedule(in.Entries, fuzzNow) != nil {
 			return
 		}
 		// Accepted: sorted, never overlapping, a schedule is no change
@@ -330,4 +346,54 @@ func FuzzPriceScheduleBody(f *testing.F) {
 		ps := PriceSchedule{SupplierID: "s", ProductID: "p", RateID: "r", Entries: in.Entries, Version: 1}
 		roundTrip(t, &ps)
 	})
+}
+
+// TestBounds_DatesAndNumbersOfOperatorBodies: issue 18 found holds at year
+// 0001, 100-year availability windows and capacities of 2^63-1 accepted.
+// Every date and number of the operator's bodies is bounded
+// (internal/bounds) and refused with INVALID_FIELD naming the field.
+func TestBounds_DatesAndNumbersOfOperatorBodies(t *testing.T) {
+	now := fuzzNow
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	big := 1 << 62
+	tests := []struct {
+		name  string
+		err   func() error
+		field string // "" accepted
+	}{
+		{"availability next month", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(30 * 24 * time.Hour), End: at(30*24*time.Hour + time.Hour), Capacity: 5}}, now)
+		}, ""},
+		{"availability at year 0001", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), End: at(time.Hour)}}, now)
+		}, "availabilities[0].start"},
+		{"a 100-year availability", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: now.AddDate(100, 0, 0)}}, now)
+		}, "availabilities[0].end"},
+		{"capacity 2^62", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: big}}, now)
+		}, "availabilities[0].capacity"},
+		{"maxCapacity 2^62", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: 1, MaxCapacity: &big}}, now)
+		}, "availabilities[0].maxCapacity"},
+		{"cutoff of 2^62 seconds", func() error { return validateRate("", &RateData{Name: "r", Cutoff: big}) }, "cutoff"},
+		{"holdablePeriod over a year", func() error { return validateRate("", &RateData{Name: "r", HoldablePeriod: 400 * 24 * 3600}) }, "holdablePeriod"},
+		{"maxTravelers 2^62", func() error { return validateRate("", &RateData{Name: "r", MaxTravelers: big}) }, "maxTravelers"},
+		{"validity at year 9999", func() error {
+			return checkValidity("valid", &Validity{From: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)})
+		}, "valid.from"},
+		{"validity until 2099", func() error {
+			return checkValidity("valid", &Validity{From: now, Until: time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)})
+		}, ""},
+		{"opening-hours date at year 0001", func() error { return checkHours("hours", []Hours{{Dates: []string{"0001-01-01"}}}) }, "hours[0].dates[0]"},
+		{"an amount Decimal(18, 4) cannot hold", func() error {
+			return checkMoney("retail", &Money{Amount: json.Number("1e15"), Currency: "EUR"})
+		}, "retail.amount"},
+		{"an age of 1000", func() error { a := int32(1000); return checkAges("travelerType", nil, &a) }, "travelerType.maxAge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkField(t, tt.err(), tt.field)
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
 	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -236,8 +237,8 @@ func parseConfig(typ string, raw json.RawMessage) (Config, error) {
 			if err != nil {
 				return Config{}, err
 			}
-			if n < 0 {
-				return Config{}, invalid("config."+fieldVacanciesUnder, "must be 0 or more (0 means every change)")
+			if n < 0 || n > bounds.MaxCapacity {
+				return Config{}, invalid("config."+fieldVacanciesUnder, fmt.Sprintf("must be from 0 (every change) to %d", bounds.MaxCapacity))
 			}
 			c.VacanciesUnder = n
 		}
