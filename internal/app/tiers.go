@@ -103,6 +103,15 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	return st, nil
 }
 
+// costlyRate maps SWITCHBACK_HISTORY_RATE_LIMIT to httpapi's option: 0
+// (off) is httpapi's negative, its 0 being the default.
+func costlyRate(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // startQuery starts the API tier: the principal table rebuilt from its
 // topic, the fasthttp server and its routes.
 func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) (string, error) {
@@ -124,6 +133,11 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Principals:   store,
 		RateLimit:    cfg.RateLimit,
 		RateBurst:    cfg.RateBurst,
+		// History scans: their own budget and concurrency bound.
+		CostlyRateLimit: costlyRate(cfg.HistoryRateLimit),
+		CostlyRateBurst: cfg.HistoryRateBurst,
+		CostlyPerKey:    cfg.HistoryConcurrency,
+		CostlyTotal:     cfg.HistoryConcurrencyTotal,
 		// 503 while the Redis views are rebuilt; a 4xx is confirmed
 		// against them before it is served.
 		Views: d.views,

@@ -73,6 +73,15 @@ type Config struct {
 	// Retry-After. 0 turns limiting off.
 	RateLimit int
 	RateBurst int
+
+	// HistoryRateLimit and HistoryRateBurst are the second, smaller budget
+	// of one key on the history routes (ClickHouse scans: deliveries,
+	// replay, availability history); HistoryConcurrency and
+	// HistoryConcurrencyTotal bound those in flight, per key and in all.
+	HistoryRateLimit        int
+	HistoryRateBurst        int
+	HistoryConcurrency      int
+	HistoryConcurrencyTotal int
 }
 
 // Setting describes one configuration variable: its environment name, flag
@@ -198,6 +207,10 @@ func Settings() []Setting {
 		}},
 		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},
 		{"SWITCHBACK_RATE_BURST", "rate-burst", "10000", "requests one API key may send at once above the sustained rate", positiveInt(func(c *Config) *int { return &c.RateBurst })},
+		{"SWITCHBACK_HISTORY_RATE_LIMIT", "history-rate-limit", "20", "sustained requests per second one API key may make to the history routes (ClickHouse scans: deliveries, replay, availability history), besides SWITCHBACK_RATE_LIMIT; 0 turns this budget off", nonNegativeInt(func(c *Config) *int { return &c.HistoryRateLimit })},
+		{"SWITCHBACK_HISTORY_RATE_BURST", "history-rate-burst", "40", "history requests one API key may send at once above its sustained history rate", positiveInt(func(c *Config) *int { return &c.HistoryRateBurst })},
+		{"SWITCHBACK_HISTORY_CONCURRENCY", "history-concurrency", "2", "history requests of one API key in flight at once; more is 429", positiveInt(func(c *Config) *int { return &c.HistoryConcurrency })},
+		{"SWITCHBACK_HISTORY_CONCURRENCY_TOTAL", "history-concurrency-total", "8", "history requests of all keys in flight at once (per query process); more is 429", positiveInt(func(c *Config) *int { return &c.HistoryConcurrencyTotal })},
 	}
 }
 

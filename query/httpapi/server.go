@@ -100,6 +100,17 @@ type Options struct {
 	// together). Default 262144, about 9 MiB at the high-water mark.
 	RateLimitKeys int
 
+	// CostlyRateLimit and CostlyRateBurst are the second budget of one
+	// key on costly routes (HandleCostly: history scans in ClickHouse),
+	// charged besides the general one (SWITCHBACK_HISTORY_RATE_LIMIT,
+	// _BURST). 0: DefaultCostlyRateLimit and 2 x the limit; negative: no
+	// costly bucket (the concurrency bound stays).
+	CostlyRateLimit, CostlyRateBurst int
+	// CostlyPerKey and CostlyTotal bound the costly requests in flight,
+	// of one key and of all (SWITCHBACK_HISTORY_CONCURRENCY, _TOTAL).
+	// Defaults DefaultCostlyPerKey and DefaultCostlyTotal.
+	CostlyPerKey, CostlyTotal int
+
 	// Views, when set, guards every route against Redis views that are
 	// being rebuilt (views.go). Nil: no guard (tests of other layers).
 	Views Views
@@ -120,7 +131,11 @@ type Server struct {
 	// limiter is nil when Options.RateLimit is 0. now is time.Now but for
 	// tests of refill (export_test.go), which must not sleep.
 	limiter *limiter
-	now     func() time.Time
+	// costly and gate: the second budget and the concurrency bound of
+	// costly routes (costly.go).
+	costly *limiter
+	gate   *gate
+	now    func() time.Time
 
 	// base is the parent of every request's Context. It is a stdlib
 	// context rather than the fasthttp RequestCtx: deriving from a
@@ -163,6 +178,11 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), now: time.Now, conns: newConns()}
 	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, s.now())
+	if opts.CostlyRateLimit == 0 {
+		opts.CostlyRateLimit = DefaultCostlyRateLimit
+	}
+	s.costly = newLimiter(opts.CostlyRateLimit, opts.CostlyRateBurst, opts.RateLimitKeys, s.now())
+	s.gate = newGate(opts.CostlyPerKey, opts.CostlyTotal)
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(Request) }
 
@@ -211,6 +231,7 @@ type route struct {
 	pattern string // full path pattern, e.g. /admin/v1/principals/{id}
 	roles   []principals.Role
 	h       HandlerFunc
+	costly  bool // a history scan: its own budget and concurrency bound (costly.go)
 	m       *routeMetrics
 	limited prometheus.Counter // refused by the rate limit, of the route's group
 }
@@ -232,10 +253,14 @@ func (rt *route) allows(role principals.Role) bool {
 // admits every authenticated principal. Every route requires credentials.
 // Register all routes before Serve; a duplicate route panics.
 func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
+	s.handle(method, pattern, roles, h, false)
+}
+
+func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, costly bool) {
 	if s.started.Load() {
 		panic("httpapi: Handle after Serve: register every route first")
 	}
-	rt := &route{method: method, pattern: pattern, roles: roles, h: h, m: s.metrics.route(pattern, method),
+	rt := &route{method: method, pattern: pattern, roles: roles, h: h, costly: costly, m: s.metrics.route(pattern, method),
 		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern))}
 	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
 }
@@ -382,6 +407,14 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	if !rt.allows(p.Role) {
 		r.Error(apierror.New(apierror.Forbidden, "role "+string(p.Role)+" may not use this route"))
 		return
+	}
+	if rt.costly {
+		release, wait, ok := s.admitCostly(key, r.start)
+		if !ok {
+			s.rateLimited(r, rt, wait)
+			return
+		}
+		defer release()
 	}
 	v := s.opts.Views
 	if v == nil {
