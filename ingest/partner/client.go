@@ -150,7 +150,7 @@ func NewClient(opts Options) *Client {
 		MaxResponseBodySize: MaxResponseBytes,
 		// An answer fasthttp cannot parse must not put its bytes (which
 		// may echo our credentials) in an error.
-		ConfigureClient: outbound.SecureErrorMessages,
+		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 	}
 	m := newMetrics(opts.Registerer)
 	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}

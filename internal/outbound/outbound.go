@@ -28,8 +28,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // ErrRefused is every refusal of the policy: a url whose scheme, host or
@@ -179,14 +177,6 @@ func (p Policy) Dialer(connectTimeout time.Duration) func(addr string, timeout t
 		}
 		return conn, err
 	}
-}
-
-// SecureErrorMessages is the ConfigureClient of a fasthttp client: an
-// answer it cannot parse must not put the bytes it read (a remote may echo
-// our credentials) into the error.
-func SecureErrorMessages(hc *fasthttp.HostClient) error {
-	hc.SecureErrorLogMessage = true
-	return nil
 }
 
 // refuseNonPublic is the dialer's Control: it runs with the resolved

@@ -107,7 +107,7 @@ func NewClient(opts Options) *Client {
 		MaxResponseBodySize: opts.MaxResponseBody,
 		// A response fasthttp cannot parse must not put its bytes in an
 		// error (they reach the delivery log).
-		ConfigureClient: outbound.SecureErrorMessages,
+		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 		// A POST is not idempotent: the dispatcher decides about retries.
 		MaxIdemponentCallAttempts: 1,
 		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
