@@ -57,6 +57,11 @@ func checkConfig(where string, args []string, env map[string]string) {
 					known = true
 				}
 			}
+			for _, r := range config.Renames() { // former names, still read
+				if r.OldEnv == k {
+					known = true
+				}
+			}
 			if !known {
 				fail("%s: %s is not a setting of internal/config", where, k)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/changerequest"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/cronreport"
+	"github.com/switchbackhq/switchback/internal/keyring"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -278,6 +279,10 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
+	secrets, err := secretsKeyring(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	// Writers of the registry and the catalog read the view before they
 	// publish: the views guard's epoch fences them (refused while the
 	// views are rebuilt, or if they were lost in between).
@@ -288,17 +293,37 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 		AllowPrivate: cfg.OutboundAllowPrivate,
 		Logger:       log.With("part", "registry"),
 		Fence:        d.views,
+		Secrets:      secrets,
 	})
 	// A supplier with holds or bookings that are not final cannot be
 	// deleted: the bookings view (read only here) counts them.
 	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
-		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis})})
+		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis}), Secrets: secrets})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
 	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.OutboundAllowHTTP, AllowPrivate: cfg.OutboundAllowPrivate, Timeout: cfg.WebhookTimeout})
 	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
+}
+
+// secretsKeyring is the keyring sealing secrets at rest (internal/keyring):
+// SWITCHBACK_SECRETS_KEY; in demo mode without it, the fixed public demo
+// key, said in the log; otherwise none, and writes of credentials and
+// securityKeys are refused, said in the log at start.
+func secretsKeyring(cfg config.Config, log *slog.Logger) (*keyring.Keyring, error) {
+	cur := cfg.SecretsKey
+	switch {
+	case cur != nil:
+	case cfg.Demo:
+		cur = keyring.DemoKey()
+		log.Warn("demo mode: secrets at rest (supplier credentials, rule securityKeys) are sealed with the fixed, public demo key; " +
+			"never use it in production: set SWITCHBACK_SECRETS_KEY")
+	default:
+		log.Warn("SWITCHBACK_SECRETS_KEY is unset: supplier credentials and rule securityKeys cannot be stored, " +
+			"and writes carrying them are refused (503); set it to base64 of 32 random bytes")
+	}
+	return keyring.New(cur, cfg.SecretsKeyPrevious)
 }
 
 // startViews registers every Redis view with the views guard and rebuilds

@@ -35,6 +35,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/keyring"
 	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/stream"
 )
@@ -75,6 +76,9 @@ type Options struct {
 	// the reseller's cancels would follow its id to whoever created it
 	// next. *internal/booking.Service implements it.
 	Bookings OpenBookings
+	// Secrets seals suppliers' credentials at rest (secrets.go). Nil or
+	// without a key: credentials are refused (keyring.ErrNoKey).
+	Secrets *keyring.Keyring
 }
 
 // OpenBookings counts the holds and bookings of a supplier that are not
@@ -93,16 +97,17 @@ type Fence interface {
 // Store is the catalog. Safe for concurrent use, across processes too
 // (writes of one supplier are serialised by its lock in Redis).
 type Store struct {
-	rdb    redis.UniversalClient
-	pub    stream.Publisher
-	now    func() time.Time
-	log    *slog.Logger
-	source string
-	k      keys
-	local  keyedMutex
-	fence  Fence
-	policy outbound.Policy
-	open   OpenBookings
+	rdb     redis.UniversalClient
+	pub     stream.Publisher
+	now     func() time.Time
+	log     *slog.Logger
+	source  string
+	k       keys
+	local   keyedMutex
+	fence   Fence
+	policy  outbound.Policy
+	open    OpenBookings
+	secrets *keyring.Keyring
 
 	lockWait time.Duration
 }
@@ -126,7 +131,7 @@ func NewStore(opts Options) *Store {
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
 		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence,
-		policy: opts.Outbound, open: opts.Bookings}
+		policy: opts.Outbound, open: opts.Bookings, secrets: opts.Secrets}
 }
 
 // keyedMutex queues the writers of one key inside this process, so that

@@ -182,6 +182,9 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
+	if conn.Credentials, err = s.sealCredentials(in.ID, conn.Credentials, nil); err != nil {
+		return Supplier{}, err
+	}
 	tx, err := s.lockSupplier(ctx, p, in.ID, false)
 	if err != nil {
 		return Supplier{}, err
@@ -228,6 +231,9 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 	}
 	conn, err := resolveConnection(s.policy, in.Connection, &cur.Connection)
 	if err != nil {
+		return Supplier{}, err
+	}
+	if conn.Credentials, err = s.sealCredentials(sid, conn.Credentials, &cur.Connection.Credentials); err != nil {
 		return Supplier{}, err
 	}
 	next := Supplier{SupplierData: in.SupplierData, Version: cur.Version, Connection: conn, Owner: cur.Owner}

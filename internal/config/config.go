@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/keyring"
 	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
@@ -40,6 +41,12 @@ type Config struct {
 	DemoData    bool
 	AdminKey    string
 	AdminSecret string
+
+	// SecretsKey seals secrets at rest (suppliers' credentials, rules'
+	// securityKeys: internal/keyring); SecretsKeyPrevious opens what the
+	// key before it sealed. Nil: unset.
+	SecretsKey         []byte
+	SecretsKeyPrevious []byte
 
 	// OutboundAllowHTTP and OutboundAllowPrivate relax the outbound
 	// policy (internal/outbound) of every call leaving the process:
@@ -147,6 +154,8 @@ func Settings() []Setting {
 		{"SWITCHBACK_DEMO_DATA", "demo-data", "true", "with SWITCHBACK_DEMO: simulated partner, demo supplier, rules of every type at a built-in webhook sink, changes every few seconds", boolean(func(c *Config) *bool { return &c.DemoData })},
 		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
 		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
+		{"SWITCHBACK_SECRETS_KEY", "secrets-key", "", "base64 of 32 random bytes: the AES-256-GCM key sealing partner credentials, booking-system tokens and rules' securityKeys before they reach Kafka or Redis; unset outside demo mode, such writes are refused (demo mode uses a fixed, public key)", secretsKey(func(c *Config) *[]byte { return &c.SecretsKey })},
+		{"SWITCHBACK_SECRETS_KEY_PREVIOUS", "secrets-key-previous", "", "the key before SWITCHBACK_SECRETS_KEY, while records it sealed remain (they are read with it and rewritten with the current key)", secretsKey(func(c *Config) *[]byte { return &c.SecretsKeyPrevious })},
 		{"SWITCHBACK_OUTBOUND_ALLOW_HTTP", "outbound-allow-http", "false", "allow http:// urls for every outbound call: webhooks, partners, booking systems, OCTO (demo and tests only; former name SWITCHBACK_WEBHOOK_ALLOW_HTTP, still read)", boolean(func(c *Config) *bool { return &c.OutboundAllowHTTP })},
 		{"SWITCHBACK_OUTBOUND_ALLOW_PRIVATE", "outbound-allow-private", "false", "allow loopback, private, link-local and metadata targets for every outbound call (demo and tests only; former name SWITCHBACK_WEBHOOK_ALLOW_PRIVATE, still read)", boolean(func(c *Config) *bool { return &c.OutboundAllowPrivate })},
 		{"SWITCHBACK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
@@ -299,6 +308,9 @@ func (c Config) validate() error {
 	if c.AdminSecret != "" && len(c.AdminSecret) < 16 {
 		return errors.New("invalid SWITCHBACK_ADMIN_SECRET: must be at least 16 characters")
 	}
+	if c.SecretsKeyPrevious != nil && c.SecretsKey == nil {
+		return errors.New("invalid SWITCHBACK_SECRETS_KEY_PREVIOUS: set only with SWITCHBACK_SECRETS_KEY (the key that replaced it)")
+	}
 	if c.HTTPAddr == c.OpsAddr && !strings.HasSuffix(c.HTTPAddr, ":0") {
 		return errors.New("invalid SWITCHBACK_OPS_ADDR: must differ from SWITCHBACK_HTTP_ADDR")
 	}
@@ -353,6 +365,21 @@ func hostPort(field func(*Config) *string) func(*Config, string) error {
 			return errors.New("must be host:port")
 		}
 		*field(c) = v
+		return nil
+	}
+}
+
+func secretsKey(field func(*Config) *[]byte) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "" {
+			*field(c) = nil
+			return nil
+		}
+		k, err := keyring.ParseKey(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = k
 		return nil
 	}
 }

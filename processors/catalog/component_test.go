@@ -97,7 +97,7 @@ func runProcessor(t *testing.T, p *Processor) {
 func TestComponent_BindingLifecycleReachesTheNotificationTopic(t *testing.T) {
 	e := catalogtest.Start(t, catalogtest.Options{Kafka: true})
 	ctx := context.Background()
-	reg := registry.New(registry.Options{Redis: e.Redis, Publisher: e.Producer, AllowHTTP: true, AllowPrivate: true})
+	reg := registry.New(registry.Options{Redis: e.Redis, Publisher: e.Producer, AllowHTTP: true, AllowPrivate: true, Secrets: e.Keyring})
 	for _, r := range []struct {
 		sub, typ string
 	}{

@@ -1,6 +1,7 @@
 package channel_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
 )
 
 const (
@@ -305,12 +307,17 @@ func TestCredentials_NeverInResponsesOrLogs(t *testing.T) {
 			t.Errorf("log carries credential %s", c)
 		}
 	}
-	// They are stored: the supplier's system can be reached.
-	var stored bool
+	// They are stored, sealed (issue 18): never in clear on the topic,
+	// and the supplier's system can be reached with them.
 	for _, m := range e.Rec.Messages() {
-		stored = stored || strings.Contains(string(m.Value), token)
+		for _, c := range []string{key, secret, token} {
+			if strings.Contains(string(m.Value), c) {
+				t.Errorf("a credential is on the topic in clear: %s", m.Value)
+			}
+		}
 	}
-	if !stored {
-		t.Error("the new bearer token is not on the topic")
+	sup1, err := e.Store.Supplier(context.Background(), principals.Principal{Role: principals.RoleAdmin}, "s1")
+	if err != nil || sup1.Connection.Credentials.BearerToken != token {
+		t.Errorf("the new bearer token is not stored (or not opened for the clients): %v", err)
 	}
 }
