@@ -143,3 +143,41 @@ func TestLoad_FormerNamesOfTheOutboundSettingsStillWork(t *testing.T) {
 		})
 	}
 }
+
+func TestLoad_SecretsKeyIsBase64Of32BytesAndNeverEchoed(t *testing.T) {
+	good := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" // bytes 0..31
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"unset", nil, ""},
+		{"a key", map[string]string{"SWITCHBACK_SECRETS_KEY": good}, ""},
+		{"a key and the previous", map[string]string{"SWITCHBACK_SECRETS_KEY": good, "SWITCHBACK_SECRETS_KEY_PREVIOUS": good}, ""},
+		{"too short", map[string]string{"SWITCHBACK_SECRETS_KEY": "c2hvcnQtYnV0LXNlY3JldA=="}, "SWITCHBACK_SECRETS_KEY"},
+		{"not base64", map[string]string{"SWITCHBACK_SECRETS_KEY": "hunter2 hunter2 hunter2"}, "SWITCHBACK_SECRETS_KEY"},
+		{"previous without a key", map[string]string{"SWITCHBACK_SECRETS_KEY_PREVIOUS": good}, "SWITCHBACK_SECRETS_KEY_PREVIOUS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load("test", nil, env(tt.env))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v := tt.env["SWITCHBACK_SECRETS_KEY"]; v != "" && len(c.SecretsKey) != 32 {
+					t.Fatalf("key of %d bytes", len(c.SecretsKey))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+			}
+			for _, v := range tt.env {
+				if strings.Contains(err.Error(), v) {
+					t.Fatalf("the error echoes the value: %v", err)
+				}
+			}
+		})
+	}
+}
