@@ -277,7 +277,8 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
-	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
+	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout,
+		MaxConnsPerHost: max(cfg.DispatchConcurrency, webhook.DefaultMaxConnsPerHost)})
 	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
 }
@@ -345,10 +346,11 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 		// The schedule's marker records the views' epoch: a Redis restarted
 		// from an older append-only file gets a new epoch from the views
 		// guard, and the schedule is rebuilt too.
-		Views:        d.views,
-		Sender:       sh.sender,
-		Schedule:     cfg.DispatchRetrySchedule,
-		BacklogLimit: cfg.DispatchBacklogLimit,
+		Views:           d.views,
+		Sender:          sh.sender,
+		Schedule:        cfg.DispatchRetrySchedule,
+		BacklogLimit:    cfg.DispatchBacklogLimit,
+		LaneConcurrency: cfg.DispatchConcurrency,
 		// A claimed delivery is sent again this long after a crash: past
 		// the webhook timeout with room, and not minutes.
 		Lease:           max(3*cfg.WebhookTimeout, 30*time.Second),

@@ -53,6 +53,7 @@ type Config struct {
 
 	DispatchRetrySchedule []time.Duration
 	DispatchBacklogLimit  int
+	DispatchConcurrency   int
 	WebhookTimeout        time.Duration
 
 	HistoryRetentionMonths int
@@ -165,7 +166,8 @@ func Settings() []Setting {
 			}
 			return nil
 		}},
-		{"SWITCHBACK_DISPATCH_BACKLOG_LIMIT", "dispatch-backlog-limit", "10000", "pending deliveries per subscriber before its disableAll is set automatically", positiveInt(func(c *Config) *int { return &c.DispatchBacklogLimit })},
+		{"SWITCHBACK_DISPATCH_BACKLOG_LIMIT", "dispatch-backlog-limit", "10000", "pending deliveries per subscriber at which its disableAll is set automatically if it is failing (most of its attempts of the last minute got no 2xx)", positiveInt(func(c *Config) *int { return &c.DispatchBacklogLimit })},
+		{"SWITCHBACK_DISPATCH_CONCURRENCY", "dispatch-concurrency", "64", "webhook POSTs in flight at once per subscriber without a throttleDelay (one per entity: an entity's notifications stay in order)", positiveInt(func(c *Config) *int { return &c.DispatchConcurrency })},
 		{"SWITCHBACK_HISTORY_RETENTION_MONTHS", "history-retention-months", "13", "months of history kept in ClickHouse (older month partitions are dropped); 0 keeps everything", func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
