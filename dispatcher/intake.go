@@ -319,7 +319,7 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			// A microsecond apart: equal due times would be sent in id
 			// order, not arrival order.
 			rec := scheduledDelivery{Notification: n, Attempt: 1, At: now.Add(time.Duration(i) * time.Microsecond)}
-			m, err := envelopeMessage(schemas.TopicDeliveries, EventDeliveryScheduled, sub, "", now, rec)
+			m, err := recordMessage(schemas.TopicDeliveries, EventDeliveryScheduled, sub, now, rec)
 			if err != nil {
 				return nil, err
 			}
@@ -359,7 +359,7 @@ func (p *intakePlan) suppress(n schemas.Notification, now time.Time, reason stri
 }
 
 func suppressedMessage(n schemas.Notification, now time.Time, reason string) (stream.Message, error) {
-	return envelopeMessage(schemas.TopicHistory, EventNotificationSuppressed, n.Subscriber, "", now, SuppressedRecord{
+	return recordMessage(schemas.TopicHistory, EventNotificationSuppressed, n.Subscriber, now, SuppressedRecord{
 		DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, EntityKey: n.EntityKey,
 		Reason: truncate(reason, maxHistoryErrorText), At: now, Notification: n,
 	})

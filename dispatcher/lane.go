@@ -445,8 +445,8 @@ func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disable
 	base.Outcome = OutcomeRetry
 	base.Error = truncate(res.String(), maxHistoryErrorText)
 	base.NextAttemptAt = &next.At
-	hist, err1 := envelopeMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, "", now, base)
-	sched, err2 := envelopeMessage(schemas.TopicDeliveries, EventDeliveryScheduled, n.Subscriber, "", now, next)
+	hist, err1 := recordMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, now, base)
+	sched, err2 := recordMessage(schemas.TopicDeliveries, EventDeliveryScheduled, n.Subscriber, now, next)
 	r := result{change: change{rec: next, kind: changeReschedule}, posted: true, failed: true, typ: n.Type,
 		outcome: OutcomeRetry, latency: res.Latency}
 	if err := errors.Join(err1, err2); err != nil {
@@ -471,9 +471,9 @@ func (d *Dispatcher) finishResult(rec scheduledDelivery, a AttemptRecord, outcom
 	if outcome == OutcomeSuppressed {
 		hist, err = suppressedMessage(n, a.At, a.Error)
 	} else {
-		hist, err = envelopeMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, "", a.At, a)
+		hist, err = recordMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, a.At, a)
 	}
-	done, err2 := envelopeMessage(schemas.TopicDeliveries, EventDeliveryDone, n.Subscriber, "", a.At,
+	done, err2 := recordMessage(schemas.TopicDeliveries, EventDeliveryDone, n.Subscriber, a.At,
 		doneDelivery{DeliveryID: n.ID, Subscriber: n.Subscriber, Outcome: outcome, Attempt: rec.Attempt, At: a.At})
 	if err := errors.Join(err, err2); err != nil {
 		d.log.Error("encode delivery events", "error", err)

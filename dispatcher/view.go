@@ -419,7 +419,7 @@ func (v *view) enqueue(ctx context.Context, recs []scheduledDelivery) error {
 	}
 	raws := make([][]byte, len(recs))
 	for i, r := range recs {
-		raw, err := json.Marshal(r)
+		raw, err := encodeScheduled(r)
 		if err != nil {
 			return fmt.Errorf("encode delivery %s: %w", r.Notification.ID, err)
 		}
@@ -562,7 +562,7 @@ func (v *view) apply(ctx context.Context, changes []change, health map[string]he
 		recs[i] = c.rec
 		if c.kind == changeReschedule {
 			next := c.rec
-			raw, err := json.Marshal(next)
+			raw, err := encodeScheduled(next)
 			if err != nil {
 				return fmt.Errorf("encode delivery %s: %w", next.Notification.ID, err)
 			}
