@@ -337,14 +337,15 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		states[k] = st
 	}
 
-	// 3. Each push against the state its batch's earlier pushes left.
+	// 3. Each push against the state its batch's earlier pushes left. A
+	// set is encoded once; its bytes are compared with the stored ones,
+	// and go into the event, the envelope and Redis as they are.
 	type pending struct {
 		w   *availWrite
 		set AvailabilitySet
 	}
 	var (
-		envs    []schemas.Envelope
-		evs     []*Event
+		calls   []scriptCall
 		msgs    []stream.Message
 		written []pending
 	)
@@ -362,18 +363,25 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		next := AvailabilitySet{SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availabilities: w.as}
 		if st.hasCur {
 			next.Version = st.cur.Version
-			if bytes.Equal(mustJSON(next), st.raw) {
+			if bytes.Equal(availSetJSON(next), st.raw) {
 				answer(w, st.cur, nil) // nothing changed: no event
 				continue
 			}
 		}
 		next.Version = st.last + 1
-		st.last, st.cur, st.hasCur, st.raw = next.Version, next, true, mustJSON(next)
-		ev := &Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
+		raw := availSetJSON(next)
+		st.last, st.cur, st.hasCur, st.raw = next.Version, next, true, raw
+		ev := Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
 		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(ev.Kind, false), Key: ev.EntityKey(),
-			Version: next.Version, Time: ts, Source: s.source, Data: mustJSON(ev)}
-		envs, evs = append(envs, env), append(evs, ev)
-		msgs = append(msgs, stream.Message{Topic: ev.Kind.Topic(), Key: []byte(env.Key), Value: mustJSON(env), Time: ts})
+			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
+		value, ok := envelopeJSON(env)
+		if !ok {
+			value = mustJSON(env)
+		}
+		msgs = append(msgs, stream.Message{Topic: ev.Kind.Topic(), Key: []byte(env.Key), Value: value, Time: ts})
+		v, t := versionArgs(env.Version, env.Time)
+		calls = append(calls, scriptCall{applyFieldScript, []string{s.k.versions(w.sid), s.k.avail(w.sid, w.pid)},
+			[]any{verAvail(w.pid, w.rid), v, t, "0", w.rid, raw}})
 		written = append(written, pending{w: w, set: next})
 	}
 	if len(written) == 0 {
@@ -393,9 +401,9 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	// 5. Applied with the locks' release (deferred above) in one go.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := s.applyAndRelease(actx, envs, evs, held, token); err != nil {
+	if err := s.applyAndRelease(actx, calls, held, token); err != nil {
 		s.log.Warn("catalog: published availability changes not yet in Redis; processors/catalog will apply them",
-			"changes", len(envs), "err", err)
+			"changes", len(calls), "err", err)
 	} else {
 		held = nil // released with the apply
 	}
@@ -463,21 +471,13 @@ func hasNoScript(cmds []redis.Cmder) bool {
 	return false
 }
 
-// applyAndRelease applies the events and releases the locks in one
-// pipeline; on any failure it falls back to applying each event on its own
-// (the releases are then the deferred ones).
-func (s *Store) applyAndRelease(ctx context.Context, envs []schemas.Envelope, evs []*Event, held []string, token string) error {
-	calls := make([]scriptCall, len(envs))
-	for i := range envs {
-		c, err := s.applyCall(envs[i], evs[i])
-		if err != nil {
-			return err
-		}
-		calls[i] = c
-	}
+// applyAndRelease applies the changes and releases the locks in one
+// pipeline; on failure it applies each on its own (the upserts are
+// idempotent), loading the script if Redis lost it, then releases.
+func (s *Store) applyAndRelease(ctx context.Context, calls []scriptCall, held []string, token string) error {
 	pipe := s.rdb.Pipeline()
 	for _, c := range calls {
-		pipe.EvalSha(ctx, c.script.Hash(), c.keys, c.args...)
+		c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	for _, sid := range held {
 		releaseScript.EvalSha(ctx, pipe, []string{s.k.lock(sid)}, token)
@@ -485,11 +485,13 @@ func (s *Store) applyAndRelease(ctx context.Context, envs []schemas.Envelope, ev
 	if _, err := pipe.Exec(ctx); err == nil {
 		return nil
 	}
-	_, err := s.applyEvents(ctx, envs, evs)
-	if err == nil {
-		s.releaseAll(ctx, held, token)
+	for _, c := range calls {
+		if err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Err(); err != nil {
+			return unavailable("apply availabilities", err)
+		}
 	}
-	return err
+	s.releaseAll(ctx, held, token)
+	return nil
 }
 
 // releaseAll drops the batch's locks (best effort: they expire anyway).
