@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // backlogBuckets are the upper bounds of switchback_dispatcher_subscribers_by_backlog.
@@ -103,6 +104,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.inflight = instrument.Register(reg, m.inflight)
 	m.lanes = instrument.Register(reg, m.lanes)
 	m.rebuilds = instrument.Register(reg, m.rebuilds)
+	for _, t := range schemas.NotificationTypes() { // at 0 from the start, for rates and ratios
+		m.retries.WithLabelValues(t)
+		for _, o := range []string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped} {
+			m.deliveries.WithLabelValues(t, o)
+		}
+	}
 	return m
 }
 

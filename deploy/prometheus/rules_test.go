@@ -16,12 +16,16 @@ import (
 )
 
 type rule struct {
-	alert, expr, description string
+	alert, expr, description, runbookURL string
 }
+
+// runbook is where every alert's runbook_url points: its section of
+// docs/runbook.md, by the anchor GitHub gives the heading.
+const runbook = "https://github.com/switchbackhq/switchback/blob/main/docs/runbook.md"
 
 var (
 	alertLine = regexp.MustCompile(`^\s*- alert:\s*(\S+)\s*$`)
-	keyLine   = regexp.MustCompile(`^(\s*)(expr|description):\s*(.*)$`)
+	keyLine   = regexp.MustCompile(`^(\s*)(expr|description|runbook_url):\s*(.*)$`)
 )
 
 // alerts reads the alert rules of alerts.yml: name, expression and
@@ -57,10 +61,13 @@ func alerts(t *testing.T) []rule {
 		} else {
 			value = strings.Trim(value, `"'`)
 		}
-		if m[2] == "expr" {
+		switch m[2] {
+		case "expr":
 			out[len(out)-1].expr = value
-		} else {
+		case "description":
 			out[len(out)-1].description = value
+		default:
+			out[len(out)-1].runbookURL = value
 		}
 	}
 	if len(out) == 0 {
@@ -99,6 +106,11 @@ func TestAlerts_EveryAlertHasARunbookSection(t *testing.T) {
 			}
 			if r.expr == "" || r.description == "" {
 				t.Errorf("expr %q, description %q: both are required", r.expr, r.description)
+			}
+			// Alertmanager, Grafana and PagerDuty link runbook_url: the
+			// alert's own section (GitHub's anchor of "## <alert>").
+			if want := runbook + "#" + strings.ToLower(r.alert); r.runbookURL != want {
+				t.Errorf("runbook_url %q, want %q", r.runbookURL, want)
 			}
 			// The tier alerts link their section; the foundation ones say
 			// what to check inline and the runbook has them by name.

@@ -77,6 +77,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	}); err != nil {
 		return nil, err
 	}
+	d.streamStats.DeclareTopics(schemas.TopicNames())
 	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: log.With("part", "producer"), Metrics: d.streamStats})
 	closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
 
