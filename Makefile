@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 
 export SWITCHBACK_DATA_DIR ?= ./var
 
-.PHONY: all build run test test-short lint bench deps fmt vet clean e2e fuzz reliability soak
+.PHONY: all build run observe test test-short lint bench deps fmt vet clean e2e fuzz reliability soak
 
 all: build
 
@@ -18,11 +18,23 @@ build:
 
 # The demo: embedded broker, Redis (redis-server if installed, else
 # miniredis), ClickHouse (clickhouse-server if installed, else parked).
-run: build
+# The first build downloads the modules and compiles everything (a minute
+# or two on a fresh machine): say so rather than sit silent.
+run:
+	@echo "make run: building $(BIN) (go build ./cmd/switchback; the first build downloads modules and compiles for a minute or two, later ones take seconds)..."
+	@start=$$(date +%s); $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback && \
+	  echo "make run: built $(BIN) in $$(( $$(date +%s) - start )) s; starting '$(BIN) run' in demo mode (SWITCHBACK_DEMO=true; Ctrl-C stops it)"
 	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} \
 	SWITCHBACK_WEBHOOK_ALLOW_HTTP=$${SWITCHBACK_WEBHOOK_ALLOW_HTTP:-true} \
 	SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=$${SWITCHBACK_WEBHOOK_ALLOW_PRIVATE:-true} \
 	./$(BIN) run
+
+# Prometheus for `make run` (run it in a second terminal): scrapes the ops
+# listener with deploy/prometheus/run.yml, evaluates the alerts, prints
+# links to the key queries (docs/runbook.md, "Local observability").
+# Grafana is not offered: neither Debian nor npm packages a Grafana server.
+observe:
+	bash scripts/observe.sh
 
 # Unit, component and integration tests. Integration tests start real
 # redis-server / clickhouse-server when installed and skip otherwise, unless

@@ -29,27 +29,28 @@ var emptyWhenHealthy = map[string]string{
 }
 
 // TestBinary_DashboardsAndAlertsOnARealPrometheus is what an SRE sees
-// pointing Grafana at `switchback run`: the binary runs the demo, a real
-// Prometheus scrapes its ops listener with deploy/prometheus/run.yml (the
-// config of `make observe`) and evaluates deploy/prometheus/alerts.yml;
+// pointing Grafana at `switchback run`: the binary runs the demo, `make
+// observe`'s script starts a real Prometheus scraping its ops listener
+// (deploy/prometheus/run.yml) and evaluating deploy/prometheus/alerts.yml;
 // after the demo has run for a while, every query of every dashboard of
 // deploy/grafana/dashboards (over the whole run, as a Grafana panel asks
-// it, with the job and instance variables set to this process) and every
-// alert expression is evaluated through Prometheus's HTTP API. None may
-// fail, none may select a metric that does not exist, every dashboard
-// query but the few listed in emptyWhenHealthy must return data, every
-// alert rule must be healthy and none pending or firing (SwitchbackTierMissing
+// it, with the job and instance variables set to this process), every
+// link make observe printed and every alert expression is evaluated
+// through Prometheus's HTTP API. None may fail, none may select a metric
+// that does not exist, every dashboard query but the few listed in
+// emptyWhenHealthy and every key query must return data, every alert rule
+// must be healthy and none pending or firing (SwitchbackTierMissing
 // included: one `run` job runs every tier).
 //
 // It needs the Debian packages prometheus and clickhouse-server (the
 // history panels read the sink's metrics); without them it skips, unless
 // SWITCHBACK_REQUIRE_INTEGRATION=1 (CI), where that fails.
 func TestBinary_DashboardsAndAlertsOnARealPrometheus(t *testing.T) {
-	promBin := requireTool(t, "prometheus", "Debian package prometheus")
+	requireTool(t, "prometheus", "Debian package prometheus")
 	requireTool(t, "clickhouse-server", "Debian package clickhouse-server")
 
 	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	prom := startPrometheus(t, promBin, p.ops)
+	prom, links := startPrometheus(t, p.ops)
 	started := time.Now()
 
 	// Traffic the demo does not make: a refused credential (a 4xx for the
@@ -76,7 +77,9 @@ func TestBinary_DashboardsAndAlertsOnARealPrometheus(t *testing.T) {
 
 	names := prom.metricNames(t)
 	start, end := started, time.Now()
-	vars := map[string]string{"$job": runJob, "$instance": p.ops, "$__rate_interval": "15s"}
+	// Grafana's $__rate_interval is at least four scrape intervals (5 s in
+	// run.yml).
+	vars := map[string]string{"$job": runJob, "$instance": p.ops, "$__rate_interval": "30s"}
 
 	// Dashboards.
 	dashboards := loadDashboards(t)
@@ -123,7 +126,32 @@ func TestBinary_DashboardsAndAlertsOnARealPrometheus(t *testing.T) {
 		}
 	}
 
-	// Alerts: Prometheus loaded alerts.yml and evaluates it every second.
+	// The links make observe printed: one per key query of
+	// deploy/prometheus/run-queries.txt, and one with all of them.
+	keyQueries := 0
+	for _, link := range links {
+		u, err := url.Parse(link)
+		if err != nil {
+			t.Fatalf("make observe printed a link that does not parse: %s: %v", link, err)
+		}
+		for k, v := range u.Query() {
+			if !strings.HasSuffix(k, ".expr") || len(links) > 1 && link == links[len(links)-1] {
+				continue
+			}
+			keyQueries++
+			for _, m := range missingMetrics(v[0], names) {
+				t.Errorf("make observe link %s: metric %s does not exist\n\t%s", k, m, v[0])
+			}
+			if prom.queryRange(t, "make observe link", v[0], start, end) == 0 {
+				t.Errorf("make observe link: no data\n\t%s", v[0])
+			}
+		}
+	}
+	if want := len(keyQueryLines(t)); keyQueries != want || len(links) != want+1 {
+		t.Errorf("make observe printed %d links with %d queries, want one per key query (%d) and one with all", len(links), keyQueries, want)
+	}
+
+	// Alerts: Prometheus loaded alerts.yml and evaluates it every 5 s.
 	rules := prom.alertRules(t)
 	if want := strings.Count(readFile(t, "../../deploy/prometheus/alerts.yml"), "- alert: "); len(rules) != want {
 		t.Errorf("Prometheus loaded %d alert rules, alerts.yml has %d", len(rules), want)
@@ -141,8 +169,8 @@ func TestBinary_DashboardsAndAlertsOnARealPrometheus(t *testing.T) {
 		prom.queryInstant(t, "alert "+r.Name, r.Query, end)
 	}
 	sort.Strings(empty)
-	t.Logf("after %s of the demo: %d dashboard queries of %d dashboards evaluated over the run (range, 1 s step): 0 errors, %d returned data, %d empty by design %v; %d alert rules healthy and evaluated: none pending or firing; %d metric names scraped",
-		time.Since(started).Round(time.Second), evaluated, len(dashboards), withData, len(empty), empty, len(rules), len(names))
+	t.Logf("after %s of the demo: %d dashboard queries of %d dashboards evaluated over the run (range, 1 s step): %d returned data, %d empty by design %v; %d alert rules healthy and evaluated: none pending or firing; %d key queries of make observe's links with data; %d metric names scraped",
+		time.Since(started).Round(time.Second), evaluated, len(dashboards), withData, len(empty), empty, len(rules), keyQueries, len(names))
 	p.stop(t)
 }
 
@@ -190,32 +218,16 @@ type promServer struct {
 	base string
 }
 
-// startPrometheus runs Prometheus on deploy/prometheus/run.yml with its
-// target replaced by target and its intervals by 1 s, the rules next to
-// it, on a free port and a temp dir; it is stopped at cleanup.
-func startPrometheus(t *testing.T, bin, target string) *promServer {
+// startPrometheus runs `make observe`'s script (scripts/observe.sh: a
+// Prometheus on deploy/prometheus/run.yml and alerts.yml, scraping target)
+// on a free port with its data in a temp dir; it is stopped at cleanup.
+// It returns the links to the key queries that the script printed.
+func startPrometheus(t *testing.T, target string) (*promServer, []string) {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := readFile(t, "../../deploy/prometheus/run.yml")
-	for old, new := range map[string]string{
-		`"127.0.0.1:9090"`:        fmt.Sprintf("%q", target),
-		"scrape_interval: 5s":     "scrape_interval: 1s",
-		"evaluation_interval: 5s": "evaluation_interval: 1s",
-	} {
-		if !strings.Contains(cfg, old) {
-			t.Fatalf("deploy/prometheus/run.yml no longer has %q: update this test", old)
-		}
-		cfg = strings.ReplaceAll(cfg, old, new)
-	}
-	for name, body := range map[string]string{"run.yml": cfg, "alerts.yml": readFile(t, "../../deploy/prometheus/alerts.yml")} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	addr := freeAddr(t)
 	var out lockedBuffer
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "run.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
+	cmd := exec.Command("bash", "../../scripts/observe.sh")
+	cmd.Env = append(os.Environ(), "PROMETHEUS_ADDR="+addr, "SWITCHBACK_OPS_ADDR="+target, "SWITCHBACK_DATA_DIR="+t.TempDir())
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -223,10 +235,10 @@ func startPrometheus(t *testing.T, bin, target string) *promServer {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = cmd.Process.Kill() // the script exec'd prometheus: same process
 		<-exited
 		if t.Failed() {
-			t.Logf("prometheus output:\n%s", tail(out.String(), 4000))
+			t.Logf("make observe output:\n%s", tail(out.String(), 4000))
 		}
 	})
 	p := &promServer{base: "http://" + addr}
@@ -236,18 +248,25 @@ func startPrometheus(t *testing.T, bin, target string) *promServer {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				break
 			}
 		}
 		select {
 		case err := <-exited:
-			t.Fatalf("prometheus exited: %v\n%s", err, out.String())
+			t.Fatalf("make observe exited: %v\n%s", err, out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("prometheus not ready within 30 s\n%s", out.String())
 		}
 	}
+	var links []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if i := strings.Index(l, p.base+"/graph?"); i >= 0 {
+			links = append(links, strings.TrimSpace(l[i:]))
+		}
+	}
+	return p, links
 }
 
 // api calls a Prometheus API path and decodes its data; an error status
@@ -358,6 +377,23 @@ func (p *promServer) alertRules(t *testing.T) []alertRule {
 	var out []alertRule
 	for _, g := range data.Groups {
 		out = append(out, g.Rules...)
+	}
+	return out
+}
+
+// keyQueryLines are the queries of deploy/prometheus/run-queries.txt.
+func keyQueryLines(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(readFile(t, "../../deploy/prometheus/run-queries.txt"), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		_, q, ok := strings.Cut(l, "\t")
+		if !ok {
+			t.Fatalf("run-queries.txt: line without a tab: %q", l)
+		}
+		out = append(out, q)
 	}
 	return out
 }

@@ -6,6 +6,7 @@
 package prometheus
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -152,11 +153,79 @@ func TestRules_Promtool(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"check", "config", "prometheus.yml"},
+		{"check", "config", "run.yml"},
 		{"check", "rules", "alerts.yml"},
 		{"test", "rules", "alerts_test.yml"},
 	} {
 		if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// graphLink is the link to Prometheus's graph page with queries, encoded
+// as scripts/observe.sh encodes them (every byte but A-Z a-z 0-9 . ~ _ -
+// as %XX).
+func graphLink(base string, queries []string) string {
+	enc := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".~_-", c) >= 0 {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		return b.String()
+	}
+	parts := make([]string, len(queries))
+	for i, q := range queries {
+		parts[i] = fmt.Sprintf("g%d.expr=%s&g%d.tab=0&g%d.range_input=15m", i, enc(q), i, i)
+	}
+	return base + "/graph?" + strings.Join(parts, "&")
+}
+
+// TestObserve_RunbookLinksEveryKeyQuery: docs/runbook.md's link to the key
+// queries of `make observe` and its table of them say what
+// run-queries.txt says (that the queries answer with data on the demo is
+// TestBinary_DashboardsAndAlertsOnARealPrometheus), and each query uses
+// only declared metrics.
+func TestObserve_RunbookLinksEveryKeyQuery(t *testing.T) {
+	b, err := os.ReadFile("run-queries.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := metricsource.Declared("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries []string
+	doc, err := os.ReadFile("../../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		title, q, ok := strings.Cut(l, "\t")
+		if !ok {
+			t.Fatalf("run-queries.txt: no tab in %q", l)
+		}
+		queries = append(queries, q)
+		row := fmt.Sprintf("| %s | `%s` |", title, strings.ReplaceAll(q, "|", `\|`))
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/runbook.md lacks the row %s", row)
+		}
+		for _, problem := range metricsource.Check(q, declared) {
+			t.Errorf("%s: %s", title, problem)
+		}
+	}
+	if len(queries) == 0 {
+		t.Fatal("run-queries.txt has no query")
+	}
+	if link := graphLink("http://127.0.0.1:9091", queries); !strings.Contains(string(doc), "("+link+")") {
+		t.Errorf("docs/runbook.md does not link the key queries of run-queries.txt; want\n%s", link)
 	}
 }
