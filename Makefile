@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 
 export SWITCHBACK_DATA_DIR ?= ./var
 
-.PHONY: all build run observe test test-short lint staticcheck bench deps fmt vet clean e2e fuzz reliability soak
+.PHONY: all build run observe test test-short lint staticcheck deploy-check bench deps fmt vet clean e2e fuzz reliability soak
 
 all: build
 
@@ -91,6 +91,11 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# Validates deploy/ offline (compose-go, strict k8s.io/api decoding, every
+# container's settings through internal/config); a module of its own.
+deploy-check:
+	cd deploy/check && $(GO) mod tidy -diff && $(GO) run .
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./bench/... ./query/...
