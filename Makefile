@@ -17,17 +17,16 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback
 
 # The demo: embedded broker, Redis (redis-server if installed, else
-# miniredis), ClickHouse (clickhouse-server if installed, else parked).
+# miniredis), ClickHouse (clickhouse-server if installed, else parked). The
+# demo data turns on the webhook allow settings it needs (its sink is on
+# http://127.0.0.1) unless they are given; the banner says so.
 # The first build downloads the modules and compiles everything (a minute
 # or two on a fresh machine): say so rather than sit silent.
 run:
 	@echo "make run: building $(BIN) (go build ./cmd/switchback; the first build downloads modules and compiles for a minute or two, later ones take seconds)..."
 	@start=$$(date +%s); $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback && \
 	  echo "make run: built $(BIN) in $$(( $$(date +%s) - start )) s; starting '$(BIN) run' in demo mode (SWITCHBACK_DEMO=true; Ctrl-C stops it)"
-	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} \
-	SWITCHBACK_WEBHOOK_ALLOW_HTTP=$${SWITCHBACK_WEBHOOK_ALLOW_HTTP:-true} \
-	SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=$${SWITCHBACK_WEBHOOK_ALLOW_PRIVATE:-true} \
-	./$(BIN) run
+	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} ./$(BIN) run
 
 # Prometheus for `make run` (run it in a second terminal): scrapes the ops
 # listener with deploy/prometheus/run.yml, evaluates the alerts, prints

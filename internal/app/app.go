@@ -47,8 +47,9 @@ type Endpoints struct {
 	Ops   string
 	Kafka []string
 	Redis string
-	// DemoSink is the demo's webhook sink (demo data only).
-	DemoSink string
+	// DemoSink is the demo's webhook sink, DemoBookingSystem its simulated
+	// booking system (demo data only).
+	DemoSink, DemoBookingSystem string
 }
 
 // tiersOf maps a command to the tiers it runs.
@@ -151,6 +152,7 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		ep.DemoSink = d.SinkURL()
+		ep.DemoBookingSystem = d.BookingSystemURL()
 	}
 	printBanner(opts.Stdout, cfg, opts, tiers, deps, ep)
 	log.Info("started", "tiers", strings.Join(tiers, ","), "http", ep.HTTP, "ops", ep.Ops)
