@@ -35,7 +35,7 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 	default:
 		fmt.Fprintf(&b, "  ClickHouse  %s (%s)\n", config.RedactURL(d.chURL), d.chMode)
 		if cmd := clickhouseClient(d.chURL); cmd != "" {
-			fmt.Fprintf(&b, "  Analysts    %s   (tables and queries: docs/analytics.md)\n", cmd)
+			fmt.Fprintf(&b, "  Analysts    %s   # tables and queries: docs/analytics.md\n", cmd)
 		}
 	}
 	fmt.Fprintf(&b, "  Data dir    %s\n", cfg.DataDir)
@@ -122,7 +122,9 @@ func writeTry(b *strings.Builder, ep Endpoints) {
 	fmt.Fprintf(b, "  curl -s %s %s/v1.2/suppliers\n", r, api)
 	fmt.Fprintf(b, "  curl -s %s '%s/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s'\n", r, api, demo.SupplierID, demo.ProductGlacier,
 		tomorrow.Format(time.RFC3339), tomorrow.AddDate(0, 0, 2).Format(time.RFC3339))
-	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"url\":\"%s/yours\"}' %s/registry/v1.1/supplier\n", r, ep.DemoSink, api)
-	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"supplierID\":\"%s\",\"operation\":\"updated\"}' %s/registry/v1.1/supplier/test/<id from the answer above>\n", r, demo.SupplierID, api)
+	// The product type: the README's walk-through takes the supplier type,
+	// so a newcomer who follows both gets no 409.
+	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"url\":\"%s/yours\"}' %s/registry/v1.1/product\n", r, ep.DemoSink, api)
+	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"supplierID\":\"%s\",\"productID\":\"%s\",\"operation\":\"updated\"}' %s/registry/v1.1/product/test/<rule id>\n", r, demo.SupplierID, demo.ProductGlacier, api)
 	fmt.Fprintf(b, "  curl -s -H 'X-API-Key: demo-sink' -H 'X-API-Secret: demo-sink-secret' '%s/registry/v1.1/deliveries?limit=10'   # the demo's deliveries (needs ClickHouse)\n", api)
 }
