@@ -102,7 +102,7 @@ bench:
 # Installs the servers that the integration tests and the demo use.
 deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server clickhouse-server kafkacat prometheus; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server clickhouse-server clickhouse-client kafkacat prometheus jq; \
 	else echo "apt-get not available: install redis-server, clickhouse-server and kafkacat by hand"; fi
 
 clean:

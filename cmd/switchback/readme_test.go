@@ -13,10 +13,10 @@ import (
 // notRun are the README's shell blocks this test does not run, by their
 // first line, with why.
 var notRun = map[string]string{
-	"make run    # the whole pipeline in one process, embedded defaults, demo data":     "the test starts the binary as make run does (SWITCHBACK_DEMO=true, nothing else)",
-	"export SWITCHBACK_KAFKA_BROKERS=kafka1:9092,kafka2:9092":                           "needs a Kafka cluster and servers named kafka1, redis, clickhouse",
-	"SWITCHBACK_EMBEDDED_KAFKA_ADDR=127.0.0.1:19092 switchback broker &":                "tiers apart on one machine: TestTiersApart runs that topology (it needs a redis-server of its own)",
-	"make deps    # apt-get install redis-server clickhouse-server kafkacat prometheus": "the development targets: CI runs them (.ci/run)",
+	"make run    # the whole pipeline in one process, embedded defaults, demo data":                          "the test starts the binary as make run does (SWITCHBACK_DEMO=true, nothing else)",
+	"export SWITCHBACK_KAFKA_BROKERS=kafka1:9092,kafka2:9092":                                                "needs a Kafka cluster and servers named kafka1, redis, clickhouse",
+	"SWITCHBACK_EMBEDDED_KAFKA_ADDR=127.0.0.1:19092 switchback broker &":                                     "tiers apart on one machine: TestTiersApart runs that topology (it needs a redis-server of its own)",
+	"make deps    # apt-get install redis-server clickhouse-server clickhouse-client kafkacat prometheus jq": "the development targets: CI runs them (.ci/run)",
 }
 
 var (
