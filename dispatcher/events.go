@@ -113,6 +113,7 @@ type scheduledDelivery struct {
 // doneDelivery is the data of delivery.done: the delivery left the schedule.
 type doneDelivery struct {
 	DeliveryID string    `json:"deliveryId"`
+	Subscriber string    `json:"subscriber,omitempty"`
 	Outcome    string    `json:"outcome"`
 	Attempt    int       `json:"attempt"`
 	At         time.Time `json:"at"`
