@@ -342,7 +342,7 @@ func (d *Dispatcher) ensureSchedule(ctx context.Context) error {
 	defer d.rebuilding.Store(false)
 	d.viewMu.Lock()
 	defer d.viewMu.Unlock()
-	d.log.Warn("delivery schedule missing in Redis: rebuilding it from the deliveries topic", "topic", schemas.TopicDeliveries)
+	d.log.Info("delivery schedule not in Redis for these views (a start, or Redis lost its data): rebuilding it from the deliveries topic", "topic", schemas.TopicDeliveries)
 	st, err := d.v.rebuild(ctx, d.o.Brokers, d.now(), epoch)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)

@@ -49,9 +49,7 @@ func (d *Dispatcher) newReader() *kafka.Reader {
 		JoinGroupBackoff:  500 * time.Millisecond,
 		ReadBackoffMin:    50 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			d.log.Warn("kafka reader: " + fmt.Sprintf(msg, args...))
-		}),
+		ErrorLogger:       stream.ReaderErrorLogger(d.log),
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // backlogBuckets are the upper bounds of switchback_dispatcher_subscribers_by_backlog.
@@ -136,6 +137,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.subLag = instrument.Register(reg, m.subLag)
 	m.subPending = instrument.Register(reg, m.subPending)
 	m.behind = instrument.Register(reg, m.behind)
+	for _, t := range schemas.NotificationTypes() { // at 0 from the start, for rates and ratios
+		m.retries.WithLabelValues(t)
+		for _, o := range []string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped} {
+			m.deliveries.WithLabelValues(t, o)
+		}
+	}
 	return m
 }
 

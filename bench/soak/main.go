@@ -235,7 +235,11 @@ func run(o options) error {
 	// broker keeps an index entry in memory per record batch for as long
 	// as the log is retained: with it inside, memory grows with traffic.
 	brokerPID := 0
-	env := []string{"SWITCHBACK_DATA_DIR=" + filepath.Join(tmp, "var"), "SWITCHBACK_HTTP_ADDR=" + apiAddr,
+	chAddr, err := demoapi.FreeAddr()
+	if err != nil {
+		return err
+	}
+	env := []string{"SWITCHBACK_DATA_DIR=" + filepath.Join(tmp, "var"), "SWITCHBACK_HTTP_ADDR=" + apiAddr, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR=" + chAddr,
 		"SWITCHBACK_OPS_ADDR=" + opsAddr, "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false",
 		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true", "SWITCHBACK_LOG_LEVEL=warn", "SWITCHBACK_SYNC_INTERVAL=0"}
 	if o.embeddedBroker {

@@ -82,6 +82,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	}); err != nil {
 		return nil, err
 	}
+	d.streamStats.DeclareTopics(schemas.TopicNames())
 	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: log.With("part", "producer"), Metrics: d.streamStats})
 	closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
 
@@ -149,14 +150,14 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 			return nil, err
 		}
 		log.Info("starting embedded clickhouse-server (first start can take several seconds)")
-		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Logger: log.With("part", "clickhouse")})
+		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Port: cfg.EmbeddedClickHousePort(), Logger: log.With("part", "clickhouse")})
 		switch {
 		case errors.Is(err, embedded.ErrNotInstalled):
 			d.chMode = ops.ModeParked
 		case err != nil:
 			// ClickHouse is for analysts; the pipeline runs without it and
 			// history waits on its topic, so a failed child is not fatal.
-			log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "err", err)
+			log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "setting", "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR", "addr", cfg.EmbeddedClickHouseAddr, "err", err)
 			d.chMode = ops.ModeParked
 		default:
 			closers.push("embedded clickhouse", func(context.Context) error { return ch.Close() })

@@ -115,13 +115,14 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	}
 
 	srv := httpapi.New(httpapi.Options{
-		Addr:         cfg.HTTPAddr,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Logger:       log,
-		Registry:     reg,
-		Principals:   store,
-		RateLimit:    cfg.RateLimit,
-		RateBurst:    cfg.RateBurst,
+		Addr:           cfg.HTTPAddr,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Logger:         log,
+		AccessLogLevel: accessLogLevel(cfg.AccessLog),
+		Registry:       reg,
+		Principals:     store,
+		RateLimit:      cfg.RateLimit,
+		RateBurst:      cfg.RateBurst,
 		// 503 while the Redis views are rebuilt; a 4xx is confirmed
 		// against them before it is served.
 		Views: d.views,
@@ -167,6 +168,17 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		return err
 	})
 	return ln.Addr().String(), nil
+}
+
+// accessLogLevel maps SWITCHBACK_ACCESS_LOG to the API's access log level.
+func accessLogLevel(v string) slog.Level {
+	switch v {
+	case "info":
+		return slog.LevelInfo
+	case "off":
+		return httpapi.AccessLogOff
+	}
+	return slog.LevelDebug
 }
 
 // loadPrincipals rebuilds the principal table from its compacted topic
@@ -431,6 +443,9 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Registerer:      reg,
 	})
 	runWorker(closers, "history sink (flush, commit)", failed, sink.Run)
+	// Who is who for analysts: principals and channels by id, with names.
+	names := history.NewNames(history.NamesOptions{Brokers: d.brokers, Conn: d.clickhouse, Logger: log.With("part", "history-names")})
+	runWorker(closers, "analysts' names (principals, channels)", failed, names.Run)
 }
 
 // runWorker runs fn until shutdown; an error before shutdown fails the

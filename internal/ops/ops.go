@@ -101,6 +101,36 @@ func (r *Readiness) Set(name string, c Component, check CheckFunc) {
 		}
 	}
 	r.comps[name] = &component{Component: c, check: check}
+	// The series exists from the moment the dependency is declared (0
+	// while starting), so that dashboards and SwitchbackDependencyDown see
+	// a dependency that never came up, not no data.
+	v := 0.0
+	if c.Status == StatusParked || c.Status == StatusUp {
+		v = 1
+	}
+	r.gauge.WithLabelValues(name).Set(v)
+}
+
+// DefaultRefresh is how often Refresh probes the dependencies.
+const DefaultRefresh = 10 * time.Second
+
+// Refresh probes every dependency every interval until ctx ends, so that
+// switchback_ops_dependency_up is current whether or not an orchestrator
+// calls /readyz (`switchback run` on a laptop has none).
+func (r *Readiness) Refresh(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultRefresh
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Report(ctx)
+		}
+	}
 }
 
 // Report probes every dependency (concurrently, each bounded by a timeout)
