@@ -105,6 +105,7 @@ type Store struct {
 	k       keys
 	local   keyedMutex
 	fence   Fence
+	availQ  availQueue
 	policy  outbound.Policy
 	open    OpenBookings
 	secrets *keyring.Keyring

@@ -105,10 +105,10 @@ type Options struct {
 	// nil makes every write fail with ErrUnavailable (a read-only registry,
 	// e.g. in the dispatcher).
 	Publisher stream.Publisher
-	// AllowHTTP admits http:// webhook urls (SWITCHBACK_WEBHOOK_ALLOW_HTTP).
+	// AllowHTTP admits http:// webhook urls (SWITCHBACK_OUTBOUND_ALLOW_HTTP).
 	AllowHTTP bool
 	// AllowPrivate admits loopback, private and link-local literal IP hosts
-	// and localhost (SWITCHBACK_WEBHOOK_ALLOW_PRIVATE).
+	// and localhost (SWITCHBACK_OUTBOUND_ALLOW_PRIVATE).
 	AllowPrivate bool
 	// Clock gives createdOn/updatedOn and version stamps. Default time.Now.
 	Clock func() time.Time

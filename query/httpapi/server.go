@@ -79,9 +79,14 @@ type Options struct {
 	MaxBodyBytes int
 	// Timeouts of the connection. Defaults 30 s, 30 s and 120 s.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// Logger receives the access log (Info), panics and 5xx causes
-	// (Error). Default: discard.
+	// Logger receives the access log (at AccessLogLevel), panics and 5xx
+	// causes (Error). Default: discard.
 	Logger *slog.Logger
+	// AccessLogLevel is the level of the one line per request
+	// (SWITCHBACK_ACCESS_LOG; the binary's default is debug: a busy API
+	// would drown every other line at info). The zero value is Info;
+	// AccessLogOff turns the lines off.
+	AccessLogLevel slog.Level
 	// Registry gets the switchback_query_* metrics. Nil: not registered.
 	Registry prometheus.Registerer
 	// Principals authenticates X-API-Key / X-API-Secret. Required.
@@ -358,14 +363,18 @@ func (s *Server) finish(r *Request) {
 	s.pool.Put(r)
 }
 
+// AccessLogOff as Options.AccessLogLevel turns the access log off.
+const AccessLogOff = slog.Level(100)
+
 // accessLog writes one line per request: never the raw path or query (they
 // may carry ids or, from careless clients, secrets), never a header value
 // but the request id.
 func (s *Server) accessLog(method []byte, route string, status int, d time.Duration, reqID, principal string) {
-	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+	lvl := s.opts.AccessLogLevel
+	if lvl >= AccessLogOff || !s.log.Enabled(context.Background(), lvl) {
 		return
 	}
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+	s.log.LogAttrs(context.Background(), lvl, "request",
 		slog.String("method", methodLabel(method)), slog.String("route", route), slog.Int("status", status),
 		slog.Duration("dur", d), slog.String("reqId", reqID), slog.String("principal", principal))
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/query/httpapi"
