@@ -39,7 +39,7 @@ import (
 // admin request on a protected topic (delete records or the topic, alter
 // its configs or partitions) closes the connection. Every other request
 // passes through untouched, in order. It needs /proc (Linux); elsewhere the
-// broker does not start with protected topics.
+// broker starts unguarded and logs a warning.
 
 // Trust says which connections may write the protected topics.
 type Trust int
