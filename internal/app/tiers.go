@@ -330,8 +330,10 @@ func secretsKeyring(cfg config.Config, log *slog.Logger) (*keyring.Keyring, erro
 	case cur != nil:
 	case cfg.Demo:
 		cur = keyring.DemoKey()
-		log.Warn("demo mode: secrets at rest (supplier credentials, rule securityKeys) are sealed with the fixed, public demo key; " +
-			"never use it in production: set SWITCHBACK_SECRETS_KEY")
+		// Info: the demo-mode warning (public demo principals) already says
+		// never to use it in production.
+		log.Info("demo mode: secrets at rest (supplier credentials, rule securityKeys) are sealed with the fixed, public demo key; " +
+			"outside demo mode set SWITCHBACK_SECRETS_KEY")
 	default:
 		log.Warn("SWITCHBACK_SECRETS_KEY is unset: supplier credentials and rule securityKeys cannot be stored, " +
 			"and writes carrying them are refused (503); set it to base64 of 32 random bytes")
