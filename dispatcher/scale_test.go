@@ -77,7 +77,7 @@ func checkEntityOrder(t *testing.T, order []string, entities map[string][]string
 // in their order, and different entities do overlap.
 func TestDispatcher_KeepsEachEntitysOrderUnderConcurrencyAndRetries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newRealEnv(t)
 	var mu sync.Mutex
 	refuseFirst := map[string]bool{}
 	bs := &busySink{}
@@ -128,7 +128,7 @@ func TestDispatcher_KeepsEachEntitysOrderUnderConcurrencyAndRetries(t *testing.T
 // same schedule, still delivers each entity's notifications in order.
 func TestDispatcher_KeepsEachEntitysOrderAcrossARestart(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newRealEnv(t)
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { return 2 * time.Millisecond },
 		func(string, int) int { return 200 }))
@@ -165,7 +165,7 @@ func TestDispatcher_KeepsEachEntitysOrderAcrossARestart(t *testing.T) {
 // subscriber, which answers, is not disabled.
 func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newRealEnv(t)
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { return time.Millisecond }, func(string, int) int { return 200 }))
 	e.subs.setRule("res", schemas.TypeAvailability, rule{url: s.url("/a"), key: "k"})
@@ -231,7 +231,7 @@ func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
 // (here: one request at a time, each slow) keeps everything.
 func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newRealEnv(t)
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { return 3 * time.Millisecond }, func(string, int) int { return 200 }))
 	e.subs.setRule("slow", schemas.TypeRate, rule{url: s.url("/r"), key: "k"})
@@ -263,7 +263,7 @@ func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T)
 // requests in flight stop at the bound while the backlog is all there.
 func TestDispatcher_HoldsAtMostLaneConcurrencyWhateverTheBacklog(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newRealEnv(t)
 	release := make(chan struct{})
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { <-release; return 0 }, func(string, int) int { return 200 }))

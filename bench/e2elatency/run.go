@@ -38,12 +38,13 @@ func startBinary(o options, dir string) (*binary, error) {
 	apiAddr, err1 := demoapi.FreeAddr()
 	opsAddr, err2 := demoapi.FreeAddr()
 	kafkaAddr, err3 := demoapi.FreeAddr()
-	if err := errors.Join(err1, err2, err3); err != nil {
+	chAddr, err4 := demoapi.FreeAddr()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(o.bin, "run")
 	cmd.Env = append(os.Environ(), "SWITCHBACK_DATA_DIR="+filepath.Join(dir, "var"), "SWITCHBACK_HTTP_ADDR="+apiAddr,
-		"SWITCHBACK_OPS_ADDR="+opsAddr, "SWITCHBACK_EMBEDDED_KAFKA_ADDR="+kafkaAddr, "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false",
+		"SWITCHBACK_OPS_ADDR="+opsAddr, "SWITCHBACK_EMBEDDED_KAFKA_ADDR="+kafkaAddr, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR="+chAddr, "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false",
 		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
 		"SWITCHBACK_OUTBOUND_ALLOW_HTTP=true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true",
 		"SWITCHBACK_LOG_LEVEL=warn",
