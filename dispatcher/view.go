@@ -499,8 +499,8 @@ func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time,
 	for i := 2; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
 		raw, _ := res[i+1].(string)
-		var r scheduledDelivery
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		r, err := decodeScheduled([]byte(raw))
+		if err != nil {
 			decodeErr = fmt.Errorf("decode delivery %s: %w", id, err)
 			continue
 		}

@@ -165,12 +165,25 @@ type PipelinedFence interface {
 // rateState is a rate's stored availabilities as the batch goes: the raw
 // JSON and the last version.
 type rateState struct {
-	exists bool
-	bad    error // the stored value could not be read
-	raw    []byte
-	cur    AvailabilitySet
-	hasCur bool
-	last   int64
+	exists     bool
+	bad        error // the stored value could not be read
+	raw        []byte
+	cur        AvailabilitySet // decoded from raw only when decoded
+	decoded    bool
+	curVersion int64
+	hasCur     bool
+	last       int64
+}
+
+// current is the stored set, decoded on demand.
+func (st *rateState) current() (AvailabilitySet, error) {
+	if !st.decoded {
+		if err := json.Unmarshal(st.raw, &st.cur); err != nil {
+			return AvailabilitySet{}, err
+		}
+		st.decoded = true
+	}
+	return st.cur, nil
 }
 
 // writeAvailBatch writes one batch and answers each of its pushes but those
@@ -327,10 +340,16 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 			st.last = parseVersion(v)
 		}
 		if raw, err := c.cur.Result(); err == nil {
-			if err := json.Unmarshal([]byte(raw), &st.cur); err != nil {
+			// The stored set's version is all the write needs of it (the
+			// bytes are compared as they are): its slots are decoded only
+			// to answer a push that changes nothing.
+			if _, _, _, v, ok := setHeadFast([]byte(raw)); ok {
+				st.raw, st.hasCur, st.curVersion = []byte(raw), true, v
+				st.last = max(st.last, v)
+			} else if err := json.Unmarshal([]byte(raw), &st.cur); err != nil {
 				st.bad = err
 			} else {
-				st.raw, st.hasCur = []byte(raw), true
+				st.raw, st.hasCur, st.curVersion, st.decoded = []byte(raw), true, st.cur.Version, true
 				st.last = max(st.last, st.cur.Version)
 			}
 		}
@@ -362,15 +381,20 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		}
 		next := AvailabilitySet{SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availabilities: w.as}
 		if st.hasCur {
-			next.Version = st.cur.Version
+			next.Version = st.curVersion
 			if bytes.Equal(availSetJSON(next), st.raw) {
-				answer(w, st.cur, nil) // nothing changed: no event
+				cur, err := st.current()
+				if err != nil {
+					answer(w, AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err))
+				} else {
+					answer(w, cur, nil) // nothing changed: no event
+				}
 				continue
 			}
 		}
 		next.Version = st.last + 1
 		raw := availSetJSON(next)
-		st.last, st.cur, st.hasCur, st.raw = next.Version, next, true, raw
+		st.last, st.cur, st.decoded, st.curVersion, st.hasCur, st.raw = next.Version, next, true, next.Version, true, raw
 		ev := Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
 		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(ev.Kind, false), Key: ev.EntityKey(),
 			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
