@@ -33,6 +33,18 @@ type stepResult struct {
 	CPU          float64 // the binary's CPU seconds per second during the step
 	RedisMemory  float64 // used_memory after the step
 	DrainedAfter time.Duration
+	Outage       *outageResult
+}
+
+// outageResult is what a subscriber outage ended in.
+type outageResult struct {
+	AutoDisabled  bool
+	RefusedPosts  int64
+	Suppressed    float64 // switchback_dispatcher_deliveries_total{outcome="suppressed"}
+	Replayed      int
+	ReplayAnswer  string
+	RSSDuring     float64
+	ReenabledWait time.Duration
 }
 
 func run(o options) error {
@@ -200,7 +212,13 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	drainStart := time.Now()
 	wait := o.drain
 	if o.outage > 0 {
-		wait += o.outage
+		// A subscriber outage must end in the spec's auto-disable, with
+		// every notification kept: re-enable, replay what was suppressed
+		// or failed, and every change must then arrive.
+		for time.Since(start) < o.outage {
+			time.Sleep(100 * time.Millisecond)
+		}
+		res.Outage = outageAndReplay(b, start, sk)
 	}
 	for deadline := time.Now().Add(wait); sk.total.Load() < want && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
@@ -224,6 +242,58 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 		rdb.Close()
 	}
 	return res
+}
+
+// outageAndReplay runs after the sink came back: it checks that the
+// subscriber was disabled automatically, re-enables it, and replays its
+// availability notifications of the step that were never delivered
+// (suppressed or failed) through the registry's replay route, waiting for
+// history to hold them all (the replay reads ClickHouse).
+func outageAndReplay(b *binary, from time.Time, sk *sink) *outageResult {
+	or := &outageResult{RefusedPosts: sk.refused.Load(), AutoDisabled: disableAll(b)}
+	if m, err := demoapi.ScrapeSeries(b.ops); err == nil {
+		for k, v := range m {
+			if strings.HasPrefix(k, "switchback_dispatcher_deliveries_total") && strings.Contains(k, `outcome="suppressed"`) {
+				or.Suppressed += v
+			}
+		}
+	}
+	if err := demoapi.Expect(b.call(demoapi.Reseller, "PUT", "/registry/v1.1/metadata", `{"throttleDelay":"0s","disableAll":false}`)); err != nil {
+		or.ReplayAnswer = "re-enable: " + err.Error()
+		return or
+	}
+	// The suppressed records reach ClickHouse through the history sink
+	// (batches of up to a second); replay once they stop growing.
+	t0 := time.Now()
+	body := fmt.Sprintf(`{"type":"availability","from":%q,"to":%q,"outcomes":["suppressed","failed"]}`,
+		from.Add(-time.Minute).UTC().Format(time.RFC3339), time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
+	quiet := 0
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && quiet < 3; {
+		time.Sleep(time.Second)
+		m, err := demoapi.Scrape(b.ops)
+		if err != nil {
+			continue
+		}
+		if m["switchback_history_lag_messages"] == 0 && m["switchback_dispatcher_inflight"] == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	status, raw, err := b.call(demoapi.Reseller, "POST", "/registry/v1.1/deliveries/replay", body)
+	or.ReenabledWait = time.Since(t0)
+	if err != nil || status >= 300 {
+		or.ReplayAnswer = fmt.Sprintf("replay: %d %v %.300s", status, err, raw)
+		return or
+	}
+	var ans struct {
+		Replayed int `json:"replayed"`
+		Count    int `json:"count"`
+	}
+	_ = json.Unmarshal(raw, &ans)
+	or.Replayed = max(ans.Replayed, ans.Count)
+	or.ReplayAnswer = fmt.Sprintf("%d %.200s", status, raw)
+	return or
 }
 
 // disableAll reads the demo reseller's metadata.
@@ -324,6 +394,10 @@ func (p *profile) save(path string) error {
 }
 
 func printStep(r stepResult) {
+	if o := r.Outage; o != nil {
+		fmt.Printf("outage: auto-disabled %v, POSTs refused by the sink %d, suppressed %.0f; re-enabled and replayed %d (answer %s) after %s\n",
+			o.AutoDisabled, o.RefusedPosts, o.Suppressed, o.Replayed, o.ReplayAnswer, o.ReenabledWait.Round(time.Second))
+	}
 	fmt.Printf("asked %d/s: sent %.0f/s (%d, errors %d, waited for a worker %d); webhooks %d, missing %d, duplicates %d, bad signatures %d; "+
 		"p50 %s p90 %s p99 %s max %s; disableAll %v; RSS max %.0f MiB (children %.0f MiB), binary CPU %.2f cores, Redis %.0f MiB; drained in %s\n",
 		r.Asked, r.SentPerSec, r.Sent, r.Errors, r.Waited, r.Webhooks, r.Missing, r.Duplicates, r.BadSig,
