@@ -338,6 +338,18 @@ func (s *Store) applyEvents(ctx context.Context, envs []schemas.Envelope, evs []
 		}
 		calls[i] = c
 	}
+	return s.runCalls(ctx, calls)
+}
+
+// runCalls runs versioned upserts in one pipeline; when the pipeline fails
+// as a whole or any script is not loaded yet (pipelined EVALSHA does not
+// fall back to EVAL), each runs on its own instead (they are idempotent).
+// It reports, per call, whether it changed the view.
+func (s *Store) runCalls(ctx context.Context, calls []scriptCall) ([]bool, error) {
+	applied := make([]bool, len(calls))
+	if len(calls) == 0 {
+		return applied, nil
+	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
@@ -351,12 +363,12 @@ func (s *Store) applyEvents(ctx context.Context, envs []schemas.Envelope, evs []
 		return applied, nil
 	}
 	var first error
-	for i := range envs {
-		ok, err := s.applyEvent(ctx, envs[i], evs[i])
+	for i, c := range calls {
+		n, err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Int()
 		if err != nil && first == nil {
-			first = err
+			first = unavailable("apply catalog events", err)
 		}
-		applied[i] = ok
+		applied[i] = n == 1
 	}
 	return applied, first
 }

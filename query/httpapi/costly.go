@@ -74,7 +74,7 @@ func (g *gate) release(h uint64) {
 // HandleCostly registers a costly route (a history scan); see Handle and
 // the comment above.
 func (s *Server) HandleCostly(method, pattern string, roles []principals.Role, h HandlerFunc) {
-	s.handle(method, pattern, roles, h, true)
+	s.handle(method, pattern, roles, h, routeKind{costly: true})
 }
 
 // HandleCostly registers a costly route under the group's base.

@@ -239,6 +239,10 @@ type route struct {
 	costly  bool // a history scan: its own budget and concurrency bound (costly.go)
 	m       *routeMetrics
 	limited prometheus.Counter // refused by the rate limit, of the route's group
+	// fenced: the handler's store checks the views' epoch itself, in its
+	// own pipelines, before it decides anything (catalog.PipelinedFence),
+	// so the write needs no marker read of its own before the handler.
+	fenced bool
 }
 
 func (rt *route) allows(role principals.Role) bool {
@@ -258,15 +262,27 @@ func (rt *route) allows(role principals.Role) bool {
 // admits every authenticated principal. Every route requires credentials.
 // Register all routes before Serve; a duplicate route panics.
 func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
-	s.handle(method, pattern, roles, h, false)
+	s.handle(method, pattern, roles, h, routeKind{})
 }
 
-func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, costly bool) {
+// HandleFenced is Handle for a write whose store fences itself against a
+// lost view (it reads the views' epoch with its own data and refuses with
+// 503 when it changed): the hot writes, which then save the marker read
+// the server makes before every other write.
+func (s *Server) HandleFenced(method, pattern string, roles []principals.Role, h HandlerFunc) {
+	s.handle(method, pattern, roles, h, routeKind{fenced: true})
+}
+
+// routeKind is what a route is besides its pattern: fenced (HandleFenced)
+// or costly (HandleCostly, costly.go).
+type routeKind struct{ fenced, costly bool }
+
+func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, kind routeKind) {
 	if s.started.Load() {
 		panic("httpapi: Handle after Serve: register every route first")
 	}
-	rt := &route{method: method, pattern: pattern, roles: roles, h: h, costly: costly, m: s.metrics.route(pattern, method),
-		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern))}
+	rt := &route{method: method, pattern: pattern, roles: roles, h: h, costly: kind.costly, m: s.metrics.route(pattern, method),
+		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: kind.fenced}
 	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
 }
 
@@ -286,6 +302,12 @@ func (s *Server) Group(base string) *Group {
 // Handle registers h for method and base+path; see Server.Handle.
 func (g *Group) Handle(method, path string, roles []principals.Role, h HandlerFunc) {
 	g.s.Handle(method, g.base+path, roles, h)
+}
+
+// HandleFenced registers h for method and base+path; see
+// Server.HandleFenced.
+func (g *Group) HandleFenced(method, path string, roles []principals.Role, h HandlerFunc) {
+	g.s.HandleFenced(method, g.base+path, roles, h)
 }
 
 // ListenAndServe listens on Options.Addr and serves until Shutdown.
@@ -434,7 +456,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	}
 	gen, ready := v.Current()
 	read := isRead(ctx.Method())
-	if !ready || (!read && v.Confirm(s.base, gen) != nil) {
+	if !ready || (!read && !rt.fenced && v.Confirm(s.base, gen) != nil) {
 		viewsUnavailable(r)
 		return
 	}
