@@ -69,6 +69,7 @@ type Catalog interface {
 // *bookingsystem.Client implements it.
 type Client interface {
 	Products(ctx context.Context, conn bookingsystem.Connection, supplierID string, capabilities []string) ([]bookingsystem.Product, []bookingsystem.Problem, error)
+	Product(ctx context.Context, conn bookingsystem.Connection, supplierID, productID string, capabilities []string) (bookingsystem.Product, []bookingsystem.Problem, error)
 	Availability(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.AvailabilityRequest) ([]bookingsystem.Availability, []bookingsystem.Problem, error)
 	PriceSchedule(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.PriceScheduleRequest) ([]bookingsystem.PriceEntry, []bookingsystem.Problem, error)
 }
@@ -150,7 +151,7 @@ func New(o Options) *Syncer {
 // Outcome is what a change-notification refresh did: the items it
 // refreshed (availabilities read, or rates whose price schedule was
 // written) and the ones that failed, each as one readable reason that
-// starts with the entity ("option O1: ...").
+// starts with the entity and its ids ("option S1/P1/O1: ...").
 type Outcome struct {
 	Items    int
 	Failures []string

@@ -152,11 +152,11 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 			// No option id, or one cut by the client (over 64
 			// characters): which option it belongs to is unknown.
 			unattributed = true
-			out.Failures = append(out.Failures, fmt.Sprintf("%s rejected by data rule %s (spec doc 3)", problemItem(p), p.Rule))
+			out.Failures = append(out.Failures, fmt.Sprintf("product %s: %s rejected by data rule %s", productRef(sid, pid), problemItem(p), p.Rule))
 			continue
 		}
 		rejected[p.ID] = true
-		out.Failures = append(out.Failures, fmt.Sprintf("option %s: %s rejected by data rule %s (spec doc 3); its schedule is not written", p.ID, problemItem(p), p.Rule))
+		out.Failures = append(out.Failures, fmt.Sprintf("option %s: %s rejected by data rule %s; its schedule is not written", optionRef(sid, pid, p.ID), problemItem(p), p.Rule))
 	}
 	known := make(map[string]bool, len(rates))
 	for _, r := range rates {
@@ -170,12 +170,12 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 	}
 	slices.Sort(extra)
 	for _, oid := range extra {
-		out.Failures = append(out.Failures, fmt.Sprintf("option %s: priced by the booking system but not a rate of product %s in the catalog (a full synchronization creates it); not written", oid, pid))
+		out.Failures = append(out.Failures, fmt.Sprintf("option %s: priced by the booking system but not a rate of product %s in the catalog (a full synchronization creates it); not written", optionRef(sid, pid, oid), pid))
 	}
 	for _, r := range rates {
 		switch {
 		case unattributed:
-			out.Failures = append(out.Failures, fmt.Sprintf("option %s: not written: a rejected price entry names no option, so it may be this one's", r.ID))
+			out.Failures = append(out.Failures, fmt.Sprintf("option %s: not written: a rejected price entry names no option, so it may be this one's", optionRef(sid, pid, r.ID)))
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			continue
 		case rejected[r.ID]:
@@ -183,7 +183,7 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 			continue
 		}
 		if err := s.writePriceSchedule(ctx, sid, pid, r.ID, byOption[r.ID], startDate, until); err != nil {
-			out.Failures = append(out.Failures, fmt.Sprintf("option %s: %v", r.ID, err))
+			out.Failures = append(out.Failures, fmt.Sprintf("option %s: %v", optionRef(sid, pid, r.ID), err))
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			if fatal(ctx, err) {
 				return out, err

@@ -56,7 +56,7 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry (below)
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
 	}
-	if err := covers(s.conn, prev, b.Items); err != nil {
+	if err := covers(ctx, s.conn, newAvailabilityIDs(r.opts.Catalog, s.sup.ID), prev, b.Items); err != nil {
 		return schemas.Booking{}, false, err
 	}
 	instant, err := r.instantProducts(ctx, s, prev)
@@ -282,7 +282,7 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 // option, as many units as the order holds, and each named availability
 // held, as conn's bookings name it (Connection.BookingAvailabilityID;
 // internal/booking already checked that the hold covers the items).
-func covers(conn bs.Connection, o bs.Order, items []schemas.BookingItem) error {
+func covers(ctx context.Context, conn bs.Connection, avails *availabilityIDs, o bs.Order, items []schemas.BookingItem) error {
 	held := map[[2]string]int{}
 	avail := map[[3]string]bool{}
 	for _, x := range o.Bookings {
@@ -297,7 +297,14 @@ func covers(conn bs.Connection, o bs.Order, items []schemas.BookingItem) error {
 	booked := map[[2]string]int{}
 	for i, it := range items {
 		booked[[2]string{it.ProductID, it.RateID}] += it.Quantity
-		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, conn.BookingAvailabilityID(bs.SystemAvailabilityID(it.AvailabilityID))}] {
+		if it.AvailabilityID == "" {
+			continue
+		}
+		sys, err := avails.system(ctx, it.ProductID, it.RateID, it.AvailabilityID)
+		if err != nil {
+			return err
+		}
+		if !avail[[3]string{it.ProductID, it.RateID, conn.BookingAvailabilityID(sys)}] {
 			return domainerr.Field(fmt.Sprintf("booking.items[%d].availabilityId", i), "is not held by the hold")
 		}
 	}

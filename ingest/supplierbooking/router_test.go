@@ -515,7 +515,7 @@ func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
 	if err != nil || len(ps) != 0 || len(avs) != 2 || avs[0].ID == avs[1].ID {
 		t.Fatalf("availabilities %+v problems %v err %v, want the day's two ranges", avs, ps, err)
 	}
-	afternoon := bs.CatalogAvailabilityID(avs[1].ID)
+	afternoon := legacyAvailabilityID(avs[1].ID)
 	h := schemas.Hold{ID: "hold-range", Items: []schemas.HoldItem{item("S1-P2", 1, afternoon, 2)}}
 	for attempt := range 2 {
 		if got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil || got.Status != schemas.HoldActive {
@@ -822,6 +822,43 @@ func TestCreateHold_ConcurrentHoldsReadTheUnitsOnce(t *testing.T) {
 			}
 			if n := e.productReads.Load(); n != 1 {
 				t.Fatalf("%d product reads for 6 concurrent holds, want 1", n)
+			}
+		})
+	}
+}
+
+// TestHoldAndBook_ByTheCatalogsAvailabilityID: a reseller holds by the id
+// it read (the catalog's UUID of the availability, kept beside the
+// booking system's own id, as a synchronization writes it); the
+// createBooking names the booking system's id, and the booking of the hold
+// is recognised. An id of an earlier version's form ("b64.") still works
+// (the other tests use it).
+func TestHoldAndBook_ByTheCatalogsAvailabilityID(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			from := e.clock.now().AddDate(0, 0, 1)
+			avs, _, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{SupplierID: sid, ProductID: "S1-P2", OptionID: "S1-P2-O1",
+				LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bs.OpeningHours})
+			if err != nil || len(avs) == 0 {
+				t.Fatalf("availabilities %v %v", avs, err)
+			}
+			up := avs[0]
+			id := bs.CatalogAvailabilityID(sid, "S1-P2", "S1-P2-O1", up.ID)
+			if _, err := e.Store.PutAvailabilities(ctx, catalogAdmin, sid, "S1-P2", "S1-P2-O1", []catalog.Availability{{ID: id, SystemID: up.ID,
+				Start: up.LocalDateTimeStart.UTC(), End: up.LocalDateTimeEnd.UTC(), Capacity: 100}}); err != nil {
+				t.Fatal(err)
+			}
+			h := schemas.Hold{ID: "hold-by-id", Items: []schemas.HoldItem{item("S1-P2", 1, id, 2)}}
+			if got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil || got.Status != schemas.HoldActive {
+				t.Fatalf("hold: %+v %v", got, err)
+			}
+			b, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-by-id", h), "req")
+			if err != nil || b.Status != schemas.BookingOpen {
+				t.Fatalf("booking %+v %v", b, err)
+			}
+			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed {
+				t.Fatalf("simulator: %s, want CONFIRMED (the booking system's availability %s)", st, up.ID)
 			}
 		})
 	}
