@@ -265,3 +265,17 @@ func counter(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// wantTickets is the tickets of a booking of the hold's items: one per
+// booking (hold item) of a v2 system, one per unit of an OCTO one (its
+// deliveryMethod TICKET: a ticket per unit item).
+func wantTickets(dialect string, items []schemas.HoldItem) int {
+	if dialect != bs.DialectOCTO {
+		return len(items)
+	}
+	n := 0
+	for _, it := range items {
+		n += it.Quantity
+	}
+	return n
+}

@@ -173,12 +173,14 @@ func New(opts Options) *Service {
 	return &Service{opts: opts, rdb: opts.Redis, log: opts.Logger.With("part", "booking"), now: opts.Clock}
 }
 
-// HoldView is the hold as the reseller sees it: its id, and EXPIRED for an
-// ACTIVE hold past its expires.
+// HoldView is the hold as the reseller sees it: its id, EXPIRED for an
+// ACTIVE hold past its expires, and retrieved (spec doc 2: the response
+// adds it) the time of the answer.
 func HoldView(rec schemas.HoldRecord, now time.Time) schemas.Hold {
 	h := rec.Hold
 	if h.Status == schemas.HoldActive && !h.Expires.IsZero() && !now.Before(h.Expires) {
 		h.Status = schemas.HoldExpired
 	}
+	h.Retrieved = now.UTC().Truncate(time.Second)
 	return h
 }

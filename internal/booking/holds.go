@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -29,10 +30,18 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if err := checkID("hold.id", in.ID, false); err != nil {
 		return schemas.Hold{}, err
 	}
-	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() || !in.Expires.IsZero() {
-		return schemas.Hold{}, invalid("hold", "status, timeline, retrieved and expires are set by the supplier's system")
+	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() {
+		return schemas.Hold{}, invalid("hold", "status, timeline and retrieved are set by the supplier's system")
 	}
-	if err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), item, now); err != nil {
+	// Spec doc 2: "the request is a subset of the response", and expires
+	// is a hold field: accepted, and ignored (the supplier's system sets
+	// the expiry), as is an item's embedded Rate (a hold read sent back).
+	in.Expires = time.Time{}
+	for i := range in.Items {
+		in.Items[i].Rate = nil
+	}
+	rates, err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), item, now)
+	if err != nil {
 		return schemas.Hold{}, err
 	}
 	fp, err := fingerprint(in)
@@ -42,6 +51,7 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
+	holdItemIDs(&in)
 	unlock, err := s.lock(ctx, "h", in.ID)
 	if err != nil {
 		return schemas.Hold{}, err
@@ -69,6 +79,7 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if err != nil {
 		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
 	}
+	holdAnswer(&got, in, rates)
 	rec := schemas.HoldRecord{Hold: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
 		CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
 	if got.ID != in.ID {
