@@ -62,7 +62,7 @@ type Catalog interface {
 	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
 	PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error)
 	PriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.PriceSchedule, error)
-	PutPriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string, es []catalog.PriceScheduleEntry) (catalog.PriceSchedule, error)
+	PutPriceScheduleIn(ctx context.Context, p principals.Principal, batch, sid, pid, rid string, es []catalog.PriceScheduleEntry) (catalog.PriceSchedule, error)
 }
 
 // Client is what the package reads of a booking system;

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
@@ -141,6 +142,9 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 		return Outcome{}, fmt.Errorf("product %s: read the price schedule: %w", pid, err)
 	}
 	var out Outcome
+	// One write of the product's rates: their notifications are one per
+	// subscriber and window (catalog.Event.Batch), not one per rate.
+	batch := uuid.NewString()
 	byOption := map[string][]bookingsystem.PriceEntry{}
 	for _, e := range entries {
 		byOption[e.OptionID] = append(byOption[e.OptionID], e)
@@ -182,7 +186,7 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			continue
 		}
-		if err := s.writePriceSchedule(ctx, sid, pid, r.ID, byOption[r.ID], startDate, until); err != nil {
+		if err := s.writePriceSchedule(ctx, batch, sid, pid, r.ID, byOption[r.ID], startDate, until); err != nil {
 			out.Failures = append(out.Failures, fmt.Sprintf("option %s: %v", optionRef(sid, pid, r.ID), err))
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			if fatal(ctx, err) {
@@ -198,8 +202,9 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 	return out, nil
 }
 
-// writePriceSchedule replaces the rate's schedule over [from, until].
-func (s *Syncer) writePriceSchedule(ctx context.Context, sid, pid, rid string, es []bookingsystem.PriceEntry, from, until string) error {
+// writePriceSchedule replaces the rate's schedule over [from, until], as
+// part of the write batch.
+func (s *Syncer) writePriceSchedule(ctx context.Context, batch, sid, pid, rid string, es []bookingsystem.PriceEntry, from, until string) error {
 	fresh := make([]catalog.PriceScheduleEntry, 0, len(es))
 	for _, e := range es {
 		ce, err := ScheduleEntry(e)
@@ -212,7 +217,7 @@ func (s *Syncer) writePriceSchedule(ctx context.Context, sid, pid, rid string, e
 	if err != nil {
 		return fmt.Errorf("read stored price schedule: %w", err)
 	}
-	if _, err := s.o.Catalog.PutPriceSchedule(ctx, admin, sid, pid, rid, replaceWindow(cur.Entries, fresh, from, until)); err != nil {
+	if _, err := s.o.Catalog.PutPriceScheduleIn(ctx, admin, batch, sid, pid, rid, replaceWindow(cur.Entries, fresh, from, until)); err != nil {
 		return fmt.Errorf("write price schedule: %w", err)
 	}
 	return nil
