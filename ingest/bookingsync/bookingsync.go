@@ -29,7 +29,9 @@
 // synchronization"), delete catalog products or rates (an item gone from
 // the booking system is reported and its availability emptied, never
 // deleted while it may be bound), overwrite what only the operator sets
-// (names, descriptions, prices of a rate…), or log, count or return a
+// (names, descriptions, codes of products and rates, a rate's prices when
+// the booking system states none: MergeProduct, MergeRate), or log, count
+// or return a
 // credential (connections are built by bookingsystem.ConnectionFor and
 // only ever printed through Connection.String).
 package bookingsync
