@@ -939,10 +939,10 @@ func (w *tenancyWorld) rows() []matrixRow {
 			others: []matrixCall{of(opB, opProd+"/bindings/"+w.chA, "", 404, nil)}},
 		{method: "POST", route: "/operator/v2/notifications", allowed: matrixOperatorRoles,
 			owner:  of(opA, "/operator/v2/notifications?supplierId="+supA+"&productId="+prodA, "", 201, nil),
-			others: []matrixCall{of(opB, "/operator/v2/notifications?supplierId="+supA+"&productId="+prodA, "", 404, nil)}},
+			others: []matrixCall{of(opB, "/operator/v2/notifications?supplierId="+supA+"&productId="+prodA, "", 400, nil)}},
 		{method: "POST", route: "/operator/v2/notifications/price-schedule", allowed: matrixOperatorRoles,
 			owner:  of(opA, "/operator/v2/notifications/price-schedule?supplierId="+supA+"&productId="+prodA, "", 201, nil),
-			others: []matrixCall{of(opB, "/operator/v2/notifications/price-schedule?supplierId="+supA+"&productId="+prodA, "", 404, nil)}},
+			others: []matrixCall{of(opB, "/operator/v2/notifications/price-schedule?supplierId="+supA+"&productId="+prodA, "", 400, nil)}},
 		// B filtering on A's supplier sees its own (none).
 		{method: "GET", route: "/operator/v2/notifications", allowed: matrixOperatorRoles,
 			owner: of(opA, "/operator/v2/notifications", "", 200, answerHas(w.crA)),
@@ -1073,8 +1073,8 @@ func (w *tenancyWorld) rows() []matrixRow {
 				others: []matrixCall{of(w.resB, crud+"/"+ra2, "", 404, nil), of(w.resA, crud+"/"+ra2, "", 404, nil)}},
 			matrixRow{method: "POST", route: "/registry/v1.1/" + typ + "/test/{id}", allowed: matrixResellerRole,
 				owner: of(w.resA, "/registry/v1.1/"+typ+"/test/"+ra, matrixTestBodies[typ], 200, nil),
-				others: []matrixCall{of(w.resB, "/registry/v1.1/"+typ+"/test/"+ra, matrixTestBodies[typ], 404, nil),
-					of(w.resA2, "/registry/v1.1/"+typ+"/test/"+ra, matrixTestBodies[typ], 404, nil)}},
+				others: []matrixCall{of(w.resB, "/registry/v1.1/"+typ+"/test/"+ra, matrixTestBodies[typ], 400, nil),
+					of(w.resA2, "/registry/v1.1/"+typ+"/test/"+ra, matrixTestBodies[typ], 400, nil)}},
 		)
 	}
 	replay := fmt.Sprintf(`{"type":"product","from":%q,"to":%q}`, w.from, w.to)
