@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -94,6 +95,90 @@ func FuzzEncodeRecords(f *testing.F) {
 			if ok && (err != nil || string(got) != string(want)) {
 				t.Fatalf("%T written by hand as\n%s\nencoding/json: %s (%v)", data, got, want, err)
 			}
+		}
+	})
+}
+
+func TestDecodeScheduled_MatchesEncodingJSON(t *testing.T) {
+	for i, c := range encodeCases() {
+		s, ok := c.(scheduledDelivery)
+		if !ok {
+			continue
+		}
+		raw, err := encodeScheduled(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want scheduledDelivery
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeScheduled(raw)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("case %d: %+v (%v), want %+v", i, got, err, want)
+		}
+		if i == 0 {
+			if _, fast := decodeScheduledFast(raw); !fast {
+				t.Fatalf("case %d: the plain record was not read by the fast path", i)
+			}
+		}
+	}
+}
+
+func FuzzDecodeScheduled(f *testing.F) {
+	for _, c := range encodeCases() {
+		if s, ok := c.(scheduledDelivery); ok {
+			raw, _ := encodeScheduled(s)
+			f.Add(raw)
+		}
+	}
+	f.Add([]byte(`{"notification":{"id":"x","payload":{"a":[1,2]},"ID":"y"},"attempt":2,"at":"2026-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"notification":null,"attempt":1.5}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, ok := decodeScheduledFast(raw)
+		if !ok {
+			return
+		}
+		var want scheduledDelivery
+		if err := json.Unmarshal(raw, &want); err != nil {
+			t.Fatalf("fast path accepted %q; encoding/json: %v", raw, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("fast path on %q:\n got %+v\nwant %+v", raw, got, want)
+		}
+	})
+}
+
+func FuzzDecodeNotification(f *testing.F) {
+	n := encodeCases()[0].(scheduledDelivery).Notification
+	bare, _ := appendNotification(nil, n)
+	f.Add(bare)
+	env, _ := NotificationMessage(n)
+	f.Add(env.Value)
+	f.Add([]byte(`{"id":"1","subscriber":"s","type":"rate","payload":{"x":"\u00e9"},"Source":"y"}`))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		got, err := DecodeNotification(value)
+		// The reference: what DecodeNotification did before its fast path.
+		var w struct {
+			schemas.Notification
+			Data json.RawMessage `json:"data"`
+		}
+		if jerr := json.Unmarshal(value, &w); jerr != nil {
+			if err == nil {
+				t.Fatalf("%q decoded as %+v; encoding/json: %v", value, got, jerr)
+			}
+			return
+		}
+		want := w.Notification
+		if w.Type == EventNotification && len(w.Data) > 0 {
+			var n schemas.Notification
+			if json.Unmarshal(w.Data, &n) != nil {
+				return
+			}
+			want = n
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", value, got, want)
 		}
 	})
 }

@@ -499,8 +499,8 @@ func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time,
 	for i := 2; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
 		raw, _ := res[i+1].(string)
-		var r scheduledDelivery
-		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		r, err := decodeScheduled([]byte(raw))
+		if err != nil {
 			decodeErr = fmt.Errorf("decode delivery %s: %w", id, err)
 			continue
 		}
@@ -509,6 +509,16 @@ func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time,
 	// The ready index is not updated here: the lane that claims is
 	// running, and touches the index when it stops.
 	return out, decodeErr
+}
+
+// wake makes sub due at once in the ready index, so that a lane starts for
+// it (a subscriber just disabled: its backlog is drained as suppressed).
+func (v *view) wake(ctx context.Context, sub string, now time.Time) error {
+	seq, err := v.rdb.Incr(ctx, v.seqKey(sub)).Result()
+	if err != nil {
+		return fmt.Errorf("wake %s: %w", sub, err)
+	}
+	return v.updateReady(ctx, map[string]readyState{sub: {seq: seq, earliest: strconv.FormatInt(score(now), 10)}})
 }
 
 // touch puts sub in the ready index where its earliest due now is.

@@ -34,26 +34,27 @@ import (
 // forever, since a retry must derive the same ids.
 var itemNamespace = uuid.MustParse("b7e3f0a2-6c1d-4e58-9a2f-3d8c5b7e1f04")
 
-// itemID is the id of item i of hold or booking id (kind "hold" or
-// "booking") sent without one.
-func itemID(kind, id string, i int) string {
-	return uuid.NewSHA1(itemNamespace, []byte(kind+"\x00"+id+"\x00"+strconv.Itoa(i))).String()
+// itemID is the id of item i of a hold or booking (kind "hold" or
+// "booking") sent without one; key is the id the supplier's system knows
+// it by (PartnerID: unique across channels).
+func itemID(kind, key string, i int) string {
+	return uuid.NewSHA1(itemNamespace, []byte(kind+"\x00"+key+"\x00"+strconv.Itoa(i))).String()
 }
 
 // holdItemIDs gives every item of h without an id its itemID.
-func holdItemIDs(h *schemas.Hold) {
+func holdItemIDs(h *schemas.Hold, key string) {
 	for i := range h.Items {
 		if h.Items[i].ID == "" {
-			h.Items[i].ID = itemID("hold", h.ID, i)
+			h.Items[i].ID = itemID("hold", key, i)
 		}
 	}
 }
 
 // bookingItemIDs gives every item of b without an id its itemID.
-func bookingItemIDs(b *schemas.Booking) {
+func bookingItemIDs(b *schemas.Booking, key string) {
 	for i := range b.Items {
 		if b.Items[i].ID == "" {
-			b.Items[i].ID = itemID("booking", b.ID, i)
+			b.Items[i].ID = itemID("booking", key, i)
 		}
 	}
 }

@@ -14,7 +14,7 @@ func TestItemID_DerivedStableAndDistinct(t *testing.T) {
 		t.Fatalf("item ids: %s %s", a, b)
 	}
 	h := schemas.Hold{ID: "h1", Items: []schemas.HoldItem{{ID: "mine"}, {}}}
-	holdItemIDs(&h)
+	holdItemIDs(&h, "h1")
 	if h.Items[0].ID != "mine" || h.Items[1].ID != itemID("hold", "h1", 1) {
 		t.Fatalf("hold items %+v", h.Items)
 	}

@@ -106,7 +106,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, s
 	if as == nil {
 		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
 	}
-	if err := validateAvailabilities(as); err != nil {
+	if err := validateAvailabilities(as, s.now()); err != nil {
 		return AvailabilitySet{}, err
 	}
 	if !ValidID(sid) {
@@ -154,6 +154,20 @@ func (s *Store) writeAvailBatches(ctx context.Context) {
 	}
 }
 
+// ownerLockScript takes a supplier's write lock like lockScript and
+// returns whether the supplier exists and its owner (what the scope check
+// of a push needs), not its whole record. KEYS: lock, supplier hash.
+// ARGV: token, ttl ms. Returns {"busy"} | {"ok", "1"|"0", owner}.
+var ownerLockScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
+local owner = redis.call('HGET', KEYS[2], 'owner')
+if not owner then
+  if redis.call('HEXISTS', KEYS[2], 'rec') == 1 then return {'ok', '1', ''} end
+  return {'ok', '0', ''}
+end
+return {'ok', '1', owner}
+`)
+
 // PipelinedFence is a Fence whose marker a write reads in its own
 // pipelines, saving the round trips (*views.Guard implements it).
 type PipelinedFence interface {
@@ -165,12 +179,25 @@ type PipelinedFence interface {
 // rateState is a rate's stored availabilities as the batch goes: the raw
 // JSON and the last version.
 type rateState struct {
-	exists bool
-	bad    error // the stored value could not be read
-	raw    []byte
-	cur    AvailabilitySet
-	hasCur bool
-	last   int64
+	exists     bool
+	bad        error // the stored value could not be read
+	raw        []byte
+	cur        AvailabilitySet // decoded from raw only when decoded
+	decoded    bool
+	curVersion int64
+	hasCur     bool
+	last       int64
+}
+
+// current is the stored set, decoded on demand.
+func (st *rateState) current() (AvailabilitySet, error) {
+	if !st.decoded {
+		if err := json.Unmarshal(st.raw, &st.cur); err != nil {
+			return AvailabilitySet{}, err
+		}
+		st.decoded = true
+	}
+	return st.cur, nil
 }
 
 // writeAvailBatch writes one batch and answers each of its pushes but those
@@ -208,7 +235,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	var markerCmd *redis.StringCmd
 	err = s.execScripts(ctx, func(pipe redis.Pipeliner) {
 		for i, sid := range sids {
-			lockCmds[i] = lockScript.EvalSha(ctx, pipe, []string{s.k.lock(sid), s.k.supplier(sid)}, token, lockTTL.Milliseconds(), fieldRec)
+			lockCmds[i] = ownerLockScript.EvalSha(ctx, pipe, []string{s.k.lock(sid), s.k.supplier(sid)}, token, lockTTL.Milliseconds())
 		}
 		if fence != nil {
 			markerCmd = pipe.Get(ctx, fence.Key())
@@ -226,15 +253,13 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		switch {
 		case err != nil:
 			fail(bySup[sid], unavailable("lock", err))
-		case len(res) == 2 && res[0] == "ok":
+		case len(res) == 3 && res[0] == "ok":
 			held = append(held, sid)
 			var sup *Supplier
-			if res[1] != "" {
-				sup = &Supplier{}
-				if err := json.Unmarshal([]byte(res[1]), sup); err != nil {
-					fail(bySup[sid], fmt.Errorf("decode stored supplier %s: %w", sid, err))
-					continue
-				}
+			if res[1] == "1" {
+				// Scope needs the owner only (canManage): the record
+				// itself is not read.
+				sup = &Supplier{Owner: res[2]}
 			}
 			locked[sid] = sup
 		default:
@@ -327,10 +352,16 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 			st.last = parseVersion(v)
 		}
 		if raw, err := c.cur.Result(); err == nil {
-			if err := json.Unmarshal([]byte(raw), &st.cur); err != nil {
+			// The stored set's version is all the write needs of it (the
+			// bytes are compared as they are): its slots are decoded only
+			// to answer a push that changes nothing.
+			if _, _, _, v, ok := setHeadFast([]byte(raw)); ok {
+				st.raw, st.hasCur, st.curVersion = []byte(raw), true, v
+				st.last = max(st.last, v)
+			} else if err := json.Unmarshal([]byte(raw), &st.cur); err != nil {
 				st.bad = err
 			} else {
-				st.raw, st.hasCur = []byte(raw), true
+				st.raw, st.hasCur, st.curVersion, st.decoded = []byte(raw), true, st.cur.Version, true
 				st.last = max(st.last, st.cur.Version)
 			}
 		}
@@ -362,15 +393,20 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		}
 		next := AvailabilitySet{SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availabilities: w.as}
 		if st.hasCur {
-			next.Version = st.cur.Version
+			next.Version = st.curVersion
 			if bytes.Equal(availSetJSON(next), st.raw) {
-				answer(w, st.cur, nil) // nothing changed: no event
+				cur, err := st.current()
+				if err != nil {
+					answer(w, AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err))
+				} else {
+					answer(w, cur, nil) // nothing changed: no event
+				}
 				continue
 			}
 		}
 		next.Version = st.last + 1
 		raw := availSetJSON(next)
-		st.last, st.cur, st.hasCur, st.raw = next.Version, next, true, raw
+		st.last, st.cur, st.decoded, st.curVersion, st.hasCur, st.raw = next.Version, next, true, next.Version, true, raw
 		ev := Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
 		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(ev.Kind, false), Key: ev.EntityKey(),
 			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
@@ -448,7 +484,7 @@ func (s *Store) execScripts(ctx context.Context, fill func(redis.Pipeliner)) err
 		fill(pipe)
 		cmds, err := pipe.Exec(ctx)
 		if err != nil && try == 0 && hasNoScript(cmds) {
-			for _, sc := range []*redis.Script{lockScript, releaseScript, applyFieldScript} {
+			for _, sc := range []*redis.Script{lockScript, ownerLockScript, releaseScript, applyFieldScript} {
 				if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 					return err
 				}

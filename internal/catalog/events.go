@@ -263,7 +263,10 @@ func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
 			args = []any{v, t, del, sid, string(mustJSON(sup)), string(renderV12(sup)), string(renderV13(sup, false)),
 				string(renderV13(sup, true)), sup.Code, sup.PartnerID, sup.Owner}
 		}
-		return scriptCall{applySupplierScript, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner)}, args}, nil
+		if ev.Supplier == nil {
+			args[10] = owner // the tombstone's owner
+		}
+		return scriptCall{applySupplierScript, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner), s.k.tombstone(sid)}, args}, nil
 	case KindProduct:
 		val := ""
 		if ev.Product != nil {
@@ -342,6 +345,18 @@ func (s *Store) applyEvents(ctx context.Context, envs []schemas.Envelope, evs []
 		}
 		calls[i] = c
 	}
+	return s.runCalls(ctx, calls)
+}
+
+// runCalls runs versioned upserts in one pipeline; when the pipeline fails
+// as a whole or any script is not loaded yet (pipelined EVALSHA does not
+// fall back to EVAL), each runs on its own instead (they are idempotent).
+// It reports, per call, whether it changed the view.
+func (s *Store) runCalls(ctx context.Context, calls []scriptCall) ([]bool, error) {
+	applied := make([]bool, len(calls))
+	if len(calls) == 0 {
+		return applied, nil
+	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
@@ -355,12 +370,12 @@ func (s *Store) applyEvents(ctx context.Context, envs []schemas.Envelope, evs []
 		return applied, nil
 	}
 	var first error
-	for i := range envs {
-		ok, err := s.applyEvent(ctx, envs[i], evs[i])
+	for i, c := range calls {
+		n, err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Int()
 		if err != nil && first == nil {
-			first = err
+			first = unavailable("apply catalog events", err)
 		}
-		applied[i] = ok
+		applied[i] = n == 1
 	}
 	return applied, first
 }

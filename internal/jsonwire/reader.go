@@ -278,3 +278,20 @@ func (r *Reader) number() {
 		}
 	}
 }
+
+// Raw passes over one value and returns its bytes as they are (what
+// encoding/json keeps in a json.RawMessage); a null is a surprise, since
+// encoding/json keeps it as the bytes "null" in some fields and nil in
+// others.
+func (r *Reader) Raw() []byte {
+	if r.Peek() == 'n' {
+		r.Fail()
+		return nil
+	}
+	start := r.i
+	r.Skip()
+	if !r.ok {
+		return nil
+	}
+	return r.b[start:r.i]
+}

@@ -227,26 +227,25 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 // HandleBatch handles a consumer's batch in order: runs of availability
 // events (the operators' pushes, thousands a second, which notify nobody
 // here: processors/availability diffs them) are applied with one Redis
-// pipeline; every other record goes through Handle. It is the consumer's
+// pipeline, read without decoding their slots (Store.ApplyRecords); every
+// other record goes through Handle. It is the consumer's
 // stream.BatchHandler; a failure redoes the batch, which is idempotent.
 func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) error {
-	var (
-		run  []schemas.Envelope
-		runM []stream.Message
-	)
+	availType := catalogstore.EventType(catalogstore.KindAvailability, false)
+	var run []stream.Message
 	flush := func() error {
 		if len(run) == 0 {
 			return nil
 		}
-		applied, err := p.opts.Store.ApplyBatch(ctx, run)
+		applied, err := p.opts.Store.ApplyRecords(ctx, run)
 		if errors.Is(err, catalogstore.ErrInvalidEvent) {
 			// One of them is unusable: Handle skips it and applies the rest.
-			for _, m := range runM {
+			for _, m := range run {
 				if err := p.Handle(ctx, m); err != nil {
 					return err
 				}
 			}
-			run, runM = run[:0], runM[:0]
+			run = run[:0]
 			return nil
 		}
 		if err != nil {
@@ -259,17 +258,12 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 			}
 			p.metrics.events.WithLabelValues(string(catalogstore.KindAvailability), result).Inc()
 		}
-		run, runM = run[:0], runM[:0]
+		run = run[:0]
 		return nil
 	}
 	for _, m := range msgs {
-		env, ok, err := catalogstore.DecodeMessage(m)
-		if err == nil && !ok {
-			continue // not a catalog event (a partner snapshot)
-		}
-		if err == nil && env.Type == catalogstore.EventType(catalogstore.KindAvailability, env.Deleted) {
-			run = append(run, env)
-			runM = append(runM, m)
+		if len(m.Value) > 0 && catalogstore.RecordType(m.Value) == availType {
+			run = append(run, m)
 			continue
 		}
 		if err := flush(); err != nil {
