@@ -198,7 +198,10 @@ func TestView_AnswersAsRedisDoes(t *testing.T) {
 	// And every kind of removal at the end, so that the final state has
 	// them whatever the random rounds did.
 	final := []func() error{
-		func() error { _, err := e.writer.PutBinding(ctx, admin, "s1", "p1", "chan-a", BindingInput{}); return err },
+		func() error {
+			_, err := e.writer.PutBinding(ctx, admin, "s1", "p1", "chan-a", BindingInput{})
+			return err
+		},
 		func() error { return e.writer.DeleteBinding(ctx, admin, "s1", "p1", "chan-a") },
 		func() error { return e.writer.DeleteRate(ctx, admin, "s2", "p1", "r1") },
 		func() error { return e.writer.DeleteProduct(ctx, admin, "s3", "p2") },
