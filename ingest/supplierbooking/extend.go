@@ -94,4 +94,3 @@ func (o *octoOrder) extend(ctx context.Context, minutes int) (bs.Order, error) {
 	}
 	return o.order(), nil
 }
-

@@ -99,9 +99,9 @@ type Bookings interface {
 
 // Options configures New.
 type Options struct {
-	Catalog      Catalog      // required
+	Catalog      Catalog           // required
 	Availability AvailabilityCache // required
-	Bookings     Bookings     // required
+	Bookings     Bookings          // required
 	// Clock: default time.Now.
 	Clock      func() time.Time
 	Registerer prometheus.Registerer
