@@ -40,6 +40,7 @@ import (
 	"github.com/switchbackhq/switchback/query/channel"
 	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/octo"
 	"github.com/switchbackhq/switchback/query/operator"
 	queryregistry "github.com/switchbackhq/switchback/query/registry"
 	"github.com/switchbackhq/switchback/query/reseller"
@@ -164,13 +165,17 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	// Holds and bookings, forwarded to the supplier's partner or booking
 	// system; their states go to TopicHolds/TopicBookings
 	// (processors/booking notifies).
-	querybooking.Register(srv, internalbooking.New(internalbooking.Options{
+	bookings := internalbooking.New(internalbooking.Options{
 		Redis:     d.redis,
 		Publisher: d.producer,
 		Partner:   sh.suppliers,
 		Catalog:   sh.catalog,
 		Logger:    log,
-	}))
+	})
+	querybooking.Register(srv, bookings)
+	// The same catalog, availability cache, holds and bookings in OCTO's
+	// dialect, one OCTO supplier endpoint per supplier (issue 26).
+	octo.Register(srv, octo.New(octo.Options{Catalog: sh.catalog, Availability: sh.avail, Bookings: bookings, Registerer: reg}))
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -49,12 +49,11 @@ const Base = "/octo"
 // pSupplier is the path parameter of the supplier.
 const pSupplier = "supplierId"
 
-// Capabilities (OCTO's CapabilityId).
-const (
-	// CapabilityPricing is served: prices of units, options,
-	// availabilities and bookings.
-	CapabilityPricing = "octo/pricing"
-)
+// CapabilityPricing is OCTO's pricing capability. Not served yet
+// (docs/decisions.md, "Selling through OCTO"): asked for, it is not
+// applied, and the Octo-Capabilities answer does not list it, as OCTO
+// lets a supplier serve a subset of what was asked.
+const CapabilityPricing = "octo/pricing"
 
 // HeaderCapabilities is OCTO's request and response header listing the
 // capabilities asked for and those the answer applied.
@@ -224,29 +223,17 @@ func (s *Service) handler(op string) httpapi.HandlerFunc {
 	panic("octo: no handler for " + op)
 }
 
-// caps is the capabilities a request asked for that Switchback serves.
-type caps struct{ pricing bool }
+// caps is the capabilities a request asked for that Switchback serves
+// and applied: none yet (core OCTO only; CapabilityPricing is not served).
+type caps struct{}
 
 // requested reads Octo-Capabilities (a comma-separated list of
-// capability ids; unknown ones are ignored, as OCTO lets a supplier
-// serve a subset).
-func requested(ctx *fasthttp.RequestCtx) caps {
-	var c caps
-	for _, id := range strings.Split(string(ctx.Request.Header.Peek(HeaderCapabilities)), ",") {
-		if strings.TrimSpace(id) == CapabilityPricing {
-			c.pricing = true
-		}
-	}
-	return c
-}
+// capability ids): every capability asked for is one Switchback does not
+// serve yet, so none is applied.
+func requested(*fasthttp.RequestCtx) caps { return caps{} }
 
 // header is the Octo-Capabilities answer: the capabilities applied.
-func (c caps) header() string {
-	if c.pricing {
-		return CapabilityPricing
-	}
-	return ""
-}
+func (caps) header() string { return "" }
 
 // writeJSON answers 200 with v and the Octo-Capabilities header OCTO
 // requires on every success.
@@ -293,13 +280,13 @@ func asTypeError(err error, te **json.UnmarshalTypeError) bool {
 	return ok
 }
 
-// capabilities answers GET /capabilities: what this endpoint serves.
+// capabilities answers GET /capabilities: the capabilities this endpoint
+// serves besides core OCTO (none yet).
 func (s *Service) capabilities(r *httpapi.Request) error {
 	if _, err := s.visibleSupplier(r); err != nil {
 		return err
 	}
-	docs := "Prices of units, options, availabilities and bookings, from the catalog's prices (docs/decisions.md, Selling through OCTO)"
-	return writeJSON(r, requested(r.Ctx), []Capability{{ID: CapabilityPricing, Revision: 1, Required: false, Dependencies: []string{}, Docs: &docs}})
+	return writeJSON(r, requested(r.Ctx), []Capability{})
 }
 
 // sortedKeys is the keys of m in order.
