@@ -163,6 +163,12 @@ func (s *Service) reserve(r *httpapi.Request) error {
 		}
 		units[i] = storedUnit{UUID: u.UUID, UnitID: u.UnitID, ResellerReference: u.ResellerReference, Contact: u.Contact}
 	}
+	if rt.MaxTravelers > 0 && len(units) > rt.MaxTravelers {
+		return unprocessable(fmt.Sprintf("The option allows at most %d units (restrictions.maxUnits)", rt.MaxTravelers))
+	}
+	if rt.MinTravelers > 0 && len(units) < rt.MinTravelers {
+		return unprocessable(fmt.Sprintf("The option needs at least %d units (restrictions.minUnits)", rt.MinTravelers))
+	}
 	if b.AvailabilityID == "" {
 		return invalidAvailability("")
 	}
