@@ -302,10 +302,13 @@ func setupBookingSystem(dialect string) func(t *testing.T, w *contractWorld) con
 		// The synchronization read everything without an error: the OCTO
 		// system's values (QRCODE, CLOSED opening-hours days, DEFAULT
 		// options in every product) are all OCTO allows.
-		_, _, reports := w.operator.do("GET", "/operator/v2/cron/reports?externalSystemID="+sup, "")
-		if len(reports) == 0 {
-			t.Fatal("no cron report")
-		}
+		// The run's report is written when the run ends, which may be
+		// after the rate is in the catalog: polled.
+		var reports []any
+		eventually(t, "a cron report", func() (map[string]any, bool) {
+			_, _, reports = w.operator.do("GET", "/operator/v2/cron/reports?externalSystemID="+sup, "")
+			return nil, len(reports) > 0
+		})
 		for _, r := range asList(reports) {
 			if num(r["errorCount"]) != 0 {
 				id := fmt.Sprint(int64(num(r["id"])))

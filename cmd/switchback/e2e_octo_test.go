@@ -121,7 +121,7 @@ var octoSchemas = map[string]map[string]string{
 	"Option": {"id": "string", "default": "bool", "internalName": "string", "reference": "string?", "availabilityLocalStartTimes": "[]hhmm",
 		"cancellationCutoff": "string", "cancellationCutoffAmount": "int", "cancellationCutoffUnit": "enum(hour|minute|day)",
 		"requiredContactFields": "[]enum(firstName|lastName|emailAddress|phoneNumber|country|notes|locales|allowMarketing|postalCode)",
-		"restrictions": "obj(OptionRestrictions)", "units": "[]obj(Unit)"},
+		"restrictions":          "obj(OptionRestrictions)", "units": "[]obj(Unit)"},
 	"OptionRestrictions": {"minUnits": "int?", "maxUnits": "int?"},
 	"Unit": {"id": "string", "internalName": "string", "reference": "string?",
 		"type": "enum(ADULT|YOUTH|CHILD|INFANT|FAMILY|SENIOR|STUDENT|MILITARY|OTHER)", "restrictions": "obj(UnitRestrictions)",

@@ -145,10 +145,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // Register adds the OCTO routes under Base/{supplierId} to s: resellers
 // only, their credentials read and their errors written the OCTO way.
-// The collection paths are served with and without a trailing slash:
-// src/openapi.yaml writes them with one (/supplier/, /capabilities/,
-// /products/, /availability/, /bookings/), OCTO's documentation and its
-// clients without.
+// (src/openapi.yaml writes the collection paths with a trailing slash,
+// OCTO's documentation and clients without: the router redirects the
+// former to the latter.)
 func Register(s *httpapi.Server, svc *Service) {
 	d := dialect{metrics: svc.metrics}
 	s.DialectPrefix(Base+"/", d)
@@ -180,15 +179,7 @@ func Routes() []Route {
 		{http.MethodPost, sup + "/bookings/{uuid}/extend", "extend"},
 		{http.MethodPost, sup + "/bookings/{uuid}/cancel", "cancel"},
 	}
-	out := make([]Route, 0, len(one)+6)
-	for _, r := range one {
-		out = append(out, r)
-		switch strings.TrimPrefix(r.Path, sup) {
-		case "/supplier", "/capabilities", "/products", "/availability", "/bookings":
-			out = append(out, Route{r.Method, r.Path + "/", r.Op})
-		}
-	}
-	return out
+	return one
 }
 
 func (s *Service) handler(op string) httpapi.HandlerFunc {
