@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -228,8 +229,17 @@ func contractRate(id string) string {
 // product, rate, binding, and (pushed) availabilities; its partner answers
 // bookings as cfg says.
 func setupPartnerKind(t *testing.T, w *contractWorld, cfg partnersim.TxConfig, push bool) contractSupplier {
+	return setupPartnerKindWith(t, w, cfg, push, nil)
+}
+
+// setupPartnerKindWith is setupPartnerKind with the partner's handler
+// wrapped by wrap (nil: as it is).
+func setupPartnerKindWith(t *testing.T, w *contractWorld, cfg partnersim.TxConfig, push bool, wrap func(http.Handler) http.Handler) contractSupplier {
 	const sup, prod, rate = "c0ffee00-1111-4222-8333-444444444444", "c0ffee00-2222-4333-8444-555555555555", "c0ffee00-3333-4444-8555-666666666666"
-	sim := partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", Rates: map[string][]string{prod: {rate}}, TxConfig: cfg})
+	var sim http.Handler = partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", Rates: map[string][]string{prod: {rate}}, TxConfig: cfg})
+	if wrap != nil {
+		sim = wrap(sim)
+	}
 	ps := httptest.NewServer(sim)
 	t.Cleanup(ps.Close)
 	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/switchbackhq/switchback/bench/bookingsim"
+	"github.com/switchbackhq/switchback/bench/partnersim"
 )
 
 // TestE2E_OCTO_EveryKindOfSupplier sells every kind of supplier
@@ -484,6 +485,45 @@ func walkOCTO(t *testing.T, k contractKind) {
 
 	// Every error, with its name.
 	checkOCTOErrors(t, c, s, slot["id"].(string), loc)
+	p.stop(t)
+}
+
+// TestE2E_OCTO_SupplierFailureIsInternalServerError: the supplier's
+// partner failing a hold is OCTO's INTERNAL_SERVER_ERROR, its cause not
+// shown, and no reservation is left behind.
+func TestE2E_OCTO_SupplierFailureIsInternalServerError(t *testing.T) {
+	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
+	api := "http://" + p.api
+	w := &contractWorld{p: p, operator: client{t, api, "demo-operator", "demo-operator-secret"},
+		reseller: client{t, api, "demo-reseller", "demo-reseller-secret"}}
+	failHolds := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/holds") {
+				http.Error(rw, "partner database exploded", http.StatusInternalServerError)
+				return
+			}
+			h.ServeHTTP(rw, r)
+		})
+	}
+	s := setupPartnerKindWith(t, w, partnersim.TxConfig{}, true, failHolds)
+	c := octoClient{t: t, base: api + "/octo/" + s.sup, token: "demo-reseller:demo-reseller-secret"}
+	var slot string
+	eventually(t, "the pushed slot", func() (map[string]any, bool) {
+		day := time.Now().UTC().AddDate(0, 0, 1).Format("2006-01-02")
+		status, v := c.call("POST", "/availability", fmt.Sprintf(`{"productId":%q,"optionId":%q,"localDateStart":%q,"localDateEnd":%q}`,
+			s.prod, s.rate, day, time.Now().UTC().AddDate(0, 0, 3).Format("2006-01-02")))
+		if a := arr(v); status == 200 && len(a) > 0 {
+			slot, _ = obj(a[0])["id"].(string)
+		}
+		return nil, slot != ""
+	})
+	id := uuid.NewString()
+	e := c.fails("POST", "/bookings", fmt.Sprintf(`{"uuid":%q,"productId":%q,"optionId":%q,"availabilityId":%q,"unitItems":[{"unitId":%q}]}`,
+		id, s.prod, s.rate, slot, s.priceID), "INTERNAL_SERVER_ERROR")
+	if strings.Contains(fmt.Sprint(e["errorMessage"]), "exploded") {
+		t.Errorf("errorMessage %q shows the partner's answer", e["errorMessage"])
+	}
+	c.fails("GET", "/bookings/"+id, "", "INVALID_BOOKING_UUID")
 	p.stop(t)
 }
 
