@@ -171,9 +171,9 @@ func TestDecodeEnvelopeFast_ReadsWhatNotificationMessageWrites(t *testing.T) {
 		t.Errorf("got %+v\nwant %+v", got, n)
 	}
 	for _, v := range []string{
-		`{"type":"notification","Data":{"id":"1"}}`,                        // another case: encoding/json's
-		`{"type":"notification","data":{"id":"1"},"data":{"id":"2"}}`,      // repeated
-		`{"type":"notification","data":null}`,                              // not an object
+		`{"type":"notification","Data":{"id":"1"}}`,                         // another case: encoding/json's
+		`{"type":"notification","data":{"id":"1"},"data":{"id":"2"}}`,       // repeated
+		`{"type":"notification","data":null}`,                               // not an object
 		`{"type":"other","data":{"id":"1","subscriber":"s","type":"rate"}}`, // not a notification envelope
 	} {
 		if _, ok := decodeEnvelopeFast([]byte(v)); ok {
