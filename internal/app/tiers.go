@@ -128,7 +128,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Views: d.views,
 	})
 	admin.Register(srv, store, sh.catalog)
-	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
+	queryregistry.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
