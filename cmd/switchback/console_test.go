@@ -169,8 +169,8 @@ func (b *consoleBrowser) fail(format string, args ...any) {
 	b.t.Fatalf(format+"\npage text:\n%s", append(args, tail(text, 3000))...)
 }
 
-// eval evaluates a JavaScript expression and returns its value.
-func eval[T any](b *consoleBrowser, expr string) T {
+// pageEval evaluates a JavaScript expression and returns its value.
+func pageEval[T any](b *consoleBrowser, expr string) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.tab, 30*time.Second)
 	defer cancel()
@@ -196,7 +196,7 @@ func (b *consoleBrowser) waitFor(what, predicate string, within time.Duration) {
 func (b *consoleBrowser) until(what, refresh, predicate string, within time.Duration) {
 	b.t.Helper()
 	deadline := time.Now().Add(within)
-	for !eval[bool](b, "!!("+predicate+")") {
+	for !pageEval[bool](b, "!!("+predicate+")") {
 		if time.Now().After(deadline) {
 			b.fail("%s not seen within %s (%s)", what, within, predicate)
 		}
@@ -213,7 +213,7 @@ func (b *consoleBrowser) click(sel string) {
 // clickButton clicks the button of scope whose text is text.
 func (b *consoleBrowser) clickButton(scope, text string) {
 	b.t.Helper()
-	ok := eval[bool](b, fmt.Sprintf(`(() => { const b = [...document.querySelectorAll(%q + ' button')].find((x) => x.textContent.trim() === %q); if (b) b.click(); return !!b; })()`, scope, text))
+	ok := pageEval[bool](b, fmt.Sprintf(`(() => { const b = [...document.querySelectorAll(%q + ' button')].find((x) => x.textContent.trim() === %q); if (b) b.click(); return !!b; })()`, scope, text))
 	if !ok {
 		b.fail("no button %q in %s", text, scope)
 	}
@@ -223,7 +223,7 @@ func (b *consoleBrowser) clickButton(scope, text string) {
 // and change events).
 func (b *consoleBrowser) set(sel, value string) {
 	b.t.Helper()
-	ok := eval[bool](b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.value = %q; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`, sel, value))
+	ok := pageEval[bool](b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.value = %q; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`, sel, value))
 	if !ok {
 		b.fail("no field %s", sel)
 	}
@@ -231,7 +231,7 @@ func (b *consoleBrowser) set(sel, value string) {
 
 func (b *consoleBrowser) text(sel string) string {
 	b.t.Helper()
-	return eval[string](b, fmt.Sprintf(`(document.querySelector(%q) || {innerText: ''}).innerText`, sel))
+	return pageEval[string](b, fmt.Sprintf(`(document.querySelector(%q) || {innerText: ''}).innerText`, sel))
 }
 
 func (b *consoleBrowser) view(name string) {
@@ -266,11 +266,11 @@ const a11yAudit = `(() => {
 // after checking the view with a11yAudit.
 func (b *consoleBrowser) shot(name string) {
 	b.t.Helper()
-	if bad := eval[[]string](b, a11yAudit); len(bad) > 0 {
+	if bad := pageEval[[]string](b, a11yAudit); len(bad) > 0 {
 		b.t.Errorf("view %s: %s", name, strings.Join(bad, "; "))
 	}
 	// Let charts and fonts settle a frame.
-	eval[bool](b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
+	pageEval[bool](b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 	ctx, cancel := context.WithTimeout(b.tab, 30*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
@@ -309,7 +309,7 @@ func (b *consoleBrowser) signOut() {
 	b.t.Helper()
 	b.click(".signout")
 	b.waitFor("the sign-in form", `document.querySelector('#sign-key') !== null`, 10*time.Second)
-	if n := eval[int](b, `sessionStorage.length`); n != 0 {
+	if n := pageEval[int](b, `sessionStorage.length`); n != 0 {
 		b.t.Errorf("after signing out sessionStorage holds %d items", n)
 	}
 }
@@ -329,7 +329,10 @@ func (b *consoleBrowser) signOut() {
 // URL, the page or the binary's logs, and no script fails.
 func TestBinary_ConsoleInChromium(t *testing.T) {
 	chrome := consoleChromium(t)
-	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
+	// A backlog bound of 2 and retries every 2 s let a failing subscriber
+	// be disabled automatically within seconds (reseller C below).
+	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
+		"SWITCHBACK_DISPATCH_BACKLOG_LIMIT=2", "SWITCHBACK_DISPATCH_RETRY_SCHEDULE=2s,2s,2s,2s,2s,2s,2s,2s,2s,2s")
 	if !clickHouseUp(t, p) {
 		if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {
 			t.Fatal("the console's deliveries need ClickHouse (clickhouse-server) and SWITCHBACK_REQUIRE_INTEGRATION=1")
@@ -356,6 +359,20 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	reseller := client{t: t, base: base, key: resKey, secret: resSecret}
 	sk := newSink(t)
 	const hookPath = "/hooks/channelbinding"
+	// Reseller C, on the same channel, whose endpoint always fails: the
+	// operator's binding changes fill its backlog and the dispatcher sets
+	// its disableAll, which its console explains.
+	st, pc, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Failing reseller","channelId":"`+channelID+`"}`)
+	if st != 201 {
+		t.Fatalf("create reseller C: %d %v", st, pc)
+	}
+	failKey, _ := pc["key"].(string)
+	failSecret, _ := pc["secret"].(string)
+	failing := client{t: t, base: base, key: failKey, secret: failSecret}
+	sk.script("/hooks/failing", 503)
+	if st, body, _ := failing.do("POST", "/registry/v1.1/channelbindings", `{"url":"`+sk.url+`/hooks/failing"}`); st != 201 {
+		t.Fatalf("reseller C's rule: %d %v", st, body)
+	}
 
 	// A booking system whose data breaks doc 3's rules, connected by the
 	// demo operator as supplier S2: its first full synchronization leaves
@@ -381,7 +398,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	b.waitFor("the console script", `document.documentElement.dataset.console === 'ready'`, 20*time.Second)
 	b.shot("sign-in")
 	// The audit finds what it looks for: an unlabelled field added here.
-	if bad := eval[[]string](b, `(() => { const i = document.createElement('input'); i.id = 'probe'; document.body.append(i); const r = `+a11yAudit+`; i.remove(); return r; })()`); len(bad) != 1 || !strings.Contains(bad[0], "probe") {
+	if bad := pageEval[[]string](b, `(() => { const i = document.createElement('input'); i.id = 'probe'; document.body.append(i); const r = `+a11yAudit+`; i.remove(); return r; })()`); len(bad) != 1 || !strings.Contains(bad[0], "probe") {
 		t.Fatalf("the accessibility audit found %v, want the unlabelled probe", bad)
 	}
 
@@ -449,7 +466,6 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		if !strings.Contains(row, "200") || !strings.Contains(row, " ms") || !strings.Contains(row, "channelbinding") {
 			b.fail("the delivered test's row lacks its status, latency or type: %q", row)
 		}
-		b.shot("reseller-deliveries")
 
 		// Replay the refused one once the sink accepts again.
 		sk.script(hookPath, 200)
@@ -489,7 +505,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.waitFor("the rule picker", hasOption("#sig-rule", "channelbinding"), 10*time.Second)
 		b.set("#sig-payload", string(delivered.raw))
 		b.set("#sig-rule", "channelbinding")
-		if v := eval[string](b, `document.querySelector('#sig-key').value`); v != key {
+		if v := pageEval[string](b, `document.querySelector('#sig-key').value`); v != key {
 			b.fail("picking the rule gave key %q", v)
 		}
 		b.clickButton(`form[data-form="signature"]`, "Check the signature")
@@ -503,7 +519,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 			mac.Write([]byte(msg))
 			want := hex.EncodeToString(mac.Sum(nil))
 			js := fmt.Sprintf(`import('/console/assets/js/signature.js').then((m) => m.hmacHex(%q, %q, {noWebCrypto: true}))`, key+"-k", msg)
-			if got := eval[string](b, js); got != want {
+			if got := pageEval[string](b, js); got != want {
 				t.Errorf("the console's own HMAC-SHA256 of %d bytes = %s, want %s", len(msg), got, want)
 			}
 		}
@@ -512,7 +528,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		// refuses shows its field.
 		b.do("open the settings with the keyboard", chromedp.Focus(chromedp.CSS(`nav a[data-view="settings"]`)), chromedp.KeyEvent(kb.Enter))
 		b.waitFor("the settings view", `document.querySelector('main[data-view="settings"] h1') !== null`, 10*time.Second)
-		if f := eval[string](b, `document.activeElement.tagName + ':' + document.activeElement.textContent`); f != "H1:Delivery settings" {
+		if f := pageEval[string](b, `document.activeElement.tagName + ':' + document.activeElement.textContent`); f != "H1:Delivery settings" {
 			b.fail("after opening a view the focus is on %q, want its heading", f)
 		}
 		b.waitFor("the settings", `document.querySelector('#throttle') !== null`, 10*time.Second)
@@ -525,7 +541,6 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.set("#throttle", "250ms")
 		b.clickButton(`form[data-setting="throttleDelay"]`, "Save the throttle")
 		b.waitFor("saved", `document.querySelector('p.ok') !== null`, 10*time.Second)
-		b.shot("reseller-settings")
 
 		// Nothing is bound to this channel yet.
 		b.view("catalog")
@@ -566,6 +581,13 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.click(row + ` input[data-option="demo-adult"]`)
 		b.click(row + ` button[data-action="bind"]`)
 		b.waitFor("the binding", `document.querySelector('`+row+`').dataset.bound === 'demo-adult'`, 20*time.Second)
+		// Unbind and bind again: three channelbinding notifications
+		// (created, removed, created) for the channel's subscribers.
+		b.click(row + ` button[data-action="unbind"]`)
+		b.waitFor("the unbinding", `document.querySelector('`+row+`').dataset.bound === ''`, 20*time.Second)
+		b.click(row + ` input[data-option="demo-adult"]`)
+		b.click(row + ` button[data-action="bind"]`)
+		b.waitFor("the binding again", `document.querySelector('`+row+`').dataset.bound === 'demo-adult'`, 20*time.Second)
 		b.shot("operator-bindings")
 		// The reseller's channelbinding rule hears of it through the whole
 		// pipeline.
@@ -590,7 +612,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.set("#cn-product", "S1-P1")
 		b.clickButton(`form[data-form="notification"]`, "Raise it")
 		b.waitFor("SUCCEEDED", `document.querySelector('[data-tracker][data-status="SUCCEEDED"]') !== null`, 90*time.Second)
-		seen := eval[string](b, `document.querySelector('[data-tracker]').dataset.seen`)
+		seen := pageEval[string](b, `document.querySelector('[data-tracker]').dataset.seen`)
 		if !strings.HasPrefix(seen, "WAITING,") || !strings.HasSuffix(seen, ",SUCCEEDED") {
 			b.fail("the tracker saw %q, want WAITING first and SUCCEEDED last", seen)
 		}
@@ -613,6 +635,35 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		return
 	}
 
+	t.Run("a subscriber disabled automatically sees why", func(t *testing.T) {
+		b.t = t
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			_, md, _ := failing.do("GET", "/registry/v1.1/metadata", "")
+			if md["disableAll"] == true {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reseller C's disableAll was not set automatically within 90 s: %v (its sink got %d POSTs)", md, len(sk.on("/hooks/failing")))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		b.signIn(failKey, failSecret, "reseller")
+		b.view("settings")
+		b.until("the automatic disable's reason", `[data-action="refresh"]`, `document.querySelector('[data-auto-disabled]')`, 60*time.Second)
+		why := b.text("[data-auto-disabled]")
+		for _, want := range []string{"Set automatically", "backlog bound reached while failing", "of 2"} {
+			if !strings.Contains(why, want) {
+				b.fail("the automatic disable does not show %q: %s", want, why)
+			}
+		}
+		b.shot("reseller-settings")
+		b.signOut()
+	})
+	if t.Failed() {
+		return
+	}
+
 	t.Run("reseller sees its channel only", func(t *testing.T) {
 		b.t = t
 		b.signIn(resKey, resSecret, "reseller")
@@ -628,14 +679,15 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.shot("reseller-catalog")
 		b.view("deliveries")
 		b.until("the channelbinding created", `[data-action="refresh"]`, fmt.Sprintf(`document.querySelector('tr[data-delivery=%q][data-outcome="delivered"]')`, created.deliveryID), 60*time.Second)
+		b.shot("reseller-deliveries")
 
 		// A phone's width: one column, nothing wider than the screen.
 		b.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 		b.waitFor("the narrow layout", `document.documentElement.clientWidth <= 400`, 5*time.Second)
-		if w := eval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); w > 0 {
+		if w := pageEval[int](b, `document.documentElement.scrollWidth - document.documentElement.clientWidth`); w > 0 {
 			b.fail("at phone width the page is %d px wider than the screen", w)
 		}
-		eval[bool](b, `(document.querySelector('table.deliveries').scrollIntoView(), true)`)
+		pageEval[bool](b, `(document.querySelector('table.deliveries').scrollIntoView(), true)`)
 		b.shot("phone-deliveries")
 		b.do("desktop viewport", chromedp.EmulateViewport(1280, 800))
 		b.signOut()
@@ -655,7 +707,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.set("#f-delivery", delivered.deliveryID)
 		b.clickButton(`form.filters`, "Apply")
 		b.waitFor("the filtered list", `document.querySelector('table.deliveries td.muted') !== null`, 20*time.Second)
-		if n := eval[int](b, `document.querySelectorAll('tr[data-delivery]').length`); n != 0 {
+		if n := pageEval[int](b, `document.querySelectorAll('tr[data-delivery]').length`); n != 0 {
 			b.fail("demo-reseller sees %d attempts of the console reseller's delivery", n)
 		}
 		b.view("catalog")
@@ -670,7 +722,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	// nothing kept beyond the tab's session, no script error.
 	b.log.mu.Lock()
 	defer b.log.mu.Unlock()
-	secrets := []string{resSecret, "demo-operator-secret", "demo-reseller-secret"}
+	secrets := []string{resSecret, failSecret, "demo-operator-secret", "demo-reseller-secret"}
 	for _, u := range b.log.requests {
 		pu, err := url.Parse(u)
 		if err != nil || (pu.Scheme != "data" && pu.Host != p.api) {
@@ -691,12 +743,12 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	for _, e := range b.log.errors {
 		t.Errorf("browser error: %s", e)
 	}
-	for _, s := range []string{resSecret} {
+	for _, s := range []string{resSecret, failSecret} {
 		if strings.Contains(p.stdout.String(), s) || strings.Contains(p.stderr.String(), s) {
 			t.Errorf("the binary's output holds a reseller secret")
 		}
 	}
-	if ls := eval[int](b, `localStorage.length + document.cookie.length`); ls != 0 {
+	if ls := pageEval[int](b, `localStorage.length + document.cookie.length`); ls != 0 {
 		t.Errorf("the console left %d items in localStorage or cookies", ls)
 	}
 	t.Logf("console: %d requests, screenshots in %s", len(b.log.requests), b.out)

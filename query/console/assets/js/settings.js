@@ -60,6 +60,7 @@ export function Settings() {
   return html`<section class="view">
     <${Heading}>Delivery settings<//>
     <p class="lead">Settings of every rule of this subscriber (the registry's metadata).</p>
+    <div class="buttons"><button type="button" onClick=${() => reload()} data-action="refresh">Refresh</button></div>
     ${state.loading && !state.data && html`<${Busy} />`}
     <${ErrorBox} error=${state.error} />
     ${md &&
@@ -73,7 +74,7 @@ export function Settings() {
         ${auto &&
         html`<div class="warning" role="status" data-auto-disabled="true">
           <strong>Set automatically <${Time} value=${auto.at} /> (${ago(auto.at)})</strong>
-          <p>${auto.reason || 'the subscriber kept failing while its backlog reached the bound'}${auto.limit ? ` · backlog ${auto.backlog} of ${auto.limit}` : ''}</p>
+          <p>${auto.reason || `the subscriber kept failing while its backlog reached the bound${auto.limit ? ` (${auto.backlog} of ${auto.limit})` : ''}`}</p>
           <p class="small">Fix the endpoint, turn delivery back on, then replay what was suppressed.</p>
         </div>`}
         ${!auto && md.disableAll && events && events.length > 0 && html`<p class="muted small">The last automatic disable was <${Time} value=${events[0].at} />: ${events[0].reason}. disableAll was set again since.</p>`}
