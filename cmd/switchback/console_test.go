@@ -340,6 +340,9 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		t.Skip("the console's deliveries and charts need ClickHouse: install clickhouse-server")
 	}
 	base := "http://" + p.api
+	if !strings.Contains(p.stdout.String(), "Web console "+base+"/console") {
+		t.Errorf("the banner does not show the console's address:\n%s", p.stdout.String())
+	}
 	admin := client{t: t, base: base, key: "demo-admin", secret: "demo-admin-secret"}
 
 	// A second sales channel with its own reseller: the one the console
