@@ -530,10 +530,8 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		// Delivery settings, opened with the keyboard: a throttle the API
 		// refuses shows its field.
 		b.do("open the settings with the keyboard", chromedp.Focus(chromedp.CSS(`nav a[data-view="settings"]`)), chromedp.KeyEvent(kb.Enter))
-		b.waitFor("the settings view", `document.querySelector('main[data-view="settings"] h1') !== null`, 10*time.Second)
-		if f := pageEval[string](b, `document.activeElement.tagName + ':' + document.activeElement.textContent`); f != "H1:Delivery settings" {
-			b.fail("after opening a view the focus is on %q, want its heading", f)
-		}
+		// The focus moves to the new view's heading (after it rendered).
+		b.waitFor("the focus on the settings heading", `document.activeElement && document.activeElement.tagName === 'H1' && document.activeElement.textContent === 'Delivery settings'`, 10*time.Second)
 		b.waitFor("the settings", `document.querySelector('#throttle') !== null`, 10*time.Second)
 		b.set("#throttle", "5 parsecs")
 		b.clickButton(`form[data-setting="throttleDelay"]`, "Save the throttle")
