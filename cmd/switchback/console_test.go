@@ -434,6 +434,36 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		rule := rules[0].(map[string]any)
 		key, _ := rule["securityKey"].(string)
 
+		// Disable and enable it again.
+		b.clickButton(`tr[data-type="channelbinding"]`, "Disable")
+		b.waitFor("the disabled rule", `(document.querySelector('tr[data-type="channelbinding"] .badge') || {}).textContent === 'disabled'`, 15*time.Second)
+		b.clickButton(`tr[data-type="channelbinding"]`, "Enable")
+		b.waitFor("the enabled rule", `(document.querySelector('tr[data-type="channelbinding"] .badge') || {}).textContent === 'enabled'`, 15*time.Second)
+		if _, _, again := reseller.do("GET", "/registry/v1.1/channelbindings", ""); len(again) != 1 || again[0].(map[string]any)["securityKey"] != key {
+			t.Fatalf("switching the rule off and on changed it: %v", again)
+		}
+
+		// A supplier rule: created, edited (a supplier filter, one
+		// operation kept), deleted.
+		b.clickButton(`tr[data-type="supplier"]`, "Create")
+		b.set("#rule-supplier-url", sk.url+"/hooks/supplier")
+		b.clickButton(`form[data-form="rule"]`, "Create the rule")
+		b.waitFor("the supplier rule", `document.querySelector('tr[data-type="supplier"] td.url') !== null`, 15*time.Second)
+		b.clickButton(`tr[data-type="supplier"]`, "Edit")
+		b.set("#rule-supplier-supplierIDs", "demo-alpine, S1")
+		b.clickButton(`form[data-form="rule"]`, "Save the rule")
+		b.waitFor("the edit saved", `document.querySelector('form[data-form="rule"]') === null`, 15*time.Second)
+		_, _, sup := reseller.do("GET", "/registry/v1.1/supplier", "")
+		if len(sup) != 1 || fmt.Sprint(sup[0].(map[string]any)["config"]) != "map[operations:[updated] supplierIDs:[demo-alpine S1]]" {
+			t.Fatalf("the edited supplier rule is %v", sup)
+		}
+		b.clickButton(`tr[data-type="supplier"]`, "Delete")
+		b.clickButton(`[aria-labelledby="delete-title"]`, "Delete the rule")
+		b.waitFor("the deleted rule", `document.querySelector('tr[data-type="supplier"] td.url') === null && document.querySelector('[aria-labelledby="delete-title"]') === null`, 15*time.Second)
+		if _, _, sup := reseller.do("GET", "/registry/v1.1/supplier", ""); len(sup) != 0 {
+			t.Fatalf("the API still lists %v after the console deleted it", sup)
+		}
+
 		// A test the sink accepts: delivered, and in the deliveries list.
 		b.clickButton(`tr[data-type="channelbinding"]`, "Send test")
 		b.clickButton(`form[data-form="test"]`, "Send the test")
@@ -463,7 +493,13 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		b.click(`[data-test-result="failed"] a`)
 		b.waitFor("the deliveries view", `document.querySelector('main[data-view="deliveries"]') !== null`, 10*time.Second)
 		b.until("the refused test in the log", `[data-action="refresh"]`, fmt.Sprintf(`document.querySelector('tr[data-delivery=%q][data-outcome="failed"]')`, refused.deliveryID), 60*time.Second)
+		// Filtered by outcome: the refused test only.
 		b.clickButton(".notice", "Show all deliveries")
+		b.set("#f-outcome", "failed")
+		b.clickButton("form.filters", "Apply")
+		b.waitFor("the failed attempts only", fmt.Sprintf(`document.querySelectorAll('tr[data-delivery]').length === 1 && document.querySelector('tr[data-delivery=%q][data-outcome="failed"]') !== null`, refused.deliveryID), 20*time.Second)
+		b.set("#f-outcome", "")
+		b.clickButton("form.filters", "Apply")
 		b.until("the delivered test in the log", `[data-action="refresh"]`, fmt.Sprintf(`document.querySelector('tr[data-delivery=%q][data-outcome="delivered"]')`, delivered.deliveryID), 60*time.Second)
 		row := b.text(fmt.Sprintf(`tr[data-delivery=%q]`, delivered.deliveryID))
 		if !strings.Contains(row, "200") || !strings.Contains(row, " ms") || !strings.Contains(row, "channelbinding") {
