@@ -61,7 +61,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer b.stop()
+	defer b.Stop()
 	sk, err := newSink()
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func run(o options) error {
 	defer sk.close()
 
 	l := newLoad(o)
-	pc := newPutClient(b.api, o.workers)
+	pc := newPutClient(b.API, o.workers)
 	fmt.Printf("setup: %d suppliers × %d rates, rule at %s\n", o.suppliers, o.ratesPer, sk.url())
 	if err := setup(b, l, sk, pc); err != nil {
 		return err
@@ -82,7 +82,7 @@ func run(o options) error {
 	if o.writes > 0 {
 		var prof *profile
 		if o.cpuprofile != "" {
-			prof = startProfile(b.ops, o.writes)
+			prof = startProfile(b.Ops, o.writes)
 		}
 		err := writes(o, b, l, pc)
 		if prof != nil {
@@ -98,7 +98,7 @@ func run(o options) error {
 	for i, r := range o.rates {
 		var prof *profile
 		if o.cpuprofile != "" && i == len(o.rates)-1 {
-			prof = startProfile(b.ops, o.step)
+			prof = startProfile(b.Ops, o.step)
 		}
 		res := step(o, b, l, sk, pc, mon, r)
 		if prof != nil {
@@ -109,7 +109,7 @@ func run(o options) error {
 		results = append(results, res)
 		printStep(res)
 	}
-	if w := b.warnings(20); len(w) > 0 {
+	if w := b.Warnings(20); len(w) > 0 {
 		fmt.Printf("binary WARN/ERROR lines (first %d):\n", len(w))
 		for _, line := range w {
 			fmt.Println("  ", line)
@@ -140,7 +140,7 @@ func settle(sk *sink) {
 
 // step sends rate changes/s for o.step, open loop, then waits for the
 // webhooks (at most o.drain) and reports.
-func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, rate int) stepResult {
+func step(o options, b *demoapi.Binary, l *load, sk *sink, pc *putClient, mon *monitor, rate int) stepResult {
 	res := stepResult{Asked: rate}
 	if o.outage > 0 {
 		sk.failing.Store(true)
@@ -149,10 +149,10 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	mon.reset()
 	if o.watch > 0 {
 		stopWatch := make(chan struct{})
-		go watch(b.ops, o.watch, stopWatch)
+		go watch(b.Ops, o.watch, stopWatch)
 		defer close(stopWatch)
 	}
-	cpu0, t0 := demoapi.CPUSeconds(b.cmd.Process.Pid), time.Now()
+	cpu0, t0 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	dups0, bad0 := sk.dups.Load(), sk.badSig.Load()
 
 	var (
@@ -205,7 +205,7 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	res.Sent = n
 	res.SentPerSec = float64(n) / took.Seconds()
 	res.Errors, res.Waited = errs.Load(), waited.Load()
-	cpu1, t1 := demoapi.CPUSeconds(b.cmd.Process.Pid), time.Now()
+	cpu1, t1 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	res.CPU = (cpu1 - cpu0) / t1.Sub(t0).Seconds()
 
 	want := int64(n) - errs.Load()
@@ -235,7 +235,7 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	res.Max = percentile(lat, 1)
 	res.RSSMax, res.ChildRSSMax = mon.peak()
 	res.DisableAll = disableAll(b)
-	if rdb, err := demoapi.RedisOf(b.ops); err == nil {
+	if rdb, err := demoapi.RedisOf(b.Ops); err == nil {
 		if info, err := rdb.Info(ctxBG(), "memory").Result(); err == nil {
 			res.RedisMemory = demoapi.InfoField(info, "used_memory")
 		}
@@ -249,16 +249,16 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 // availability notifications of the step that were never delivered
 // (suppressed or failed) through the registry's replay route, waiting for
 // history to hold them all (the replay reads ClickHouse).
-func outageAndReplay(b *binary, from time.Time, sk *sink) *outageResult {
+func outageAndReplay(b *demoapi.Binary, from time.Time, sk *sink) *outageResult {
 	or := &outageResult{RefusedPosts: sk.refused.Load(), AutoDisabled: disableAll(b)}
-	if m, err := demoapi.ScrapeSeries(b.ops); err == nil {
+	if m, err := demoapi.ScrapeSeries(b.Ops); err == nil {
 		for k, v := range m {
 			if strings.HasPrefix(k, "switchback_dispatcher_deliveries_total") && strings.Contains(k, `outcome="suppressed"`) {
 				or.Suppressed += v
 			}
 		}
 	}
-	if err := demoapi.Expect(b.call(demoapi.Reseller, "PUT", "/registry/v1.1/metadata", `{"throttleDelay":"0s","disableAll":false}`)); err != nil {
+	if err := demoapi.Expect(b.Call(demoapi.Reseller, "PUT", "/registry/v1.1/metadata", `{"throttleDelay":"0s","disableAll":false}`)); err != nil {
 		or.ReplayAnswer = "re-enable: " + err.Error()
 		return or
 	}
@@ -270,7 +270,7 @@ func outageAndReplay(b *binary, from time.Time, sk *sink) *outageResult {
 	quiet := 0
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && quiet < 3; {
 		time.Sleep(time.Second)
-		m, err := demoapi.Scrape(b.ops)
+		m, err := demoapi.Scrape(b.Ops)
 		if err != nil {
 			continue
 		}
@@ -280,7 +280,7 @@ func outageAndReplay(b *binary, from time.Time, sk *sink) *outageResult {
 			quiet = 0
 		}
 	}
-	status, raw, err := b.call(demoapi.Reseller, "POST", "/registry/v1.1/deliveries/replay", body)
+	status, raw, err := b.Call(demoapi.Reseller, "POST", "/registry/v1.1/deliveries/replay", body)
 	or.ReenabledWait = time.Since(t0)
 	if err != nil || status >= 300 {
 		or.ReplayAnswer = fmt.Sprintf("replay: %d %v %.300s", status, err, raw)
@@ -297,8 +297,8 @@ func outageAndReplay(b *binary, from time.Time, sk *sink) *outageResult {
 }
 
 // disableAll reads the demo reseller's metadata.
-func disableAll(b *binary) bool {
-	_, body, err := b.call(demoapi.Reseller, "GET", "/registry/v1.1/metadata", "")
+func disableAll(b *demoapi.Binary) bool {
+	_, body, err := b.Call(demoapi.Reseller, "GET", "/registry/v1.1/metadata", "")
 	if err != nil {
 		return false
 	}
@@ -311,14 +311,14 @@ func disableAll(b *binary) bool {
 
 // writes sends PUTs closed-loop (every worker sends its next as soon as
 // its last was answered) and reports accepted writes/s.
-func writes(o options, b *binary, l *load, pc *putClient) error {
+func writes(o options, b *demoapi.Binary, l *load, pc *putClient) error {
 	var (
 		n, errs atomic.Int64
 		next    atomic.Int64
 		wg      sync.WaitGroup
 	)
 	stop := time.Now().Add(o.writes)
-	cpu0, t0 := demoapi.CPUSeconds(b.cmd.Process.Pid), time.Now()
+	cpu0, t0 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	kids0 := childCPU(b)
 	for range o.workers {
 		wg.Go(func() {
@@ -337,7 +337,7 @@ func writes(o options, b *binary, l *load, pc *putClient) error {
 	}
 	wg.Wait()
 	took := time.Since(t0)
-	cpu := (demoapi.CPUSeconds(b.cmd.Process.Pid) - cpu0) / took.Seconds()
+	cpu := (demoapi.CPUSeconds(b.Pid()) - cpu0) / took.Seconds()
 	fmt.Printf("writes: %d accepted in %s = %.0f/s over %d rates of %d supplier(s), %d workers; errors %d; binary CPU %.2f cores%s\n",
 		n.Load(), took.Round(time.Millisecond), float64(n.Load())/took.Seconds(), len(l.paths), o.suppliers, o.workers, errs.Load(), cpu,
 		childCPUText(kids0, childCPU(b), took))
@@ -346,9 +346,9 @@ func writes(o options, b *binary, l *load, pc *putClient) error {
 
 // childCPU is the CPU seconds used so far by each child of the binary, by
 // command name.
-func childCPU(b *binary) map[string]float64 {
+func childCPU(b *demoapi.Binary) map[string]float64 {
 	out := map[string]float64{}
-	for _, c := range demoapi.Children(b.cmd.Process.Pid) {
+	for _, c := range demoapi.Children(b.Pid()) {
 		out[demoapi.Comm(c)] += demoapi.CPUSeconds(c)
 	}
 	return out

@@ -331,7 +331,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	chrome := consoleChromium(t)
 	// A backlog bound of 2 and retries every 2 s let a failing subscriber
 	// be disabled automatically within seconds (reseller C below).
-	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
+	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP=true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true",
 		"SWITCHBACK_DISPATCH_BACKLOG_LIMIT=2", "SWITCHBACK_DISPATCH_RETRY_SCHEDULE=2s,2s,2s,2s,2s,2s,2s,2s,2s,2s")
 	if !clickHouseUp(t, p) {
 		if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -36,6 +37,13 @@ func DemoPrincipals() []DemoPrincipal {
 // startDemo runs the demo data (internal/demo) against this process's API
 // with the demo operator and the demo sink subscriber.
 func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*demo.Demo, error) {
+	if !cfg.OutboundAllowHTTP || !cfg.OutboundAllowPrivate {
+		// The outbound policy is never relaxed by demo mode itself: the
+		// operator says so (make run does).
+		return nil, errors.New("demo data: the simulated partner, booking system and webhook sink listen on loopback over http, " +
+			"which the outbound policy refuses; set SWITCHBACK_OUTBOUND_ALLOW_HTTP=true and SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true " +
+			"(make run does), or SWITCHBACK_DEMO_DATA=false")
+	}
 	cred := func(key string) demo.Cred {
 		for _, p := range DemoPrincipals() {
 			if p.Key == key {
@@ -45,10 +53,13 @@ func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometh
 		return demo.Cred{}
 	}
 	d, err := demo.Start(demo.Options{API: "http://" + httpAddr, Operator: cred("demo-operator"), Subscriber: cred("demo-sink"),
-		ChannelID: DemoChannelID, SinkAddr: cfg.DemoSinkAddr, BookingSystemAddr: cfg.DemoBookingSystemAddr, Logger: log, Registerer: reg})
+		ChannelID: DemoChannelID, SinkAddr: cfg.DemoSinkAddr, BookingSystemAddr: cfg.DemoBookingSystemAddr, PartnerAddr: cfg.DemoPartnerAddr, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("demo data: %w", err)
 	}
-	closers.push("demo (changes, sink, simulated partner)", d.Close)
+	// The rounds of changes stop first; the sink and the simulated systems
+	// last, after the tiers (which may still be talking to them).
+	closers.push("demo changes", d.Stop)
+	closers.pushLast("demo sink and simulated partner and booking system", d.Close)
 	return d, nil
 }

@@ -106,7 +106,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, s
 	if as == nil {
 		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
 	}
-	if err := validateAvailabilities(as); err != nil {
+	if err := validateAvailabilities(as, s.now()); err != nil {
 		return AvailabilitySet{}, err
 	}
 	if !ValidID(sid) {

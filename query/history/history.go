@@ -54,12 +54,15 @@ var (
 // only /registry/v1.1/deliveries there.
 func Register(s *httpapi.Server, conn driver.Conn, own Ownership, rep Replayer) {
 	h := handlers{store: store{conn: conn}, own: own, rep: rep, now: time.Now}
-	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodGet, "/deliveries", resellers, h.deliveries)
-	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodPost, "/deliveries/replay", resellers, h.replay)
-	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodGet, "/deliveries/stats", resellers, h.stats)
-	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodGet, "/deliveries/auto-disables", resellers, h.autoDisables)
-	s.Group(httpapi.BaseOperatorV2).Handle(http.MethodGet, "/history/availability", operators, h.availability)
-	s.Group(httpapi.BaseOperatorV2).Handle(http.MethodGet, "/history/connections", operators, h.connections)
+	// History scans ClickHouse: costly routes, with their own smaller
+	// budget per key and a concurrency bound (query/httpapi, costly.go).
+	// The console's aggregates (stats.go) scan too.
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries", resellers, h.deliveries)
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodPost, "/deliveries/replay", resellers, h.replay)
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries/stats", resellers, h.stats)
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries/auto-disables", resellers, h.autoDisables)
+	s.Group(httpapi.BaseOperatorV2).HandleCostly(http.MethodGet, "/history/availability", operators, h.availability)
+	s.Group(httpapi.BaseOperatorV2).HandleCostly(http.MethodGet, "/history/connections", operators, h.connections)
 }
 
 type handlers struct {
