@@ -6,17 +6,18 @@ import { Busy, ErrorBox, Heading, html, useLoad } from './ui.js';
 
 async function loadCatalog() {
   const { data } = await api('GET', '/v1.2/suppliers');
-  const out = [];
-  for (const s of data.suppliers || []) {
-    const { data: pd } = await api('GET', `/v1.2/suppliers/${enc(s.id)}/products`);
-    const products = [];
-    for (const p of pd.products || []) {
-      const { data: rd } = await api('GET', `/v1.2/suppliers/${enc(s.id)}/products/${enc(p.id)}/rates`);
-      products.push({ ...p, rates: rd.rates || [] });
-    }
-    out.push({ ...s, products });
-  }
-  return out;
+  return Promise.all(
+    (data.suppliers || []).map(async (s) => {
+      const { data: pd } = await api('GET', `/v1.2/suppliers/${enc(s.id)}/products`);
+      const products = await Promise.all(
+        (pd.products || []).map(async (p) => {
+          const { data: rd } = await api('GET', `/v1.2/suppliers/${enc(s.id)}/products/${enc(p.id)}/rates`);
+          return { ...p, rates: rd.rates || [] };
+        }),
+      );
+      return { ...s, products };
+    }),
+  );
 }
 
 export function Catalog() {

@@ -1,7 +1,7 @@
 // Charts: deliveries per minute by outcome and delivery latency
 // percentiles, from the history's per-minute aggregates
 // (GET /registry/v1.1/deliveries/stats), drawn with uPlot.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { api, TYPES } from './api.js';
 import { Busy, ErrorBox, Field, Heading, html, Time, useLoad } from './ui.js';
@@ -60,14 +60,18 @@ export function Charts() {
     return data;
   }, [minutes, type]);
   const d = state.data;
-  let counts = null;
-  let latency = null;
-  if (d) {
+  // uPlot's columns: time, then one series per outcome or percentile
+  // (null where a minute had no attempt). Rebuilt only with new data, so
+  // that the charts are redrawn only then.
+  const [counts, latency] = useMemo(() => {
+    if (!d) return [null, null];
     const xs = d.points.map((p) => Date.parse(p.at) / 1000);
-    counts = [xs, ...Object.keys(OUTCOME_COLORS).map((o) => d.points.map((p) => p[o]))];
     const q = (k) => d.points.map((p) => (p.latencyMs ? p.latencyMs[k] : null));
-    latency = [xs, q('p50'), q('p90'), q('p99')];
-  }
+    return [
+      [xs, ...Object.keys(OUTCOME_COLORS).map((o) => d.points.map((p) => p[o]))],
+      [xs, q('p50'), q('p90'), q('p99')],
+    ];
+  }, [d]);
   const t = d && d.totals;
   const countSummary = t ? `deliveries per minute: ${Object.keys(OUTCOME_COLORS).map((o) => `${t[o]} ${o}`).join(', ')} in the range` : '';
   const latSummary = t && t.latencyMs ? `latency over the range: p50 ${t.latencyMs.p50} ms, p90 ${t.latencyMs.p90} ms, p99 ${t.latencyMs.p99} ms` : 'no attempt in the range';

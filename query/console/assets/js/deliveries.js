@@ -32,8 +32,12 @@ export function Deliveries({ params }) {
     return data;
   }, [filters, offset]);
   usePoll(reload, 5000, auto);
-  // A link from another view (#/deliveries?deliveryId=...) sets the filter.
+  // A link from another view (#/deliveries?deliveryId=...) sets the filter
+  // (the first render already read it).
+  const shown = useRef(params.toString());
   useEffect(() => {
+    if (shown.current === params.toString()) return;
+    shown.current = params.toString();
     setFilters(filtersFrom(params));
     setOffset(0);
   }, [params.toString()]);

@@ -30,11 +30,12 @@ const TEST_FIELDS = {
 const TEST_OPS = { channelbinding: ['created', 'removed', 'updated'], supplier: ['updated'], product: ['updated'], rate: ['updated'], booking: ['canceled'] };
 
 export async function loadRules() {
+  const lists = await Promise.all(TYPES.map((t) => api('GET', crudPath(t))));
   const out = {};
-  for (const t of TYPES) {
-    const { data } = await api('GET', crudPath(t));
+  TYPES.forEach((t, i) => {
+    const data = lists[i].data;
     out[t] = Array.isArray(data) && data.length > 0 ? data[0] : null;
-  }
+  });
   return out;
 }
 
