@@ -322,8 +322,10 @@ func (b *consoleBrowser) signOut() {
 // gets a field error from the API; an operator binds a product to the
 // reseller's channel (the reseller's rule is notified), raises a change
 // notification and sees it go from WAITING to SUCCEEDED, reads a cron
-// report; the reseller then sees only that product, and another channel's
-// reseller sees none of the first one's data. Every view is saved as a
+// report; the reseller then sees only that product, another channel's
+// reseller sees none of the first one's data, and an admin gets the
+// operator's views over every supplier. A reseller whose endpoint fails is
+// disabled automatically by the dispatcher, and its settings say why. Every view is saved as a
 // screenshot in the test output folder (docs/console has one of each for
 // the README). No request leaves the binary's address, no secret is in a
 // URL, the page or the binary's logs, and no script fails.
@@ -752,6 +754,13 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		if strings.Contains(b.text("main"), "Console channel") {
 			b.fail("demo-reseller's catalog names the console channel")
 		}
+		b.signOut()
+	})
+
+	t.Run("an admin gets the operator's views over every supplier", func(t *testing.T) {
+		b.t = t
+		b.signIn("demo-admin", "demo-admin-secret", "admin")
+		b.waitFor("every supplier", `['S1', 'S2', 'demo-alpine'].every((id) => document.querySelector('tr[data-supplier="' + id + '"]'))`, 30*time.Second)
 		b.signOut()
 	})
 
