@@ -484,7 +484,7 @@ func (d *Demo) book(ctx context.Context, tick int, day time.Time, accepted bool,
 	if accepted {
 		return // tickets-added follows once the partner attaches them
 	}
-	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusOK {
+	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusNoContent {
 		*errs = append(*errs, fmt.Errorf("cancel: %d %s %v", status, body, err))
 	}
 }
@@ -566,7 +566,7 @@ func (d *Demo) bookAtBookingSystem(ctx context.Context, tick int, day time.Time,
 		*errs = append(*errs, fmt.Errorf("booking-system booking: %d %s %v", status, body, err))
 		return
 	}
-	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+bid, ""); err != nil || status != http.StatusOK {
+	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+bid, ""); err != nil || status != http.StatusNoContent {
 		*errs = append(*errs, fmt.Errorf("booking-system cancel: %d %s %v", status, body, err))
 	}
 }
