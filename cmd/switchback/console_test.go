@@ -144,6 +144,10 @@ func newConsoleBrowser(t *testing.T, chrome, base string) *consoleBrowser {
 	if err := os.MkdirAll(b.out, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A failure.png of an earlier run would pass for this one's.
+	if err := os.Remove(filepath.Join(b.out, "failure.png")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	return b
 }
 
