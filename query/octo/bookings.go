@@ -161,7 +161,7 @@ func (s *Service) reserve(r *httpapi.Request) error {
 		if u.UUID == "" {
 			u.UUID = unitUUID(b.UUID, i)
 		}
-		units[i] = storedUnit{UUID: u.UUID, UnitID: u.UnitID, ResellerReference: u.ResellerReference, Contact: u.Contact}
+		units[i] = storedUnit(u)
 	}
 	if rt.MaxTravelers > 0 && len(units) > rt.MaxTravelers {
 		return unprocessable(fmt.Sprintf("The option allows at most %d units (restrictions.maxUnits)", rt.MaxTravelers))

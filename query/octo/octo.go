@@ -26,7 +26,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -278,14 +277,4 @@ func (s *Service) capabilities(r *httpapi.Request) error {
 		return err
 	}
 	return writeJSON(r, requested(r.Ctx), []Capability{})
-}
-
-// sortedKeys is the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
