@@ -486,6 +486,12 @@ func walkOCTO(t *testing.T, k contractKind) {
 	// Every error, with its name.
 	checkOCTOErrors(t, c, s, slot["id"].(string), loc)
 	p.stop(t)
+	// The bearer tokens sent, right and wrong, are in no log line.
+	for _, secret := range []string{"demo-reseller-secret", "not-the-secret"} {
+		if strings.Contains(p.stderr.String(), secret) {
+			t.Errorf("the logs carry the bearer token's secret %q", secret)
+		}
+	}
 }
 
 // TestE2E_OCTO_SupplierFailureIsInternalServerError: the supplier's
