@@ -145,8 +145,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // Register adds the OCTO routes under Base/{supplierId} to s: resellers
 // only, their credentials read and their errors written the OCTO way.
 // (src/openapi.yaml writes the collection paths with a trailing slash,
-// OCTO's documentation and clients without: the router redirects the
-// former to the latter.)
+// OCTO's documentation and clients without: served without only, the
+// router holding one of the two and redirecting nothing.)
 func Register(s *httpapi.Server, svc *Service) {
 	d := dialect{metrics: svc.metrics}
 	s.DialectPrefix(Base+"/", d)
