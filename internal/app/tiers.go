@@ -33,6 +33,7 @@ import (
 	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
 	"github.com/switchbackhq/switchback/processors/history"
 	"github.com/switchbackhq/switchback/query/admin"
+	"github.com/switchbackhq/switchback/query/apidocs"
 	queryavailability "github.com/switchbackhq/switchback/query/availability"
 	querybooking "github.com/switchbackhq/switchback/query/booking"
 	"github.com/switchbackhq/switchback/query/channel"
@@ -42,6 +43,7 @@ import (
 	queryregistry "github.com/switchbackhq/switchback/query/registry"
 	"github.com/switchbackhq/switchback/query/reseller"
 	"github.com/switchbackhq/switchback/schemas"
+	"github.com/switchbackhq/switchback/schemas/openapi"
 )
 
 // started is what startTiers hands back to Run.
@@ -126,7 +128,34 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		// against them before it is served.
 		Views: d.views,
 	})
-	admin.Register(srv, store, sh.catalog)
+	if err := registerAPI(srv, d, sh, log); err != nil {
+		return "", err
+	}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return "", fmt.Errorf("API listener on SWITCHBACK_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil {
+			failed <- fmt.Errorf("API server: %w", err)
+		}
+	}()
+	closers.push("API server (finish in-flight requests)", func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		<-done
+		return err
+	})
+	return ln.Addr().String(), nil
+}
+
+// registerAPI adds every route of the API listener to srv: the families
+// that schemas/openapi documents (TestRegisterAPI_ServesWhatTheDocumentsList
+// holds the two to each other) and the reference that serves them.
+func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger) error {
+	admin.Register(srv, sh.principals, sh.catalog)
 	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)
@@ -150,23 +179,13 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Logger:    log,
 	}))
 
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	// The contract itself: GET /, /docs, /openapi/{family}.json, without
+	// credentials (query/apidocs).
+	docs, err := openapi.Load()
 	if err != nil {
-		return "", fmt.Errorf("API listener on SWITCHBACK_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("API documents: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil {
-			failed <- fmt.Errorf("API server: %w", err)
-		}
-	}()
-	closers.push("API server (finish in-flight requests)", func(ctx context.Context) error {
-		err := srv.Shutdown(ctx)
-		<-done
-		return err
-	})
-	return ln.Addr().String(), nil
+	return apidocs.Register(srv, docs)
 }
 
 // loadPrincipals rebuilds the principal table from its compacted topic
