@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 
 export SWITCHBACK_DATA_DIR ?= ./var
 
-.PHONY: all build run test test-short lint bench deps fmt vet clean e2e fuzz reliability soak
+.PHONY: all build run test test-short lint bench deps fmt vet clean e2e fuzz reliability soak openapi-lint
 
 all: build
 
@@ -71,6 +71,15 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The API documents (schemas/openapi) against Redocly's recommended rules,
+# every rule an error (recommended-strict), examples checked against their
+# schemas. Needs Node and npm; CI installs the CLI at this version and
+# passes REDOCLY=redocly.
+REDOCLY_VERSION ?= 2.77.0
+REDOCLY ?= npx --yes @redocly/cli@$(REDOCLY_VERSION)
+openapi-lint:
+	$(REDOCLY) lint --config schemas/openapi/redocly.yaml
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./bench/... ./query/...
