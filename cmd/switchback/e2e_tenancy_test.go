@@ -565,7 +565,12 @@ type matrixRow struct {
 	needsCH bool
 	// optional: a row for a route the binary may not serve yet (cron
 	// reports); skipped when it is not registered.
-	optional   bool
+	optional bool
+	// public: the API reference (query/apidocs), served without
+	// credentials: every principal of every role, a mixed credential and
+	// no credential at all get the owner's answer, which holds nobody's
+	// data.
+	public     bool
 	registered bool
 }
 
@@ -617,6 +622,9 @@ func (w *tenancyWorld) coverage(t *testing.T, registered map[string]int, rows []
 // run calls one row: the refused roles, a mixed credential, the others,
 // then the owner, and returns how many requests it sent.
 func (w *tenancyWorld) run(t *testing.T, r matrixRow) int {
+	if r.public {
+		return w.runPublic(t, r)
+	}
 	var cases []matrixCall
 	allowed := map[string]bool{}
 	for _, ro := range r.allowed {
@@ -663,6 +671,24 @@ func (w *tenancyWorld) run(t *testing.T, r matrixRow) int {
 		w.tally["owner: 2xx"]++
 	}
 	return n
+}
+
+// runPublic calls a public row as everyone: the same answer for all, and
+// no tenant's data in it.
+func (w *tenancyWorld) runPublic(t *testing.T, r matrixRow) int {
+	n := 0
+	for _, ro := range matrixRoles {
+		for _, a := range w.ofRole(ro) {
+			w.expect(t, r, matrixCall{who: a, path: r.owner.path, want: r.owner.want, check: r.owner.check}, a.key, a.secret)
+			n++
+		}
+	}
+	mixed := &matrixActor{label: "reseller A's key with reseller B's secret"}
+	w.expect(t, r, matrixCall{who: mixed, path: r.owner.path, want: r.owner.want, check: r.owner.check}, w.resA.key, w.resB.secret)
+	anyone := &matrixActor{label: "no credentials"}
+	w.expect(t, r, matrixCall{who: anyone, path: r.owner.path, want: r.owner.want, check: r.owner.check}, "", "")
+	w.tally["public: the same answer for everyone"] += n + 2
+	return n + 2
 }
 
 // ofRole is the principals of a role that stand in for "a role without
@@ -1104,6 +1130,16 @@ func (w *tenancyWorld) rows() []matrixRow {
 		matrixRow{method: "POST", route: "/registry/v1.1/deliveries/replay", allowed: matrixResellerRole, needsCH: true,
 			owner:  of(w.resA, "/registry/v1.1/deliveries/replay", replay, 202, replayedSome),
 			others: []matrixCall{of(w.resB, "/registry/v1.1/deliveries/replay", replay, 202, replayedNone), of(w.resA2, "/registry/v1.1/deliveries/replay", replay, 202, replayedNone)}},
+	)
+	// ---- the API reference: public (no credentials), no tenant's data.
+	anyone := &matrixActor{label: "anyone"}
+	rs = append(rs,
+		matrixRow{method: "GET", route: "/", public: true, owner: of(anyone, "/", "", 200, answerHas(`"/openapi/reseller.json"`))},
+		matrixRow{method: "GET", route: "/docs", public: true, owner: of(anyone, "/docs", "", 200, answerHas("redoc.standalone.js"))},
+		matrixRow{method: "GET", route: "/docs/{family}", public: true, owner: of(anyone, "/docs/operator", "", 200, answerHas("/openapi/operator.json"))},
+		matrixRow{method: "GET", route: "/docs/assets/{file}", public: true, owner: of(anyone, "/docs/assets/docs.js", "", 200, answerHas("Redoc.init"))},
+		matrixRow{method: "GET", route: "/openapi/{family:[a-z]+}.{format:json|yaml}", public: true,
+			owner: of(anyone, "/openapi/admin.json", "", 200, answerHas(`"openapi": "3.1.0"`))},
 	)
 	return rs
 }
