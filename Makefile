@@ -32,8 +32,11 @@ test:
 
 # The end-to-end suite alone: the built binary driven over HTTP with the
 # simulators and a webhook sink (also part of `make test`).
+# Every exchange with the API and every webhook is validated against the
+# OpenAPI documents (internal/contract); the counts are printed after.
 e2e:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestE2E|TestBinary|TestTiersApart' ./cmd/switchback/
+	@cat "$${SWITCHBACK_TEST_OUTDIR:-bin/test-output}/contract-summary.txt"
 
 # Every fuzz target for a longer budget (CI runs each for 20,000 inputs);
 # budgets are execution counts, see scripts/fuzz.sh.
