@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 
 export SWITCHBACK_DATA_DIR ?= ./var
 
-.PHONY: all build run test test-short lint bench deps fmt vet clean e2e fuzz reliability soak openapi-lint
+.PHONY: all build run observe test test-short lint staticcheck deploy-check bench deps fmt vet clean e2e fuzz reliability soak openapi-lint
 
 all: build
 
@@ -17,12 +17,23 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback
 
 # The demo: embedded broker, Redis (redis-server if installed, else
-# miniredis), ClickHouse (clickhouse-server if installed, else parked).
-run: build
-	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} \
-	SWITCHBACK_WEBHOOK_ALLOW_HTTP=$${SWITCHBACK_WEBHOOK_ALLOW_HTTP:-true} \
-	SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=$${SWITCHBACK_WEBHOOK_ALLOW_PRIVATE:-true} \
-	./$(BIN) run
+# miniredis), ClickHouse (clickhouse-server if installed, else parked). The
+# demo data turns on the webhook allow settings it needs (its sink is on
+# http://127.0.0.1) unless they are given; the banner says so.
+# The first build downloads the modules and compiles everything (a minute
+# or two on a fresh machine): say so rather than sit silent.
+run:
+	@echo "make run: building $(BIN) (go build ./cmd/switchback; the first build downloads modules and compiles for a minute or two, later ones take seconds)..."
+	@start=$$(date +%s); $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/switchback && \
+	  echo "make run: built $(BIN) in $$(( $$(date +%s) - start )) s; starting '$(BIN) run' in demo mode (SWITCHBACK_DEMO=true; Ctrl-C stops it)"
+	SWITCHBACK_DEMO=$${SWITCHBACK_DEMO:-true} ./$(BIN) run
+
+# Prometheus for `make run` (run it in a second terminal): scrapes the ops
+# listener with deploy/prometheus/run.yml, evaluates the alerts, prints
+# links to the key queries (docs/runbook.md, "Local observability").
+# Grafana is not offered: neither Debian nor npm packages a Grafana server.
+observe:
+	bash scripts/observe.sh
 
 # Unit, component and integration tests. Integration tests start real
 # redis-server / clickhouse-server when installed and skip otherwise, unless
@@ -63,11 +74,19 @@ soak: build
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
+# staticcheck, pinned: installed from the Go module proxy into bin/ on
+# first use (or when the pin changes); any finding fails the target.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := bin/staticcheck
 
-lint: fmt vet
-	@if [ -x "$(STATICCHECK)" ]; then $(STATICCHECK) $(PKGS); \
-	else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
+lint: fmt vet staticcheck
+
+staticcheck:
+	@if ! $(STATICCHECK) -version 2>/dev/null | grep -qF '($(patsubst v%,%,$(STATICCHECK_VERSION)))'; then \
+		echo "installing staticcheck $(STATICCHECK_VERSION) into bin/ (go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))"; \
+		GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || exit 1; \
+	fi
+	$(STATICCHECK) $(PKGS)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -84,13 +103,18 @@ REDOCLY ?= npx --yes @redocly/cli@$(REDOCLY_VERSION)
 openapi-lint:
 	$(REDOCLY) lint --config schemas/openapi/redocly.yaml
 
+# Validates deploy/ offline (compose-go, strict k8s.io/api decoding, every
+# container's settings through internal/config); a module of its own.
+deploy-check:
+	cd deploy/check && $(GO) mod tidy -diff && $(GO) run .
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./bench/... ./query/...
 
 # Installs the servers that the integration tests and the demo use.
 deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server clickhouse-server kafkacat prometheus; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server clickhouse-server clickhouse-client kafkacat prometheus jq; \
 	else echo "apt-get not available: install redis-server, clickhouse-server and kafkacat by hand"; fi
 
 clean:

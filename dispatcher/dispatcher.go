@@ -64,7 +64,7 @@ type Sender interface {
 const (
 	DefaultGroupID         = "switchback-dispatcher"
 	DefaultBacklogLimit    = 10_000
-	DefaultLaneConcurrency = 8
+	DefaultLaneConcurrency = 64
 	DefaultMaxLanes        = 1024
 	DefaultLease           = 2 * time.Minute
 	DefaultPollInterval    = 100 * time.Millisecond
@@ -98,7 +98,7 @@ type Options struct {
 	BacklogLimit int
 	// LaneConcurrency is how many of one subscriber's deliveries (of
 	// different entities) are sent at once when it has no throttleDelay.
-	// With a throttleDelay, sends are one at a time. Default 8.
+	// With a throttleDelay, sends are one at a time. Default 64.
 	LaneConcurrency int
 	// MaxLanes bounds the subscribers sent to at once by this instance.
 	MaxLanes int
@@ -152,6 +152,8 @@ type Dispatcher struct {
 	// viewMu lets a rebuild of the Redis schedule run alone: every change
 	// of the schedule holds it for reading.
 	viewMu sync.RWMutex
+	// rebuilding tells the lanes that a rebuild waits for viewMu.
+	rebuilding atomic.Bool
 
 	mu            sync.Mutex
 	lanes         map[string]struct{}
@@ -336,9 +338,11 @@ func (d *Dispatcher) ensureSchedule(ctx context.Context) error {
 	if ok {
 		return nil
 	}
+	d.rebuilding.Store(true)
+	defer d.rebuilding.Store(false)
 	d.viewMu.Lock()
 	defer d.viewMu.Unlock()
-	d.log.Warn("delivery schedule missing in Redis: rebuilding it from the deliveries topic", "topic", schemas.TopicDeliveries)
+	d.log.Info("delivery schedule not in Redis for these views (a start, or Redis lost its data): rebuilding it from the deliveries topic", "topic", schemas.TopicDeliveries)
 	st, err := d.v.rebuild(ctx, d.o.Brokers, d.now(), epoch)
 	if err != nil {
 		return fmt.Errorf("dispatcher: %w", err)

@@ -303,7 +303,10 @@ func TestDispatcher_DisabledOrDeletedRuleIsNotSent(t *testing.T) {
 	}
 }
 
-func TestDispatcher_BacklogBoundDisablesOnceAndSuppressesTheRest(t *testing.T) {
+// TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppressed:
+// spec doc 1, the automatic disableAll when the subscriber's queue reached
+// its maximum size with its notifications in a retry state.
+func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppressed(t *testing.T) {
 	t.Parallel()
 	const limit = 3
 	e := newEnv(t)
@@ -319,27 +322,33 @@ func TestDispatcher_BacklogBoundDisablesOnceAndSuppressesTheRest(t *testing.T) {
 		first = append(first, note("flood", schemas.TypeRate, "R"+string(rune('a'+i))))
 	}
 	e.publish(first...)
+	// All six are attempted and fail: the subscriber is failing with 6
+	// pending, past the bound of 3.
 	eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
 	later := []schemas.Notification{note("flood", schemas.TypeRate, "Rx"), note("flood", schemas.TypeRate, "Ry")}
 	e.publish(later...)
 	calm := note("calm", schemas.TypeRate, "R1")
 	e.publish(calm)
 
-	all := append(append([]schemas.Notification{}, first...), later...)
-	eventually(t, 15*time.Second, "every flood notification recorded", func() bool {
+	eventually(t, 15*time.Second, "every later notification suppressed", func() bool {
 		sup := e.suppressed()
-		as := e.attempts()
-		for _, n := range all {
-			if _, ok := sup[n.ID]; !ok && len(as[n.ID]) == 0 {
+		for _, n := range later {
+			if _, ok := sup[n.ID]; !ok {
 				return false
 			}
 		}
 		return true
 	})
 	sup := e.suppressed()
-	for _, n := range all[limit:] {
-		if got, ok := sup[n.ID]; !ok || string(got.Notification.Payload) != string(n.Payload) {
-			t.Errorf("notification %s beyond the bound not recorded as suppressed with its payload", n.ID)
+	for _, n := range later {
+		if got := sup[n.ID]; string(got.Notification.Payload) != string(n.Payload) {
+			t.Errorf("notification %s after the auto-disable not recorded with its payload", n.ID)
+		}
+	}
+	as := e.attempts()
+	for _, n := range first {
+		if len(as[n.ID]) == 0 {
+			t.Errorf("notification %s taken in before the subscriber was found failing was not attempted", n.ID)
 		}
 	}
 	if got := e.subs.disableCallsOf("flood"); got != 1 {

@@ -113,6 +113,7 @@ type scheduledDelivery struct {
 // doneDelivery is the data of delivery.done: the delivery left the schedule.
 type doneDelivery struct {
 	DeliveryID string    `json:"deliveryId"`
+	Subscriber string    `json:"subscriber,omitempty"`
 	Outcome    string    `json:"outcome"`
 	Attempt    int       `json:"attempt"`
 	At         time.Time `json:"at"`
@@ -130,20 +131,23 @@ func NotificationMessage(n schemas.Notification) (stream.Message, error) {
 }
 
 // DecodeNotification reads a TopicNotifications record: an Envelope of type
-// "notification", or a bare Notification object (accepted so that a producer
-// that skips the envelope is not dead-lettered for it).
+// "notification", or a bare Notification object (what the processors
+// publish, and accepted so that a producer that skips the envelope is not
+// dead-lettered for it). A bare one is read in one pass.
 func DecodeNotification(value []byte) (schemas.Notification, error) {
-	var env schemas.Envelope
-	if err := json.Unmarshal(value, &env); err != nil {
+	var w struct {
+		schemas.Notification
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(value, &w); err != nil {
 		return schemas.Notification{}, fmt.Errorf("decode notification: %w", err)
 	}
+	if w.Type != EventNotification || len(w.Data) == 0 {
+		return w.Notification, validNotification(w.Notification)
+	}
 	var n schemas.Notification
-	if env.Type == EventNotification && len(env.Data) > 0 {
-		if err := json.Unmarshal(env.Data, &n); err != nil {
-			return n, fmt.Errorf("decode notification data: %w", err)
-		}
-	} else if err := json.Unmarshal(value, &n); err != nil {
-		return n, fmt.Errorf("decode notification: %w", err)
+	if err := json.Unmarshal(w.Data, &n); err != nil {
+		return n, fmt.Errorf("decode notification data: %w", err)
 	}
 	return n, validNotification(n)
 }

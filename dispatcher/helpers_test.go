@@ -22,6 +22,7 @@ import (
 	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -38,6 +39,20 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvWith(t, "")
+}
+
+// newRealEnv is newEnv on a real redis-server (testharness.Redis: skipped
+// where none is installed, unless integration is required): for the tests
+// that push thousands of deliveries through the Lua scripts, which
+// miniredis runs one at a time in an interpreter.
+func newRealEnv(t *testing.T) *env {
+	t.Helper()
+	return newEnvWith(t, testharness.Redis(t))
+}
+
+func newEnvWith(t *testing.T, redisURL string) *env {
 	t.Helper()
 	b, err := kafkabroker.Start(t.Context(), kafkabroker.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -59,8 +74,19 @@ func newEnv(t *testing.T) *env {
 	}
 	prod := stream.NewProducer(stream.ProducerConfig{Brokers: brokers})
 	t.Cleanup(func() { _ = prod.Close() })
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	var mr *miniredis.Miniredis
+	var rdb *redis.Client
+	if redisURL == "" {
+		mr = miniredis.RunT(t)
+		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	} else {
+		opts, err := redis.ParseURL(redisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.PoolSize = 64
+		rdb = redis.NewClient(opts)
+	}
 	t.Cleanup(func() { _ = rdb.Close() })
 	return &env{t: t, brokers: brokers, prod: prod, mr: mr, rdb: rdb, subs: newFakeSubs()}
 }

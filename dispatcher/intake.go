@@ -49,9 +49,7 @@ func (d *Dispatcher) newReader() *kafka.Reader {
 		JoinGroupBackoff:  500 * time.Millisecond,
 		ReadBackoffMin:    50 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			d.log.Warn("kafka reader: " + fmt.Sprintf(msg, args...))
-		}),
+		ErrorLogger:       stream.ReaderErrorLogger(d.log),
 	})
 }
 
@@ -130,10 +128,27 @@ type intakePlan struct {
 	suppressed []schemas.Notification
 }
 
+// autoDisable is a subscriber found failing with its backlog at the bound.
 type autoDisable struct {
 	subscriber string
 	backlog    int64
+	ok, fail   int64
 	reason     string
+}
+
+// minFailing is the least number of attempts in the health window that can
+// make a subscriber failing: a handful, and no more than the bound (a test
+// with a bound of 3 must be able to trip it).
+func (d *Dispatcher) minFailing() int64 {
+	return int64(min(defaultMinFailingAttempts, d.o.BacklogLimit))
+}
+
+// defaultMinFailingAttempts: fewer attempts in the window say too little.
+const defaultMinFailingAttempts = 5
+
+func boundReason(st subscriberState, limit int) string {
+	return fmt.Sprintf("backlog bound reached while failing: %d pending deliveries, limit %d; %d of %d attempts failed in the last %s",
+		st.backlog, limit, st.fail, st.ok+st.fail, HealthWindow)
 }
 
 // accept makes a batch durable: planned, subscribers disabled, events
@@ -152,31 +167,10 @@ func (d *Dispatcher) accept(ctx, hard context.Context, batch []kafka.Message) er
 		return err
 	}
 	for _, a := range plan.disables {
-		// Bounded: one subscriber the registry cannot update must not stop
-		// the intake of all. Its notifications are suppressed by the bound
-		// anyway, and the next one tries again.
-		dctx, cancel := context.WithTimeout(ctx, disableAllTimeout)
-		err := d.retryDo(dctx, "set disableAll", func() error {
-			return d.o.Subscriptions.DisableAll(hard, a.subscriber, a.reason)
-		})
-		cancel()
+		d.autoDisable(ctx, hard, a)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil {
-			d.log.Error("subscriber backlog bound reached but disableAll could not be set; its notifications are suppressed meanwhile",
-				"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit, "error", err)
-			continue
-		}
-		d.mu.Lock()
-		d.autoDisabled[a.subscriber] = true
-		d.m.autoDisabledG.Set(float64(len(d.autoDisabled)))
-		d.mu.Unlock()
-		d.m.autoDisabled.Inc()
-		// The operators' alert (spec doc 1): an error log, the counter
-		// and gauge above, and the history event in plan.msgs.
-		d.log.Error("subscriber backlog bound reached: disableAll set, further notifications are suppressed and recorded in history",
-			"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit)
 	}
 	if err := d.retryDo(ctx, "publish scheduled deliveries", func() error {
 		return d.o.Publisher.Publish(hard, plan.msgs...)
@@ -195,6 +189,51 @@ func (d *Dispatcher) accept(ctx, hard context.Context, batch []kafka.Message) er
 		d.m.deliveries.WithLabelValues(n.Type, OutcomeSuppressed).Inc()
 	}
 	return nil
+}
+
+// autoDisable sets a failing subscriber's disableAll through the registry
+// (spec doc 1, "States and transitions"), once per episode, and raises the
+// operators' alert: an error log, the counter and gauge, and a
+// subscriber.auto_disabled history event. Bounded: one subscriber the
+// registry cannot update must not stop the intake of all; its
+// notifications are suppressed by the bound meanwhile, and the next one
+// tries again.
+func (d *Dispatcher) autoDisable(ctx, hard context.Context, a autoDisable) {
+	dctx, cancel := context.WithTimeout(ctx, disableAllTimeout)
+	err := d.retryDo(dctx, "set disableAll", func() error {
+		return d.o.Subscriptions.DisableAll(hard, a.subscriber, a.reason)
+	})
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		d.log.Error("subscriber failing with its backlog at the bound, but disableAll could not be set; its notifications are suppressed meanwhile",
+			"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit, "error", err)
+		return
+	}
+	d.mu.Lock()
+	first := !d.autoDisabled[a.subscriber]
+	d.autoDisabled[a.subscriber] = true
+	d.m.autoDisabledG.Set(float64(len(d.autoDisabled)))
+	d.mu.Unlock()
+	if !first {
+		return
+	}
+	d.m.autoDisabled.Inc()
+	now := d.now()
+	m, err := envelopeMessage(schemas.TopicHistory, EventSubscriberAutoDisabled, a.subscriber, "", now,
+		AutoDisabledRecord{Subscriber: a.subscriber, Backlog: a.backlog, Limit: d.o.BacklogLimit, Reason: a.reason, At: now})
+	if err == nil {
+		pctx, cancel := context.WithTimeout(hard, 10*time.Second)
+		err = d.retryDo(pctx, "publish auto-disable record", func() error { return d.o.Publisher.Publish(hard, m) })
+		cancel()
+	}
+	if err != nil {
+		d.log.Warn("auto-disable history record not written", "subscriber", a.subscriber, "error", err)
+	}
+	d.log.Error("subscriber failing with its backlog at the bound: disableAll set, further notifications are suppressed and recorded in history",
+		"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit, "failedAttempts", a.fail, "attempts", a.ok+a.fail)
 }
 
 func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePlan, error) {
@@ -216,11 +255,10 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 		return nil, err
 	}
 
-	type settings struct{ disableAll bool }
-	subs := map[string]settings{}
+	disabled := map[string]bool{}
 	var subList []string
 	for _, n := range ns {
-		if _, ok := subs[n.Subscriber]; ok {
+		if _, ok := disabled[n.Subscriber]; ok {
 			continue
 		}
 		_, disableAll, err := d.o.Subscriptions.Settings(ctx, n.Subscriber)
@@ -236,10 +274,10 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			// disableAll again rather than suppress with delivery enabled.
 			d.clearAutoDisabled(n.Subscriber)
 		}
-		subs[n.Subscriber] = settings{disableAll: disableAll}
+		disabled[n.Subscriber] = disableAll
 		subList = append(subList, n.Subscriber)
 	}
-	backlogs, err := d.v.boundedBacklogs(ctx, subList)
+	states, err := d.v.states(ctx, subList, now)
 	if err != nil {
 		return nil, err
 	}
@@ -254,48 +292,51 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 		}
 		seen[n.ID] = true
 		sub := n.Subscriber
+		st := states[sub]
 		switch {
-		case subs[sub].disableAll:
+		case disabled[sub]:
 			if err := p.suppress(n, now, "disableAll is set"); err != nil {
 				return nil, err
 			}
-		case n.Source != sourceReplay && backlogs[sub] >= limit:
-			// Replays are not held to the bound (see boundedBacklogs):
+		case n.Source != sourceReplay && st.backlog >= limit && st.failing(d.minFailing()):
+			// Failing with its backlog at the bound: disable it (spec doc
+			// 1). Replays are not held to the bound (see boundedBacklogs):
 			// they are queued, still suppressed while disableAll is set.
-			reason := fmt.Sprintf("backlog bound reached: %d pending deliveries, limit %d", backlogs[sub], limit)
+			reason := boundReason(st, d.o.BacklogLimit)
 			if !d.isAutoDisabled(sub) && !disabling[sub] {
 				disabling[sub] = true
-				p.disables = append(p.disables, autoDisable{subscriber: sub, backlog: backlogs[sub], reason: reason})
-				m, err := envelopeMessage(schemas.TopicHistory, EventSubscriberAutoDisabled, sub, "", now,
-					AutoDisabledRecord{Subscriber: sub, Backlog: backlogs[sub], Limit: d.o.BacklogLimit, Reason: reason, At: now})
-				if err != nil {
-					return nil, err
-				}
-				p.msgs = append(p.msgs, m)
+				p.disables = append(p.disables, autoDisable{subscriber: sub, backlog: st.backlog, ok: st.ok, fail: st.fail, reason: reason})
 			}
 			if err := p.suppress(n, now, reason); err != nil {
 				return nil, err
 			}
 		default:
+			// Queued, also past the bound when the subscriber is not
+			// failing: a subscriber that answers is behind because of
+			// us, and is never disabled for it (the lag is a metric).
 			// A microsecond apart: equal due times would be sent in id
 			// order, not arrival order.
 			rec := scheduledDelivery{Notification: n, Attempt: 1, At: now.Add(time.Duration(i) * time.Microsecond)}
-			m, err := envelopeMessage(schemas.TopicDeliveries, EventDeliveryScheduled, sub, "", now, rec)
+			m, err := recordMessage(schemas.TopicDeliveries, EventDeliveryScheduled, sub, now, rec)
 			if err != nil {
 				return nil, err
 			}
 			p.msgs = append(p.msgs, m)
 			p.recs = append(p.recs, rec)
 			p.counts["scheduled"]++
+			if st.backlog >= limit && n.Source != sourceReplay {
+				p.counts["scheduled_past_bound"]++
+			}
 			if n.Source != sourceReplay {
-				backlogs[sub]++
+				st.backlog++
+				states[sub] = st
 			}
 		}
 	}
 	// A subscriber disabled earlier whose backlog went down may be
 	// disabled again later, when the bound is reached again.
-	for sub := range subs {
-		if backlogs[sub] < limit {
+	for sub, st := range states {
+		if st.backlog < limit {
 			d.clearAutoDisabled(sub)
 		}
 	}
@@ -316,7 +357,7 @@ func (p *intakePlan) suppress(n schemas.Notification, now time.Time, reason stri
 }
 
 func suppressedMessage(n schemas.Notification, now time.Time, reason string) (stream.Message, error) {
-	return envelopeMessage(schemas.TopicHistory, EventNotificationSuppressed, n.Subscriber, "", now, SuppressedRecord{
+	return recordMessage(schemas.TopicHistory, EventNotificationSuppressed, n.Subscriber, now, SuppressedRecord{
 		DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, EntityKey: n.EntityKey,
 		Reason: truncate(reason, maxHistoryErrorText), At: now, Notification: n,
 	})

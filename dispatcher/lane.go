@@ -3,7 +3,6 @@ package dispatcher
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,14 @@ import (
 // registryRetryDelay is how long a delivery waits when the registry could
 // not be read at send time; no attempt is counted for it.
 const registryRetryDelay = 5 * time.Second
+
+// Batching of a lane's outcomes: they are written (one Publish, one Redis
+// pipeline) when this many are waiting, when nothing is in flight any
+// more, or this long after the first of them arrived.
+const (
+	flushMax      = 512
+	flushInterval = 2 * time.Millisecond
+)
 
 // poll starts a lane for every subscriber with deliveries due, checks that
 // the Redis schedule is still there, and refreshes the backlog gauges.
@@ -39,8 +46,8 @@ func (d *Dispatcher) poll(ctx, hard context.Context) {
 		}
 		if now.Sub(lastMetrics) >= d.o.MetricsInterval {
 			lastMetrics = now
-			if b, err := d.v.allBacklogs(ctx); err == nil {
-				d.m.observeBacklogs(b)
+			if lags, err := d.v.lags(ctx, d.now()); err == nil {
+				d.m.observeLags(lags, d.o.BacklogLimit)
 			}
 		}
 		subs, err := d.v.readySubscribers(ctx, d.now(), int64(d.o.MaxLanes))
@@ -78,11 +85,31 @@ func (d *Dispatcher) startLane(ctx, hard context.Context, sub string) {
 	}()
 }
 
+// result is what an attempt decided about one claimed delivery: the change
+// of the schedule, the events recording it, and what to count.
+type result struct {
+	change  change
+	msgs    []stream.Message
+	posted  bool // a POST was made
+	ok      bool // ... and the subscriber took it (health)
+	failed  bool // ... and it failed (health)
+	typ     string
+	outcome string // for the deliveries counter; "" none
+	latency time.Duration
+}
+
 // runLane sends one subscriber's due deliveries until none is due. It holds
 // the subscriber's lane lease in Redis, so that only one instance sends to
 // a subscriber at a time and throttleDelay spaces all of its sends.
-// throttleDelay is the minimum gap between the end of one POST and the
-// start of the next; with one, sends are one at a time.
+//
+// Without a throttleDelay up to LaneConcurrency deliveries are in flight
+// at once, each the head of its entity's chain (so one entity's
+// notifications never overtake each other: the next becomes due only once
+// the previous one's outcome is written), taken from the subscriber's
+// sources in turn. Outcomes are written in batches by the lane's writer
+// while the lane goes on claiming and sending. With a throttleDelay, one
+// at a time, the next starting no earlier than throttleDelay after the
+// previous POST ended.
 func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 	ok, err := d.v.acquireLane(hard, sub, d.owner, d.o.LaneLease)
 	if err != nil || !ok {
@@ -92,12 +119,18 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(hard), 2*time.Second)
 		_ = d.v.releaseLane(rctx, sub, d.owner, time.Until(d.lastSendOf(sub).Add(throttle)))
+		// The claims did not move the subscriber in the ready index (the
+		// lane was running): put it where its earliest due now is.
+		if err := d.v.touch(rctx, sub); err != nil && hard.Err() == nil {
+			d.log.Warn("refresh the ready index failed (polled again)", "subscriber", sub, "error", err)
+		}
 		cancel()
 	}()
 	// Heartbeat: the lease is short (a crashed instance's lanes free up
 	// within LaneLease) and renewed here while sends are in flight, which
 	// can take up to the webhook timeout. Stopped before the release above.
 	var gap atomic.Int64 // the current wait or throttle, for the renewal
+	var lost atomic.Bool
 	beat, stopBeat := context.WithCancel(hard)
 	beatDone := make(chan struct{})
 	go func() {
@@ -109,64 +142,210 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 			case <-beat.Done():
 				return
 			case <-t.C:
-				_, _ = d.v.renewLane(beat, sub, d.owner, d.o.LaneLease+time.Duration(gap.Load()))
+				if ok, err := d.v.renewLane(beat, sub, d.owner, d.o.LaneLease+time.Duration(gap.Load())); err == nil && !ok {
+					lost.Store(true)
+				}
 			}
 		}
 	}()
 	defer func() { stopBeat(); <-beatDone }()
 
-	errDelay := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		th, disableAll, err := d.o.Subscriptions.Settings(hard, sub)
-		if err != nil {
-			d.log.Warn("read subscriber settings failed", "subscriber", sub, "error", err)
-			if sleep(ctx, errDelay) != nil {
-				return
-			}
-			errDelay = min(errDelay*2, 5*time.Second)
-			continue
-		}
-		errDelay = 100 * time.Millisecond
-		throttle = th
+	// A rebuild of the schedule waits until the lanes with work
+	// outstanding have written it (it clears the view); lanes stop claiming
+	// as soon as one is waiting, and the poller restarts them after.
+	d.viewMu.RLock()
+	defer d.viewMu.RUnlock()
 
-		limit := d.o.LaneConcurrency
-		switch {
-		case disableAll:
-			limit = 100 // nothing is sent: no throttle, drain fast
-		case throttle > 0:
-			limit = 1
-			if wait := time.Until(d.lastSendOf(sub).Add(throttle)); wait > 0 {
-				gap.Store(int64(wait))
-				if ok, _ := d.v.renewLane(hard, sub, d.owner, d.o.LaneLease+wait); !ok {
-					return
-				}
-				if sleep(ctx, wait) != nil {
-					return
-				}
-				continue // settings may have changed while waiting
-			}
+	// The writer: one batch of outcomes at a time; while it writes, the
+	// next batch gathers.
+	toWrite := make(chan []result)
+	written := make(chan struct{}, 1)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for rs := range toWrite {
+			d.flush(hard, sub, rs)
+			written <- struct{}{}
 		}
-		gap.Store(int64(max(throttle, 0)))
-		if ok, err := d.v.renewLane(hard, sub, d.owner, d.o.LaneLease+max(throttle, 0)); err != nil || !ok {
+	}()
+
+	results := make(chan result, d.o.LaneConcurrency)
+	var (
+		inflight   int
+		waiting    []result
+		firstWait  time.Time
+		writing    bool // a batch is with the writer
+		claimMore  = true
+		lastEmpty  bool // the last claim found nothing due
+		settings   laneSettings
+		errDelay   = 100 * time.Millisecond
+		tick       = time.NewTicker(d.o.PollInterval)
+		timer      = time.NewTimer(time.Hour)
+		timerArmed bool
+	)
+	defer tick.Stop()
+	defer timer.Stop()
+	defer func() {
+		close(toWrite)
+		<-writerDone
+	}()
+	ctxDone := ctx.Done()
+	handOver := func() {
+		if writing || len(waiting) == 0 {
 			return
 		}
-
-		d.viewMu.RLock()
-		now := d.now()
-		items, err := d.v.claim(hard, sub, now, now.Add(d.o.Lease), limit)
-		if err != nil || len(items) == 0 {
-			d.viewMu.RUnlock()
-			if err != nil {
-				d.log.Warn("claim due deliveries failed", "subscriber", sub, "error", err)
-			}
-			return
-		}
-		sent := d.process(hard, items, disableAll)
-		d.viewMu.RUnlock()
-		if sent {
+		writing = true
+		toWrite <- waiting
+		waiting = nil
+	}
+	collect := func(r result) {
+		inflight--
+		if r.posted {
 			d.setLastSend(sub, time.Now())
 		}
+		if len(waiting) == 0 {
+			firstWait = time.Now()
+		}
+		waiting = append(waiting, r)
 	}
+
+	for {
+		stopping := ctx.Err() != nil || lost.Load() || d.rebuilding.Load()
+		if stopping {
+			ctxDone = nil // nothing more to wait for from it
+		}
+		idle := inflight == 0 && len(waiting) == 0 && !writing
+		if !stopping && claimMore {
+			claimMore = false
+			st, err := settings.read(d, hard, sub)
+			if err != nil {
+				d.log.Warn("read subscriber settings failed", "subscriber", sub, "error", err)
+				if idle {
+					if sleep(ctx, errDelay) != nil {
+						return
+					}
+					errDelay = min(errDelay*2, 5*time.Second)
+					claimMore = true
+					continue
+				}
+			} else {
+				errDelay = 100 * time.Millisecond
+				throttle = st.throttle
+				limit := d.o.LaneConcurrency
+				serial := throttle > 0 && !st.disableAll
+				switch {
+				case st.disableAll:
+					limit = 512 // nothing is sent: no throttle, drain fast
+				case serial:
+					limit = 1
+				}
+				if serial && idle {
+					if wait := time.Until(d.lastSendOf(sub).Add(throttle)); wait > 0 {
+						gap.Store(int64(wait))
+						if ok, _ := d.v.renewLane(hard, sub, d.owner, d.o.LaneLease+wait); !ok {
+							return
+						}
+						if sleep(ctx, wait) != nil {
+							return
+						}
+						settings = laneSettings{} // may have changed while waiting
+						claimMore = true
+						continue
+					}
+					gap.Store(int64(throttle))
+				}
+				if free := limit - inflight; free > 0 && (!serial || idle) {
+					now := d.now()
+					items, err := d.v.claim(hard, sub, now, now.Add(d.o.Lease), free)
+					if err != nil {
+						d.log.Warn("claim due deliveries failed", "subscriber", sub, "error", err)
+					}
+					lastEmpty = len(items) == 0
+					if len(items) > 0 {
+						inflight += len(items)
+						d.launch(hard, items, st.disableAll, results)
+					}
+					// More may be due than there was room for.
+					claimMore = len(items) == free && !serial
+				}
+			}
+		}
+		idle = inflight == 0 && len(waiting) == 0 && !writing
+		if idle {
+			switch {
+			case stopping:
+				return
+			case claimMore:
+				continue // claim at once
+			case lastEmpty:
+				return // nothing due: the poller starts the lane again
+			}
+			claimMore = true
+			continue
+		}
+		if !timerArmed && len(waiting) > 0 && !writing {
+			timer.Reset(max(time.Until(firstWait.Add(flushInterval)), 0))
+			timerArmed = true
+		}
+		select {
+		case r := <-results:
+			collect(r)
+		drain:
+			for len(waiting) < flushMax {
+				select {
+				case r := <-results:
+					collect(r)
+				default:
+					break drain
+				}
+			}
+		case <-written:
+			writing = false
+			claimMore = true // the next of each finished entity is due now
+			lastEmpty = false
+		case <-timer.C:
+			timerArmed = false
+			handOver()
+		case <-tick.C:
+			claimMore = true // retries come due; settings may change
+		case <-ctxDone:
+		}
+		if len(waiting) >= flushMax || (len(waiting) > 0 && (inflight == 0 || time.Since(firstWait) >= flushInterval)) {
+			handOver()
+		}
+		if free := d.o.LaneConcurrency - inflight; free >= max(1, d.o.LaneConcurrency/4) && !lastEmpty {
+			claimMore = true
+		}
+	}
+}
+
+// settingsTTL is how long a lane uses the subscriber's metadata before
+// reading it again: a change of disableAll or throttleDelay applies to
+// what is queued within it.
+const settingsTTL = 50 * time.Millisecond
+
+// laneSettings is the subscriber's metadata as a lane last read it.
+type laneSettings struct {
+	at         time.Time
+	throttle   time.Duration
+	disableAll bool
+}
+
+type laneSettingsValue struct {
+	throttle   time.Duration
+	disableAll bool
+}
+
+func (l *laneSettings) read(d *Dispatcher, ctx context.Context, sub string) (laneSettingsValue, error) {
+	if !l.at.IsZero() && time.Since(l.at) < settingsTTL {
+		return laneSettingsValue{l.throttle, l.disableAll}, nil
+	}
+	th, disableAll, err := d.o.Subscriptions.Settings(ctx, sub)
+	if err != nil {
+		return laneSettingsValue{}, err
+	}
+	*l = laneSettings{at: time.Now(), throttle: th, disableAll: disableAll}
+	return laneSettingsValue{th, disableAll}, nil
 }
 
 func (d *Dispatcher) lastSendOf(sub string) time.Time {
@@ -191,33 +370,35 @@ func (d *Dispatcher) setLastSend(sub string, t time.Time) {
 	}
 }
 
-// process runs the attempts of claimed deliveries (distinct entities),
-// concurrently when there are several. It reports whether any was POSTed.
-func (d *Dispatcher) process(ctx context.Context, items []scheduledDelivery, disableAll bool) bool {
-	if len(items) == 1 {
-		return d.attempt(ctx, items[0], disableAll)
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		sent bool
-	)
-	for _, it := range items {
-		wg.Go(func() {
-			if d.attempt(ctx, it, disableAll) {
-				mu.Lock()
-				sent = true
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return sent
+// targetRead is a rule read once per claim round and type.
+type targetRead struct {
+	target  webhook.Target
+	enabled bool
+	err     error
 }
 
-// attempt decides about one claimed delivery at send time and records the
-// outcome. It reports whether a POST was made.
-func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disableAll bool) bool {
+// launch reads the rule of each type among items once, then runs their
+// attempts concurrently; each hands its result to out.
+func (d *Dispatcher) launch(ctx context.Context, items []scheduledDelivery, disableAll bool, out chan<- result) {
+	targets := map[string]targetRead{}
+	if !disableAll {
+		for _, it := range items {
+			n := it.Notification
+			if _, ok := targets[n.Type]; !ok {
+				t, enabled, err := d.o.Subscriptions.Target(ctx, n.Subscriber, n.Type)
+				targets[n.Type] = targetRead{target: t, enabled: enabled, err: err}
+			}
+		}
+	}
+	for _, it := range items {
+		tr := targets[it.Notification.Type]
+		go func() { out <- d.attempt(ctx, it, disableAll, tr) }()
+	}
+}
+
+// attempt decides about one claimed delivery at send time, POSTs it when
+// it should be sent, and returns what to record. It writes nothing itself.
+func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disableAll bool, tr targetRead) result {
 	n := rec.Notification
 	now := d.now()
 	base := AttemptRecord{
@@ -225,70 +406,63 @@ func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disable
 		Attempt: rec.Attempt, At: now,
 	}
 	if disableAll {
-		d.finish(ctx, rec, base, OutcomeSuppressed, "disableAll is set")
-		return false
+		return d.finishResult(rec, base, OutcomeSuppressed, "disableAll is set")
 	}
-	target, enabled, err := d.o.Subscriptions.Target(ctx, n.Subscriber, n.Type)
 	switch {
-	case errors.Is(err, ErrNoRule):
-		d.finish(ctx, rec, base, OutcomeDropped, "no rule of this type (deleted)")
-		return false
-	case err != nil:
-		d.log.Warn("read rule failed, delivery postponed", "subscriber", n.Subscriber, "type", n.Type, "error", err)
-		d.giveBack(ctx, n, now.Add(registryRetryDelay))
-		return false
-	case !enabled:
-		d.finish(ctx, rec, base, OutcomeDropped, "rule disabled")
-		return false
+	case errors.Is(tr.err, ErrNoRule):
+		return d.finishResult(rec, base, OutcomeDropped, "no rule of this type (deleted)")
+	case tr.err != nil:
+		d.log.Warn("read rule failed, delivery postponed", "subscriber", n.Subscriber, "type", n.Type, "error", tr.err)
+		return result{change: change{rec: rec, kind: changeUnclaim, next: now.Add(registryRetryDelay)}, typ: n.Type}
+	case !tr.enabled:
+		return d.finishResult(rec, base, OutcomeDropped, "rule disabled")
 	}
 
 	d.m.inflight.Inc()
-	res := d.o.Sender.Send(ctx, target, n)
+	res := d.o.Sender.Send(ctx, tr.target, n)
 	d.m.inflight.Dec()
 	if res.Err != nil && ctx.Err() != nil {
 		// Cut short by shutdown: not an attempt; sent again after restart.
-		d.giveBack(ctx, n, now)
-		return true
+		return result{change: change{rec: rec, kind: changeUnclaim, next: now}, posted: true, typ: n.Type}
 	}
-	d.m.attemptSeconds.WithLabelValues(n.Type).Observe(res.Latency.Seconds())
 	base.Status = res.Status
 	base.LatencyMs = res.Latency.Milliseconds()
 
 	if res.Delivered() {
-		d.finish(ctx, rec, base, OutcomeDelivered, "")
-		return true
+		r := d.finishResult(rec, base, OutcomeDelivered, "")
+		r.posted, r.ok, r.latency = true, true, res.Latency
+		return r
 	}
 	wait, retry := d.policy.next(rec.Attempt, res)
 	if !retry {
 		base.Notification = &n
-		d.finish(ctx, rec, base, OutcomeFailed, res.String())
-		return true
+		r := d.finishResult(rec, base, OutcomeFailed, res.String())
+		r.posted, r.failed, r.latency = true, true, res.Latency
+		return r
 	}
 	// From the response, not the request: Retry-After counts from it.
 	next := scheduledDelivery{Notification: n, Attempt: rec.Attempt + 1, At: d.now().Add(wait)}
 	base.Outcome = OutcomeRetry
 	base.Error = truncate(res.String(), maxHistoryErrorText)
 	base.NextAttemptAt = &next.At
-	hist, err1 := envelopeMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, "", now, base)
-	sched, err2 := envelopeMessage(schemas.TopicDeliveries, EventDeliveryScheduled, n.Subscriber, "", now, next)
+	hist, err1 := recordMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, now, base)
+	sched, err2 := recordMessage(schemas.TopicDeliveries, EventDeliveryScheduled, n.Subscriber, now, next)
+	r := result{change: change{rec: next, kind: changeReschedule}, posted: true, failed: true, typ: n.Type,
+		outcome: OutcomeRetry, latency: res.Latency}
 	if err := errors.Join(err1, err2); err != nil {
 		d.log.Error("encode retry events", "error", err)
-		return true
+		r.change = change{rec: rec, kind: changeUnclaim, next: next.At}
+		r.outcome = ""
+		return r
 	}
-	if d.retryDo(ctx, "publish retry", func() error { return d.o.Publisher.Publish(ctx, hist, sched) }) != nil {
-		return true // left leased: attempted again when the lease ends
-	}
-	if d.retryDo(ctx, "reschedule delivery", func() error { return d.v.reschedule(ctx, next) }) != nil {
-		return true
-	}
-	d.m.retries.WithLabelValues(n.Type).Inc()
-	d.m.deliveries.WithLabelValues(n.Type, OutcomeRetry).Inc()
-	return true
+	r.msgs = []stream.Message{hist, sched}
+	return r
 }
 
-// finish records a final outcome: history, delivery.done on the deliveries
-// topic, then the schedule (the next of the entity's chain becomes due).
-func (d *Dispatcher) finish(ctx context.Context, rec scheduledDelivery, a AttemptRecord, outcome, reason string) {
+// finishResult records a final outcome: history, then delivery.done on the
+// deliveries topic; once written the delivery leaves the schedule (and the
+// next of its entity's chain becomes due).
+func (d *Dispatcher) finishResult(rec scheduledDelivery, a AttemptRecord, outcome, reason string) result {
 	n := rec.Notification
 	a.Outcome = outcome
 	a.Error = truncate(reason, maxHistoryErrorText)
@@ -297,32 +471,87 @@ func (d *Dispatcher) finish(ctx context.Context, rec scheduledDelivery, a Attemp
 	if outcome == OutcomeSuppressed {
 		hist, err = suppressedMessage(n, a.At, a.Error)
 	} else {
-		hist, err = envelopeMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, "", a.At, a)
+		hist, err = recordMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, a.At, a)
 	}
-	done, err2 := envelopeMessage(schemas.TopicDeliveries, EventDeliveryDone, n.Subscriber, "", a.At,
-		doneDelivery{DeliveryID: n.ID, Outcome: outcome, Attempt: rec.Attempt, At: a.At})
+	done, err2 := recordMessage(schemas.TopicDeliveries, EventDeliveryDone, n.Subscriber, a.At,
+		doneDelivery{DeliveryID: n.ID, Subscriber: n.Subscriber, Outcome: outcome, Attempt: rec.Attempt, At: a.At})
 	if err := errors.Join(err, err2); err != nil {
 		d.log.Error("encode delivery events", "error", err)
-		return
+		// Left leased: decided again when the lease ends.
+		return result{change: change{rec: rec, kind: changeUnclaim, next: a.At.Add(d.o.Lease)}, typ: n.Type}
 	}
-	if d.retryDo(ctx, "publish delivery outcome", func() error { return d.o.Publisher.Publish(ctx, hist, done) }) != nil {
-		return // left leased: decided again when the lease ends
-	}
-	if d.retryDo(ctx, "complete delivery", func() error { return d.v.complete(ctx, n, outcome, d.now()) }) != nil {
-		return
-	}
-	d.m.deliveries.WithLabelValues(n.Type, outcome).Inc()
+	return result{change: change{rec: rec, kind: changeComplete, outcome: outcome}, msgs: []stream.Message{hist, done},
+		typ: n.Type, outcome: outcome}
 }
 
-// giveBack returns a claimed delivery to the schedule, due at, without
-// counting an attempt. It runs on a context of its own: it is what happens
-// when the work's context ended.
-func (d *Dispatcher) giveBack(ctx context.Context, n schemas.Notification, at time.Time) {
-	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := d.v.unclaim(gctx, n, at); err != nil {
-		d.log.Warn("give back delivery failed (sent again when its lease ends)", "error", err)
+// flush writes a batch of one subscriber's outcomes: their events in one
+// Publish, then the schedule and the subscriber's health in one pipeline.
+// If the publish cannot be made before ctx ends, nothing is written: the
+// deliveries stay leased and are decided again when their lease ends.
+// Then, when some attempts failed, it checks the backlog bound.
+func (d *Dispatcher) flush(ctx context.Context, sub string, rs []result) {
+	var msgs []stream.Message
+	changes := make([]change, 0, len(rs))
+	var h healthCount
+	for _, r := range rs {
+		msgs = append(msgs, r.msgs...)
+		changes = append(changes, r.change)
+		if r.ok {
+			h.ok++
+		}
+		if r.failed {
+			h.fail++
+		}
 	}
+	if err := d.retryDo(ctx, "publish delivery outcomes", func() error { return d.o.Publisher.Publish(ctx, msgs...) }); err != nil {
+		return
+	}
+	var health map[string]healthCount
+	if h.ok+h.fail > 0 {
+		health = map[string]healthCount{sub: h}
+	}
+	now := d.now()
+	if err := d.retryDo(ctx, "write delivery outcomes", func() error { return d.v.apply(ctx, changes, health, now) }); err != nil {
+		return
+	}
+	for _, r := range rs {
+		if r.posted && r.latency > 0 {
+			d.m.attemptSeconds.WithLabelValues(r.typ).Observe(r.latency.Seconds())
+		}
+		if r.outcome != "" {
+			d.m.deliveries.WithLabelValues(r.typ, r.outcome).Inc()
+		}
+		if r.outcome == OutcomeRetry {
+			d.m.retries.WithLabelValues(r.typ).Inc()
+		}
+	}
+	if h.fail > 0 {
+		d.checkBound(ctx, sub)
+	}
+}
+
+// checkBound sets disableAll for a subscriber that is failing and whose
+// backlog reached the bound (spec doc 1: "the subscriber's backend queue
+// has reached its maximum size (all notifications are in a retry state)").
+func (d *Dispatcher) checkBound(ctx context.Context, sub string) {
+	if d.isAutoDisabled(sub) {
+		return
+	}
+	states, err := d.v.states(ctx, []string{sub}, d.now())
+	if err != nil {
+		d.log.Warn("read subscriber state failed", "subscriber", sub, "error", err)
+		return
+	}
+	st := states[sub]
+	if st.backlog < int64(d.o.BacklogLimit) || !st.failing(d.minFailing()) {
+		return
+	}
+	_, disableAll, err := d.o.Subscriptions.Settings(ctx, sub)
+	if err != nil || disableAll {
+		return
+	}
+	d.autoDisable(ctx, ctx, autoDisable{subscriber: sub, backlog: st.backlog, fail: st.fail, ok: st.ok,
+		reason: boundReason(st, d.o.BacklogLimit)})
 }
 
 var _ Sender = (*webhook.Sender)(nil)

@@ -1,20 +1,30 @@
 package dispatcher
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // backlogBuckets are the upper bounds of switchback_dispatcher_subscribers_by_backlog.
 var backlogBuckets = []int64{0, 10, 100, 1000, 10000, 100000}
 
-// metrics of the dispatcher. Labels are types and outcomes: never
-// subscriber or delivery ids, whose cardinality is unbounded. Per-subscriber
-// backlog is exposed as a distribution (how many subscribers have a backlog
-// up to N) and a maximum, which is what an alert on the bound needs.
+// laggingSeries bounds the per-subscriber lag series: the subscribers
+// furthest behind, at most this many at a time.
+const laggingSeries = 20
+
+// metrics of the dispatcher. Labels are types and outcomes, and delivery
+// ids never. Per-subscriber backlog is exposed as a distribution (how many
+// subscribers have a backlog up to N) and a maximum, which is what an
+// alert on the bound needs; our own lag per subscriber (how late its
+// oldest due delivery is, and its pending count) for the subscribers
+// furthest behind only, so the series stay bounded whatever the number of
+// subscribers.
 type metrics struct {
 	deliveries     *prometheus.CounterVec
 	attemptSeconds *prometheus.HistogramVec
@@ -29,6 +39,10 @@ type metrics struct {
 	inflight       prometheus.Gauge
 	lanes          prometheus.Gauge
 	rebuilds       prometheus.Counter
+	lagMax         prometheus.Gauge
+	subLag         *prometheus.GaugeVec
+	subPending     *prometheus.GaugeVec
+	behind         prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -86,6 +100,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "switchback_dispatcher_schedule_rebuilds_total",
 			Help: "Times the Redis schedule was rebuilt from the deliveries topic.",
 		}),
+		lagMax: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_lag_seconds_max",
+			Help: "How late the most overdue delivery of any subscriber is: our own lag (a delivery waiting for a retry is not overdue).",
+		}),
+		subLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_subscriber_lag_seconds",
+			Help: "How late the subscriber's oldest due delivery is, for the 20 subscribers furthest behind.",
+		}, []string{"subscriber"}),
+		subPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_subscriber_pending",
+			Help: "Pending deliveries of the subscriber, for the 20 subscribers furthest behind.",
+		}, []string{"subscriber"}),
+		behind: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_subscribers_past_bound",
+			Help: "Subscribers whose backlog is at or past the bound (disabled only when failing).",
+		}),
 	}
 	if reg == nil {
 		return m
@@ -103,7 +133,49 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.inflight = instrument.Register(reg, m.inflight)
 	m.lanes = instrument.Register(reg, m.lanes)
 	m.rebuilds = instrument.Register(reg, m.rebuilds)
+	m.lagMax = instrument.Register(reg, m.lagMax)
+	m.subLag = instrument.Register(reg, m.subLag)
+	m.subPending = instrument.Register(reg, m.subPending)
+	m.behind = instrument.Register(reg, m.behind)
+	for _, t := range schemas.NotificationTypes() { // at 0 from the start, for rates and ratios
+		m.retries.WithLabelValues(t)
+		for _, o := range []string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped} {
+			m.deliveries.WithLabelValues(t, o)
+		}
+	}
 	return m
+}
+
+// observeLags sets the backlog distribution, the lag gauges and the
+// per-subscriber series of the subscribers furthest behind.
+func (m *metrics) observeLags(lags []subscriberLag, limit int) {
+	backlogs := make(map[string]int64, len(lags))
+	var lagMax float64
+	past := 0
+	for _, l := range lags {
+		backlogs[l.sub] = l.pending
+		lagMax = max(lagMax, l.late.Seconds())
+		if l.pending >= int64(limit) {
+			past++
+		}
+	}
+	m.observeBacklogs(backlogs)
+	m.lagMax.Set(lagMax)
+	m.behind.Set(float64(past))
+	top := slices.Clone(lags)
+	slices.SortFunc(top, func(a, b subscriberLag) int {
+		if c := cmp.Compare(b.late, a.late); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.pending, a.pending)
+	})
+	top = top[:min(len(top), laggingSeries)]
+	m.subLag.Reset()
+	m.subPending.Reset()
+	for _, l := range top {
+		m.subLag.WithLabelValues(l.sub).Set(l.late.Seconds())
+		m.subPending.WithLabelValues(l.sub).Set(float64(l.pending))
+	}
 }
 
 func (m *metrics) observeBacklogs(backlogs map[string]int64) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,89 +19,158 @@ import (
 
 // The schedule in Redis is a view of TopicDeliveries: every change is
 // published there first, then applied here, and rebuild (below) recreates
-// it from the topic alone. Keys, under the prefix:
+// it from the topic alone. Every key of one subscriber carries the
+// subscriber in a hash tag, so that each script touches one cluster slot;
+// the one index across subscribers (ready) has its own tag and is updated
+// by a script of its own. Keys, under the prefix P:
 //
-//	rec:{id}            the pending delivery (scheduledDelivery JSON)
-//	chain:{sub}\0{ent}  LIST of the pending ids of one entity, oldest first;
-//	                    only its head may be sent (per-entity order)
-//	due:{sub}           ZSET of chain heads by due time (µs); a claimed head
-//	                    is pushed to the end of its lease
-//	ready               ZSET of subscribers by their earliest due time
-//	pending             HASH subscriber -> pending deliveries (the backlog)
-//	replays             HASH subscriber -> pending deliveries that are replays
-//	                    (counted in the backlog, not against its bound)
-//	done:{id}           outcome of a finished delivery, for a while: filters
-//	                    duplicates redelivered from TopicNotifications
-//	lane:{sub}          lease of the instance sending for the subscriber
-//	rebuilt             marker: the view is complete
+//	P{sub}:rec:<id>      the pending delivery (scheduledDelivery JSON)
+//	P{sub}:chain:<ent>   LIST of the pending ids of one entity, oldest
+//	                     first; only its head may be sent (per-entity order)
+//	P{sub}:due:<src>     ZSET of the chain heads of one source (the supplier
+//	                     the notification is about) by due time (µs); a
+//	                     claimed head is pushed to the end of its lease
+//	P{sub}:srcs          ZSET of the subscriber's sources by their earliest
+//	                     due head
+//	P{sub}:served        HASH source -> when it was last claimed from (a
+//	                     sequence): claims go to the least recently served
+//	                     sources first (fairness within a subscriber)
+//	P{sub}:pending       the subscriber's pending deliveries (the backlog)
+//	P{sub}:replays       ... of which replays (counted in the backlog, not
+//	                     against its bound)
+//	P{sub}:done:<id>     outcome of a finished delivery, for a while: filters
+//	                     duplicates redelivered from TopicNotifications
+//	P{sub}:health        HASH of attempt outcomes per 10 s bucket (ok:<b>,
+//	                     fail:<b>): whether the subscriber is failing
+//	P{sub}:lane          lease of the instance sending for the subscriber
+//	P{sub}:seq           change counter of the subscriber's earliest due
+//	P{ready}             ZSET of subscribers by their earliest due time
+//	P{ready}:seq         HASH subscriber -> seq of the last ready update
+//	P{ready}:rebuilt     marker: the view is complete
 //
-// Multi-key scripts assume one Redis node (no cluster hash slots).
+// A script that changes what is due returns the subscriber's earliest due
+// with a fresh seq; the ready index takes it only if the seq is newer than
+// the one it holds, so concurrent updates of one subscriber cannot leave a
+// stale entry (which could hide its due work from the poller).
 
-// luaRefresh recomputes a subscriber's ready score from its due ZSET.
-const luaRefresh = `
-local function refresh(due, ready, sub)
+// luaLib is shared by the per-subscriber scripts.
+const luaLib = `
+local function refreshSrc(due, srcs, served, src)
   local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
-  if #first == 0 then redis.call('ZREM', ready, sub) else redis.call('ZADD', ready, first[2], sub) end
+  if #first == 0 then
+    redis.call('ZREM', srcs, src)
+    redis.call('HDEL', served, src)
+  else
+    redis.call('ZADD', srcs, first[2], src)
+  end
+end
+local function readyState(srcs, seq)
+  local n = redis.call('INCR', seq)
+  local first = redis.call('ZRANGE', srcs, 0, 0, 'WITHSCORES')
+  if #first == 0 then return {n, ''} end
+  return {n, first[2]}
+end
+local function decr(key)
+  if redis.call('DECR', key) <= 0 then redis.call('DEL', key) end
 end
 `
 
-// enqueue: KEYS rec chain due ready pending done replays; ARGV id sub atMs rec checkDone isReplay.
-var enqueueScript = redis.NewScript(luaRefresh + `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if ARGV[5] == '1' and redis.call('EXISTS', KEYS[6]) == 1 then return 0 end
+// enqueue: KEYS rec chain due srcs served pending done replays seq;
+// ARGV id src atµs rec checkDone isReplay. Returns {seq, earliest} or {-1}
+// when the delivery is known (pending or recently done).
+var enqueueScript = redis.NewScript(luaLib + `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {-1} end
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[7]) == 1 then return {-1} end
 redis.call('SET', KEYS[1], ARGV[4])
 if redis.call('RPUSH', KEYS[2], ARGV[1]) == 1 then
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-  refresh(KEYS[3], KEYS[4], ARGV[2])
+  refreshSrc(KEYS[3], KEYS[4], KEYS[5], ARGV[2])
 end
-redis.call('HINCRBY', KEYS[5], ARGV[2], 1)
-if ARGV[6] == '1' then redis.call('HINCRBY', KEYS[7], ARGV[2], 1) end
-return 1
+redis.call('INCR', KEYS[6])
+if ARGV[6] == '1' then redis.call('INCR', KEYS[8]) end
+return readyState(KEYS[4], KEYS[9])
 `)
 
-// claim: KEYS due ready; ARGV sub nowMs leaseUntilMs limit recPrefix.
-// Returns id, rec pairs.
-var claimScript = redis.NewScript(luaRefresh + `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[4]))
+// claim: KEYS srcs served seq servedseq; ARGV subPrefix nowµs leaseUntilµs
+// limit. Takes up to limit due heads, the least recently served sources
+// first, each source a fair share of what is left per round. Returns
+// {seq, earliest, id1, rec1, id2, rec2, ...}.
+var claimScript = redis.NewScript(luaLib + `
+local srcs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, 512)
+if #srcs > 1 then
+  local order = redis.call('HMGET', KEYS[2], unpack(srcs))
+  local idx = {}
+  for i, s in ipairs(srcs) do idx[i] = {s, tonumber(order[i]) or 0, i} end
+  table.sort(idx, function(a, b)
+    if a[2] == b[2] then return a[3] < b[3] end
+    return a[2] < b[2]
+  end)
+  for i, e in ipairs(idx) do srcs[i] = e[1] end
+end
 local out = {}
-for _, id in ipairs(ids) do
-  local rec = redis.call('GET', ARGV[5] .. id)
-  if rec then
-    redis.call('ZADD', KEYS[1], ARGV[3], id)
-    table.insert(out, id)
-    table.insert(out, rec)
-  else
-    redis.call('ZREM', KEYS[1], id)
+local left = tonumber(ARGV[4])
+local active = srcs
+while left > 0 and #active > 0 do
+  local share = math.max(1, math.floor(left / #active))
+  local more = {}
+  for _, src in ipairs(active) do
+    if left <= 0 then break end
+    local due = ARGV[1] .. 'due:' .. src
+    local want = math.min(share, left)
+    local ids = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[2], 'LIMIT', 0, want)
+    local took = 0
+    for _, id in ipairs(ids) do
+      local rec = redis.call('GET', ARGV[1] .. 'rec:' .. id)
+      if rec then
+        redis.call('ZADD', due, ARGV[3], id)
+        table.insert(out, id)
+        table.insert(out, rec)
+        took = took + 1
+      else
+        redis.call('ZREM', due, id)
+      end
+    end
+    left = left - took
+    refreshSrc(due, KEYS[1], KEYS[2], src)
+    if took > 0 and redis.call('ZCARD', due) > 0 then
+      redis.call('HSET', KEYS[2], src, redis.call('INCR', KEYS[4]))
+    end
+    if #ids == want then table.insert(more, src) end
   end
+  active = more
 end
-refresh(KEYS[1], KEYS[2], ARGV[1])
-return out
+local st = readyState(KEYS[1], KEYS[3])
+local res = {st[1], st[2]}
+for _, v in ipairs(out) do table.insert(res, v) end
+return res
 `)
 
-// reschedule: KEYS rec due ready; ARGV id sub atMs rec.
-var rescheduleScript = redis.NewScript(luaRefresh + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+// reschedule: KEYS rec due srcs served seq; ARGV id src atµs rec.
+var rescheduleScript = redis.NewScript(luaLib + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 redis.call('SET', KEYS[1], ARGV[4])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-refresh(KEYS[2], KEYS[3], ARGV[2])
-return 1
+refreshSrc(KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+return readyState(KEYS[3], KEYS[5])
 `)
 
-// unclaim: KEYS rec due ready; ARGV id sub atMs. Gives a claimed head back.
-var unclaimScript = redis.NewScript(luaRefresh + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+// unclaim: KEYS rec due srcs served seq; ARGV id src atµs. Gives a claimed
+// head back, due at atµs.
+var unclaimScript = redis.NewScript(luaLib + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return {-1} end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-refresh(KEYS[2], KEYS[3], ARGV[2])
-return 1
+refreshSrc(KEYS[2], KEYS[3], KEYS[4], ARGV[2])
+return readyState(KEYS[3], KEYS[5])
 `)
 
-// complete: KEYS rec chain due ready pending done replays; ARGV id sub nowMs doneTTLms outcome isReplay.
-// Removes the delivery and makes the next of its chain due now.
-var completeScript = redis.NewScript(luaRefresh + `
-if redis.call('DEL', KEYS[1]) == 0 then return 0 end
-if ARGV[6] == '1' and redis.call('HINCRBY', KEYS[7], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[7], ARGV[2]) end
-redis.call('SET', KEYS[6], ARGV[5], 'PX', ARGV[4])
+// complete: KEYS rec chain due srcs served pending done replays seq;
+// ARGV id src nowµs doneTTLms outcome isReplay. Removes the delivery and
+// makes the next of its chain (same entity, so same source) due now.
+var completeScript = redis.NewScript(luaLib + `
+if redis.call('DEL', KEYS[1]) == 0 then return {-1} end
+if ARGV[6] == '1' then decr(KEYS[8]) end
+redis.call('SET', KEYS[7], ARGV[5], 'PX', ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[1])
 if redis.call('LINDEX', KEYS[2], 0) == ARGV[1] then
   redis.call('LPOP', KEYS[2])
@@ -109,8 +179,23 @@ if redis.call('LINDEX', KEYS[2], 0) == ARGV[1] then
 else
   redis.call('LREM', KEYS[2], 1, ARGV[1])
 end
-if redis.call('HINCRBY', KEYS[5], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[5], ARGV[2]) end
-refresh(KEYS[3], KEYS[4], ARGV[2])
+decr(KEYS[6])
+refreshSrc(KEYS[3], KEYS[4], KEYS[5], ARGV[2])
+return readyState(KEYS[4], KEYS[9])
+`)
+
+// touch: KEYS srcs seq. The subscriber's earliest due, with a fresh seq.
+var touchScript = redis.NewScript(luaLib + `
+return readyState(KEYS[1], KEYS[2])
+`)
+
+// readyUpdate: KEYS ready readyseq; ARGV sub seq earliest (empty: remove).
+// Applies only an update newer than the last one applied.
+var readyUpdateScript = redis.NewScript(`
+local last = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if tonumber(ARGV[2]) <= last then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
 return 1
 `)
 
@@ -130,29 +215,61 @@ end
 return 0
 `)
 
+// Health of a subscriber: attempt outcomes in 10 s buckets, kept for the
+// window and read over it.
+const (
+	healthBucket = 10 * time.Second
+	// HealthWindow is how far back a subscriber's attempts count when
+	// deciding whether it is failing.
+	HealthWindow = time.Minute
+)
+
 type view struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	doneTTL time.Duration
 }
 
-func (v *view) recKey(id string) string   { return v.prefix + "rec:" + id }
-func (v *view) doneKey(id string) string  { return v.prefix + "done:" + id }
-func (v *view) dueKey(sub string) string  { return v.prefix + "due:" + sub }
-func (v *view) laneKey(sub string) string { return v.prefix + "lane:" + sub }
-func (v *view) readyKey() string          { return v.prefix + "ready" }
-func (v *view) pendingKey() string        { return v.prefix + "pending" }
-func (v *view) replaysKey() string        { return v.prefix + "replays" }
-func (v *view) markerKey() string         { return v.prefix + "rebuilt" }
-func (v *view) rebuildLockKey() string    { return v.prefix + "rebuild-lock" }
+func (v *view) sub(sub string) string          { return v.prefix + "{" + sub + "}:" }
+func (v *view) recKey(sub, id string) string   { return v.sub(sub) + "rec:" + id }
+func (v *view) doneKey(sub, id string) string  { return v.sub(sub) + "done:" + id }
+func (v *view) dueKey(sub, src string) string  { return v.sub(sub) + "due:" + src }
+func (v *view) srcsKey(sub string) string      { return v.sub(sub) + "srcs" }
+func (v *view) servedKey(sub string) string    { return v.sub(sub) + "served" }
+func (v *view) servedSeqKey(sub string) string { return v.sub(sub) + "servedseq" }
+func (v *view) pendingKey(sub string) string   { return v.sub(sub) + "pending" }
+func (v *view) replaysKey(sub string) string   { return v.sub(sub) + "replays" }
+func (v *view) healthKey(sub string) string    { return v.sub(sub) + "health" }
+func (v *view) laneKey(sub string) string      { return v.sub(sub) + "lane" }
+func (v *view) seqKey(sub string) string       { return v.sub(sub) + "seq" }
+func (v *view) readyKey() string               { return v.prefix + "{ready}" }
+func (v *view) readySeqKey() string            { return v.prefix + "{ready}:seq" }
+func (v *view) markerKey() string              { return v.prefix + "{ready}:rebuilt" }
+func (v *view) rebuildLockKey() string         { return v.prefix + "{ready}:rebuild-lock" }
 
 // chainKey is the entity's chain. A notification without an EntityKey has
 // no ordering constraint: it is a chain of its own.
 func (v *view) chainKey(n schemas.Notification) string {
 	if n.EntityKey == "" {
-		return v.prefix + "chain:" + n.Subscriber + "\x00\x01" + n.ID
+		return v.sub(n.Subscriber) + "chain:\x01" + n.ID
 	}
-	return v.prefix + "chain:" + n.Subscriber + "\x00" + n.EntityKey
+	return v.sub(n.Subscriber) + "chain:" + n.EntityKey
+}
+
+// sourceOf is the fairness share a notification belongs to within its
+// subscriber: the supplier it is about (every notification of one entity
+// has the same one). A flood from one supplier then delays only that
+// supplier's notifications: claims go to the least recently served source
+// first. Notifications without a supplier share one source.
+func sourceOf(n schemas.Notification) string {
+	if n.Supplier != "" {
+		return n.Supplier
+	}
+	// Entity keys start with the supplier id (sid, sid/pid, sid/pid/rid).
+	if i := strings.IndexAny(n.EntityKey, "/:"); i > 0 {
+		return n.EntityKey[:i]
+	}
+	return n.EntityKey
 }
 
 // score is a time as a ZSET score: microseconds, exact in a float64 until
@@ -160,22 +277,102 @@ func (v *view) chainKey(n schemas.Notification) string {
 // together keep their order (plan spaces them by a microsecond).
 func score(t time.Time) int64 { return t.UnixMicro() }
 
-// known reports, per id, whether it is pending or recently finished.
-// Replays are only checked against pending ones.
-func (v *view) known(ctx context.Context, ns []schemas.Notification) ([]bool, error) {
-	pipe := v.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(ns))
-	for i, n := range ns {
-		if n.Source == sourceReplay {
-			cmds[i] = pipe.Exists(ctx, v.recKey(n.ID))
-		} else {
-			cmds[i] = pipe.Exists(ctx, v.recKey(n.ID), v.doneKey(n.ID))
+// readyState is what a script said of its subscriber's earliest due.
+type readyState struct {
+	seq      int64
+	earliest string // "" none
+}
+
+func parseReady(vals []any) (readyState, bool) {
+	if len(vals) < 2 {
+		return readyState{}, false
+	}
+	seq, ok := vals[0].(int64)
+	if !ok || seq < 0 {
+		return readyState{}, false
+	}
+	earliest, _ := vals[1].(string)
+	return readyState{seq: seq, earliest: earliest}, true
+}
+
+// updateReady applies the newest ready state of each subscriber to the
+// ready index.
+func (v *view) updateReady(ctx context.Context, states map[string]readyState) error {
+	if len(states) == 0 {
+		return nil
+	}
+	return v.runPipeline(ctx, "update the ready index", func(pipe redis.Pipeliner) {
+		for sub, st := range states {
+			readyUpdateScript.EvalSha(ctx, pipe, []string{v.readyKey(), v.readySeqKey()}, sub, st.seq, st.earliest)
+		}
+	}, nil)
+}
+
+// runPipeline runs the calls fill queues, loading the scripts first when
+// Redis does not know them (pipelined EVALSHA does not fall back to EVAL;
+// every script here is idempotent, so running the batch again is safe).
+// after, when set, reads the results.
+func (v *view) runPipeline(ctx context.Context, what string, fill func(redis.Pipeliner), after func([]redis.Cmder) error) error {
+	for try := 0; ; try++ {
+		pipe := v.rdb.Pipeline()
+		fill(pipe)
+		cmds, err := pipe.Exec(ctx)
+		if err != nil && try == 0 && hasNoScript(cmds) {
+			if lerr := v.loadScripts(ctx); lerr != nil {
+				return fmt.Errorf("%s: load scripts: %w", what, lerr)
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if after != nil {
+			return after(cmds)
+		}
+		return nil
+	}
+}
+
+func hasNoScript(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return true
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("check known deliveries: %w", err)
+	return false
+}
+
+var allScripts = []*redis.Script{enqueueScript, claimScript, rescheduleScript, unclaimScript, completeScript, readyUpdateScript, touchScript}
+
+func (v *view) loadScripts(ctx context.Context) error {
+	for _, s := range allScripts {
+		if err := s.Load(ctx, v.rdb).Err(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// known reports, per notification, whether it is pending or recently
+// finished. Replays are only checked against pending ones.
+func (v *view) known(ctx context.Context, ns []schemas.Notification) ([]bool, error) {
 	out := make([]bool, len(ns))
+	if len(ns) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.IntCmd, len(ns))
+	err := v.runPipeline(ctx, "check known deliveries", func(pipe redis.Pipeliner) {
+		for i, n := range ns {
+			if n.Source == sourceReplay {
+				cmds[i] = pipe.Exists(ctx, v.recKey(n.Subscriber, n.ID))
+			} else {
+				cmds[i] = pipe.Exists(ctx, v.recKey(n.Subscriber, n.ID), v.doneKey(n.Subscriber, n.ID))
+			}
+		}
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
 	for i, c := range cmds {
 		out[i] = c.Val() > 0
 	}
@@ -192,24 +389,26 @@ func (v *view) boundedBacklogs(ctx context.Context, subs []string) (map[string]i
 	if len(subs) == 0 {
 		return out, nil
 	}
-	pipe := v.rdb.Pipeline()
-	pending := pipe.HMGet(ctx, v.pendingKey(), subs...)
-	replays := pipe.HMGet(ctx, v.replaysKey(), subs...)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read backlogs: %w", err)
-	}
-	count := func(val any) int64 {
-		var n int64
-		if str, ok := val.(string); ok {
-			_, _ = fmt.Sscan(str, &n)
+	pending := make([]*redis.StringCmd, len(subs))
+	replays := make([]*redis.StringCmd, len(subs))
+	err := v.runPipeline(ctx, "read backlogs", func(pipe redis.Pipeliner) {
+		for i, s := range subs {
+			pending[i] = pipe.Get(ctx, v.pendingKey(s))
+			replays[i] = pipe.Get(ctx, v.replaysKey(s))
 		}
-		return n
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
-	pv, rv := pending.Val(), replays.Val()
 	for i, s := range subs {
-		out[s] = max(count(pv[i])-count(rv[i]), 0)
+		out[s] = max(intOf(pending[i])-intOf(replays[i]), 0)
 	}
 	return out, nil
+}
+
+func intOf(c *redis.StringCmd) int64 {
+	n, _ := strconv.ParseInt(c.Val(), 10, 64)
+	return n
 }
 
 // enqueue adds fresh deliveries (attempt 1) in order; ones already known
@@ -218,100 +417,263 @@ func (v *view) enqueue(ctx context.Context, recs []scheduledDelivery) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	err := v.enqueueOnce(ctx, recs)
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// Pipelined EVALSHA does not fall back to EVAL: load the script
-		// (new or restarted Redis) and run again; the script skips what
-		// the first run added.
-		if lerr := enqueueScript.Load(ctx, v.rdb).Err(); lerr != nil {
-			return fmt.Errorf("load enqueue script: %w", lerr)
-		}
-		err = v.enqueueOnce(ctx, recs)
-	}
-	return err
-}
-
-func (v *view) enqueueOnce(ctx context.Context, recs []scheduledDelivery) error {
-	pipe := v.rdb.Pipeline()
-	for _, r := range recs {
-		raw, err := json.Marshal(r)
+	raws := make([][]byte, len(recs))
+	for i, r := range recs {
+		raw, err := encodeScheduled(r)
 		if err != nil {
 			return fmt.Errorf("encode delivery %s: %w", r.Notification.ID, err)
 		}
-		n := r.Notification
-		checkDone, replay := "1", "0"
-		if n.Source == sourceReplay {
-			checkDone, replay = "0", "1"
-		}
-		enqueueScript.Run(ctx, pipe,
-			[]string{v.recKey(n.ID), v.chainKey(n), v.dueKey(n.Subscriber), v.readyKey(), v.pendingKey(), v.doneKey(n.ID), v.replaysKey()},
-			n.ID, n.Subscriber, score(r.At), raw, checkDone, replay)
+		raws[i] = raw
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("enqueue %d deliveries: %w", len(recs), err)
+	states := map[string]readyState{}
+	err := v.runPipeline(ctx, fmt.Sprintf("enqueue %d deliveries", len(recs)), func(pipe redis.Pipeliner) {
+		for i, r := range recs {
+			n := r.Notification
+			checkDone, replay := "1", "0"
+			if n.Source == sourceReplay {
+				checkDone, replay = "0", "1"
+			}
+			sub, src := n.Subscriber, sourceOf(n)
+			enqueueScript.EvalSha(ctx, pipe,
+				[]string{v.recKey(sub, n.ID), v.chainKey(n), v.dueKey(sub, src), v.srcsKey(sub), v.servedKey(sub),
+					v.pendingKey(sub), v.doneKey(sub, n.ID), v.replaysKey(sub), v.seqKey(sub)},
+				n.ID, src, score(r.At), raws[i], checkDone, replay)
+		}
+	}, func(cmds []redis.Cmder) error { return collectReady(cmds, recs, states) })
+	if err != nil {
+		return err
+	}
+	return v.updateReady(ctx, states)
+}
+
+// collectReady keeps, per subscriber, the newest ready state the scripts
+// returned (cmds[i] is about recs[i]'s subscriber).
+func collectReady(cmds []redis.Cmder, recs []scheduledDelivery, states map[string]readyState) error {
+	for i, c := range cmds {
+		if i >= len(recs) {
+			break
+		}
+		cmd, ok := c.(*redis.Cmd)
+		if !ok {
+			continue
+		}
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+		vals, _ := cmd.Val().([]any)
+		st, ok := parseReady(vals)
+		if !ok {
+			continue
+		}
+		sub := recs[i].Notification.Subscriber
+		if st.seq > states[sub].seq {
+			states[sub] = st
+		}
 	}
 	return nil
 }
 
-// claim leases up to limit due chain heads of sub until leaseUntil.
+// claim leases up to limit due chain heads of sub until leaseUntil, the
+// least recently served sources first.
 func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time, limit int) ([]scheduledDelivery, error) {
-	res, err := claimScript.Run(ctx, v.rdb, []string{v.dueKey(sub), v.readyKey()},
-		sub, score(now), score(leaseUntil), limit, v.prefix+"rec:").StringSlice()
+	var res []any
+	err := v.runPipeline(ctx, "claim deliveries of "+sub, func(pipe redis.Pipeliner) {
+		claimScript.EvalSha(ctx, pipe, []string{v.srcsKey(sub), v.servedKey(sub), v.seqKey(sub), v.servedSeqKey(sub)},
+			v.sub(sub), score(now), score(leaseUntil), limit)
+	}, func(cmds []redis.Cmder) error {
+		cmd := cmds[0].(*redis.Cmd)
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+		res, _ = cmd.Val().([]any)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim deliveries of %s: %w", sub, err)
 	}
-	out := make([]scheduledDelivery, 0, len(res)/2)
-	for i := 0; i+1 < len(res); i += 2 {
-		var r scheduledDelivery
-		if err := json.Unmarshal([]byte(res[i+1]), &r); err != nil {
-			return out, fmt.Errorf("decode delivery %s: %w", res[i], err)
+	if len(res) < 2 {
+		return nil, fmt.Errorf("claim deliveries of %s: unexpected answer", sub)
+	}
+	out := make([]scheduledDelivery, 0, (len(res)-2)/2)
+	var decodeErr error
+	for i := 2; i+1 < len(res); i += 2 {
+		id, _ := res[i].(string)
+		raw, _ := res[i+1].(string)
+		r, err := decodeScheduled([]byte(raw))
+		if err != nil {
+			decodeErr = fmt.Errorf("decode delivery %s: %w", id, err)
+			continue
 		}
 		out = append(out, r)
 	}
+	// The ready index is not updated here: the lane that claims is
+	// running, and touches the index when it stops.
+	return out, decodeErr
+}
+
+// touch puts sub in the ready index where its earliest due now is.
+func (v *view) touch(ctx context.Context, sub string) error {
+	var st readyState
+	var ok bool
+	err := v.runPipeline(ctx, "read the earliest due of "+sub, func(pipe redis.Pipeliner) {
+		touchScript.EvalSha(ctx, pipe, []string{v.srcsKey(sub), v.seqKey(sub)})
+	}, func(cmds []redis.Cmder) error {
+		cmd := cmds[0].(*redis.Cmd)
+		if err := cmd.Err(); err != nil {
+			return err
+		}
+		vals, _ := cmd.Val().([]any)
+		st, ok = parseReady(vals)
+		return nil
+	})
+	if err != nil || !ok {
+		return err
+	}
+	return v.updateReady(ctx, map[string]readyState{sub: st})
+}
+
+// change is one update of the schedule after an attempt: the delivery is
+// complete (an outcome), rescheduled (a retry) or given back unattempted.
+type change struct {
+	rec     scheduledDelivery
+	kind    changeKind
+	outcome string    // complete
+	next    time.Time // reschedule, unclaim
+}
+
+type changeKind int
+
+const (
+	changeComplete changeKind = iota
+	changeReschedule
+	changeUnclaim
+)
+
+// healthCount is one subscriber's attempt outcomes of a batch.
+type healthCount struct{ ok, fail int64 }
+
+// apply writes a batch of changes and the subscribers' attempt outcomes in
+// one pipeline, then updates the ready index. Every script checks that the
+// delivery is still there, so applying a batch twice changes nothing more.
+func (v *view) apply(ctx context.Context, changes []change, health map[string]healthCount, now time.Time) error {
+	recs := make([]scheduledDelivery, len(changes))
+	raws := make([][]byte, len(changes))
+	for i, c := range changes {
+		recs[i] = c.rec
+		if c.kind == changeReschedule {
+			next := c.rec
+			raw, err := encodeScheduled(next)
+			if err != nil {
+				return fmt.Errorf("encode delivery %s: %w", next.Notification.ID, err)
+			}
+			raws[i] = raw
+		}
+	}
+	bucket := now.Truncate(healthBucket).Unix()
+	states := map[string]readyState{}
+	err := v.runPipeline(ctx, fmt.Sprintf("apply %d schedule changes", len(changes)), func(pipe redis.Pipeliner) {
+		for i, c := range changes {
+			n := c.rec.Notification
+			sub, src := n.Subscriber, sourceOf(n)
+			switch c.kind {
+			case changeComplete:
+				replay := "0"
+				if n.Source == sourceReplay {
+					replay = "1"
+				}
+				completeScript.EvalSha(ctx, pipe,
+					[]string{v.recKey(sub, n.ID), v.chainKey(n), v.dueKey(sub, src), v.srcsKey(sub), v.servedKey(sub),
+						v.pendingKey(sub), v.doneKey(sub, n.ID), v.replaysKey(sub), v.seqKey(sub)},
+					n.ID, src, score(now), v.doneTTL.Milliseconds(), c.outcome, replay)
+			case changeReschedule:
+				rescheduleScript.EvalSha(ctx, pipe,
+					[]string{v.recKey(sub, n.ID), v.dueKey(sub, src), v.srcsKey(sub), v.servedKey(sub), v.seqKey(sub)},
+					n.ID, src, score(c.rec.At), raws[i])
+			case changeUnclaim:
+				unclaimScript.EvalSha(ctx, pipe,
+					[]string{v.recKey(sub, n.ID), v.dueKey(sub, src), v.srcsKey(sub), v.servedKey(sub), v.seqKey(sub)},
+					n.ID, src, score(c.next))
+			}
+		}
+		for sub, h := range health {
+			k := v.healthKey(sub)
+			if h.ok > 0 {
+				pipe.HIncrBy(ctx, k, "ok:"+strconv.FormatInt(bucket, 10), h.ok)
+			}
+			if h.fail > 0 {
+				pipe.HIncrBy(ctx, k, "fail:"+strconv.FormatInt(bucket, 10), h.fail)
+			}
+			pipe.PExpire(ctx, k, 2*HealthWindow)
+		}
+	}, func(cmds []redis.Cmder) error { return collectReady(cmds, recs, states) })
+	if err != nil {
+		return err
+	}
+	return v.updateReady(ctx, states)
+}
+
+// subscriberState is what the auto-disable decision reads.
+type subscriberState struct {
+	backlog  int64 // bounded: replays excluded
+	ok, fail int64 // attempts in the health window
+}
+
+// failing: in the window, at least minAttempts attempts and at least half
+// of them failed (timeouts, connection errors, non-2xx). A subscriber that
+// answers 2xx is never failing, however far behind it is.
+func (s subscriberState) failing(minAttempts int64) bool {
+	n := s.ok + s.fail
+	return n >= minAttempts && s.fail*2 >= n
+}
+
+// states reads the backlog and the health of subscribers.
+func (v *view) states(ctx context.Context, subs []string, now time.Time) (map[string]subscriberState, error) {
+	out := make(map[string]subscriberState, len(subs))
+	if len(subs) == 0 {
+		return out, nil
+	}
+	pending := make([]*redis.StringCmd, len(subs))
+	replays := make([]*redis.StringCmd, len(subs))
+	health := make([]*redis.MapStringStringCmd, len(subs))
+	err := v.runPipeline(ctx, "read subscriber states", func(pipe redis.Pipeliner) {
+		for i, s := range subs {
+			pending[i] = pipe.Get(ctx, v.pendingKey(s))
+			replays[i] = pipe.Get(ctx, v.replaysKey(s))
+			health[i] = pipe.HGetAll(ctx, v.healthKey(s))
+		}
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	from := now.Add(-HealthWindow).Truncate(healthBucket).Unix()
+	for i, s := range subs {
+		st := subscriberState{backlog: max(intOf(pending[i])-intOf(replays[i]), 0)}
+		for k, val := range health[i].Val() {
+			kind, b, ok := strings.Cut(k, ":")
+			if !ok {
+				continue
+			}
+			bucket, err1 := strconv.ParseInt(b, 10, 64)
+			n, err2 := strconv.ParseInt(val, 10, 64)
+			if err1 != nil || err2 != nil || bucket < from {
+				continue
+			}
+			switch kind {
+			case "ok":
+				st.ok += n
+			case "fail":
+				st.fail += n
+			}
+		}
+		out[s] = st
+	}
 	return out, nil
-}
-
-func (v *view) reschedule(ctx context.Context, r scheduledDelivery) error {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode delivery %s: %w", r.Notification.ID, err)
-	}
-	n := r.Notification
-	err = rescheduleScript.Run(ctx, v.rdb, []string{v.recKey(n.ID), v.dueKey(n.Subscriber), v.readyKey()},
-		n.ID, n.Subscriber, score(r.At), raw).Err()
-	if err != nil {
-		return fmt.Errorf("reschedule delivery %s: %w", n.ID, err)
-	}
-	return nil
-}
-
-func (v *view) unclaim(ctx context.Context, n schemas.Notification, at time.Time) error {
-	err := unclaimScript.Run(ctx, v.rdb, []string{v.recKey(n.ID), v.dueKey(n.Subscriber), v.readyKey()},
-		n.ID, n.Subscriber, score(at)).Err()
-	if err != nil {
-		return fmt.Errorf("unclaim delivery %s: %w", n.ID, err)
-	}
-	return nil
-}
-
-func (v *view) complete(ctx context.Context, n schemas.Notification, outcome string, now time.Time) error {
-	replay := "0"
-	if n.Source == sourceReplay {
-		replay = "1"
-	}
-	err := completeScript.Run(ctx, v.rdb,
-		[]string{v.recKey(n.ID), v.chainKey(n), v.dueKey(n.Subscriber), v.readyKey(), v.pendingKey(), v.doneKey(n.ID), v.replaysKey()},
-		n.ID, n.Subscriber, score(now), v.doneTTL.Milliseconds(), outcome, replay).Err()
-	if err != nil {
-		return fmt.Errorf("complete delivery %s: %w", n.ID, err)
-	}
-	return nil
 }
 
 // readySubscribers returns subscribers with something due by now.
 func (v *view) readySubscribers(ctx context.Context, now time.Time, limit int64) ([]string, error) {
 	subs, err := v.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
-		Key: v.readyKey(), Start: "-inf", Stop: fmt.Sprint(score(now)), ByScore: true, Count: limit,
+		Key: v.readyKey(), Start: "-inf", Stop: strconv.FormatInt(score(now), 10), ByScore: true, Count: limit,
 	}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read ready subscribers: %w", err)
@@ -347,17 +709,42 @@ func (v *view) releaseLane(ctx context.Context, sub, owner string, hold time.Dur
 	return releaseScript.Run(ctx, v.rdb, []string{v.laneKey(sub)}, owner, ms).Err()
 }
 
-// allBacklogs returns every subscriber's pending count (metrics).
-func (v *view) allBacklogs(ctx context.Context) (map[string]int64, error) {
-	vals, err := v.rdb.HGetAll(ctx, v.pendingKey()).Result()
+// subscriberLag is one subscriber's pending deliveries and how late its
+// oldest due one is (0 when nothing is overdue).
+type subscriberLag struct {
+	sub     string
+	pending int64
+	late    time.Duration
+}
+
+// lags reads every subscriber with pending deliveries (metrics): the
+// ready index holds each of them with its earliest due (a claimed head's
+// due is its lease end).
+func (v *view) lags(ctx context.Context, now time.Time) ([]subscriberLag, error) {
+	zs, err := v.rdb.ZRangeWithScores(ctx, v.readyKey(), 0, -1).Result()
 	if err != nil {
-		return nil, fmt.Errorf("read backlogs: %w", err)
+		return nil, fmt.Errorf("read ready index: %w", err)
 	}
-	out := make(map[string]int64, len(vals))
-	for k, s := range vals {
-		var n int64
-		_, _ = fmt.Sscan(s, &n)
-		out[k] = n
+	if len(zs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.StringCmd, len(zs))
+	err = v.runPipeline(ctx, "read backlogs", func(pipe redis.Pipeliner) {
+		for i, z := range zs {
+			cmds[i] = pipe.Get(ctx, v.pendingKey(z.Member.(string)))
+		}
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]subscriberLag, 0, len(zs))
+	nowµs := float64(score(now))
+	for i, z := range zs {
+		l := subscriberLag{sub: z.Member.(string), pending: intOf(cmds[i])}
+		if z.Score < nowµs {
+			l.late = time.Duration(nowµs-z.Score) * time.Microsecond
+		}
+		out = append(out, l)
 	}
 	return out, nil
 }
@@ -430,6 +817,9 @@ func (s *rebuildState) apply(env schemas.Envelope) error {
 		if err := json.Unmarshal(env.Data, &d); err != nil {
 			return fmt.Errorf("decode %s: %w", env.Type, err)
 		}
+		if d.Subscriber == "" {
+			d.Subscriber = env.Key // the topic is keyed by subscriber
+		}
 		delete(s.pending, d.DeliveryID)
 		if d.At.After(s.doneAfter) {
 			s.done[d.DeliveryID] = d
@@ -501,52 +891,57 @@ func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time, epo
 	}
 	chains := s.chains(v)
 	counts, replays := map[string]int64{}, map[string]int64{}
+	earliest := map[string]map[string]int64{} // sub -> src -> earliest head
 	for key, chain := range chains {
 		for _, e := range chain {
+			n := e.rec.Notification
 			raw, err := json.Marshal(e.rec)
 			if err != nil {
 				return rebuildStats{}, fmt.Errorf("rebuild schedule: encode: %w", err)
 			}
-			pipe.Set(ctx, v.recKey(e.rec.Notification.ID), raw, 0)
-			pipe.RPush(ctx, key, e.rec.Notification.ID)
-			counts[e.rec.Notification.Subscriber]++
-			if e.rec.Notification.Source == sourceReplay {
-				replays[e.rec.Notification.Subscriber]++
+			pipe.Set(ctx, v.recKey(n.Subscriber, n.ID), raw, 0)
+			pipe.RPush(ctx, key, n.ID)
+			counts[n.Subscriber]++
+			if n.Source == sourceReplay {
+				replays[n.Subscriber]++
 			}
 		}
 		head := chain[0].rec
-		pipe.ZAdd(ctx, v.dueKey(head.Notification.Subscriber), redis.Z{Score: float64(score(head.At)), Member: head.Notification.ID})
+		sub, src := head.Notification.Subscriber, sourceOf(head.Notification)
+		at := score(head.At)
+		pipe.ZAdd(ctx, v.dueKey(sub, src), redis.Z{Score: float64(at), Member: head.Notification.ID})
+		if earliest[sub] == nil {
+			earliest[sub] = map[string]int64{}
+		}
+		if cur, ok := earliest[sub][src]; !ok || at < cur {
+			earliest[sub][src] = at
+		}
 		if err := flushEvery(false); err != nil {
 			return rebuildStats{}, err
 		}
 	}
 	for sub, n := range counts {
-		pipe.HSet(ctx, v.pendingKey(), sub, n)
+		pipe.Set(ctx, v.pendingKey(sub), n, 0)
 		if r := replays[sub]; r > 0 {
-			pipe.HSet(ctx, v.replaysKey(), sub, r)
+			pipe.Set(ctx, v.replaysKey(sub), r, 0)
+		}
+		first := int64(-1)
+		for src, at := range earliest[sub] {
+			pipe.ZAdd(ctx, v.srcsKey(sub), redis.Z{Score: float64(at), Member: src})
+			if first < 0 || at < first {
+				first = at
+			}
+		}
+		if first >= 0 {
+			pipe.ZAdd(ctx, v.readyKey(), redis.Z{Score: float64(first), Member: sub})
 		}
 		if err := flushEvery(false); err != nil {
 			return rebuildStats{}, err
 		}
 	}
 	for id, d := range s.done {
-		if ttl := v.doneTTL - now.Sub(d.At); ttl > time.Millisecond {
-			pipe.Set(ctx, v.doneKey(id), d.Outcome, ttl)
-		}
-		if err := flushEvery(false); err != nil {
-			return rebuildStats{}, err
-		}
-	}
-	if err := flushEvery(true); err != nil {
-		return rebuildStats{}, err
-	}
-	for sub := range counts {
-		first, err := v.rdb.ZRangeWithScores(ctx, v.dueKey(sub), 0, 0).Result()
-		if err != nil {
-			return rebuildStats{}, fmt.Errorf("rebuild schedule: %w", err)
-		}
-		if len(first) == 1 {
-			pipe.ZAdd(ctx, v.readyKey(), redis.Z{Score: first[0].Score, Member: sub})
+		if ttl := v.doneTTL - now.Sub(d.At); ttl > time.Millisecond && d.Subscriber != "" {
+			pipe.Set(ctx, v.doneKey(d.Subscriber, id), d.Outcome, ttl)
 		}
 		if err := flushEvery(false); err != nil {
 			return rebuildStats{}, err
@@ -569,8 +964,8 @@ func (v *view) clear(ctx context.Context) error {
 			batch = append(batch, k)
 		}
 		if len(batch) == 1000 {
-			if err := v.rdb.Del(ctx, batch...).Err(); err != nil {
-				return fmt.Errorf("clear schedule: %w", err)
+			if err := v.del(ctx, batch); err != nil {
+				return err
 			}
 			batch = batch[:0]
 		}
@@ -578,10 +973,21 @@ func (v *view) clear(ctx context.Context) error {
 	if err := iter.Err(); err != nil {
 		return fmt.Errorf("clear schedule: %w", err)
 	}
-	if len(batch) > 0 {
-		if err := v.rdb.Del(ctx, batch...).Err(); err != nil {
-			return fmt.Errorf("clear schedule: %w", err)
-		}
+	return v.del(ctx, batch)
+}
+
+// del deletes keys one command each in a pipeline: keys of several
+// subscribers are in several cluster slots.
+func (v *view) del(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	pipe := v.rdb.Pipeline()
+	for _, k := range keys {
+		pipe.Del(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("clear schedule: %w", err)
 	}
 	return nil
 }

@@ -36,6 +36,11 @@ type Notification struct {
 	// EntityKey orders deliveries: a notification waits behind an earlier
 	// one of the same subscriber and entity that is still being retried.
 	EntityKey string `json:"entityKey"`
+	// Supplier is the supplier the notification is about: the dispatcher's
+	// fairness share within the subscriber (a flood from one supplier
+	// delays only that supplier's notifications). Optional: without it the
+	// share is the first segment of EntityKey.
+	Supplier string `json:"supplier,omitempty"`
 	// Payload is the type's webhook payload without the signature, which
 	// the dispatcher adds at send time.
 	Payload   json.RawMessage `json:"payload"`

@@ -54,7 +54,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,7 +235,11 @@ func run(o options) error {
 	// broker keeps an index entry in memory per record batch for as long
 	// as the log is retained: with it inside, memory grows with traffic.
 	brokerPID := 0
-	env := []string{"SWITCHBACK_DATA_DIR=" + filepath.Join(tmp, "var"), "SWITCHBACK_HTTP_ADDR=" + apiAddr,
+	chAddr, err := demoapi.FreeAddr()
+	if err != nil {
+		return err
+	}
+	env := []string{"SWITCHBACK_DATA_DIR=" + filepath.Join(tmp, "var"), "SWITCHBACK_HTTP_ADDR=" + apiAddr, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR=" + chAddr,
 		"SWITCHBACK_OPS_ADDR=" + opsAddr, "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false",
 		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true", "SWITCHBACK_LOG_LEVEL=warn", "SWITCHBACK_SYNC_INTERVAL=0"}
 	if o.embeddedBroker {
@@ -301,7 +304,7 @@ func run(o options) error {
 	}
 	log.Printf("set up: %d partner suppliers × %d products × 2 rates, %d push rates; pid %d", o.suppliers, o.products, o.pushRates, cmd.Process.Pid)
 
-	rdb, err := redisOf(opsAddr)
+	rdb, err := demoapi.RedisOf(opsAddr)
 	if err != nil {
 		log.Printf("redis figures unavailable: %v", err)
 	}
@@ -593,7 +596,7 @@ func judge(o options, samples []sample, final sample, counts map[string]int64, s
 // collectors, consumer lag, dispatch backlog), its sockets from /proc and
 // Redis's used memory.
 func takeSample(ops string, pid, brokerPID int, rdb *redis.Client) (sample, error) {
-	m, err := scrape(ops)
+	m, err := demoapi.Scrape(ops)
 	if err != nil {
 		return sample{}, err
 	}
@@ -611,28 +614,13 @@ func takeSample(ops string, pid, brokerPID int, rdb *redis.Client) (sample, erro
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if info, err := rdb.Info(ctx, "memory").Result(); err == nil {
-			s.redis = infoField(info, "used_memory")
+			s.redis = demoapi.InfoField(info, "used_memory")
 		}
 	}
 	if brokerPID > 0 {
-		s.brokerRSS = vmRSS(brokerPID)
+		s.brokerRSS = demoapi.VmRSS(brokerPID)
 	}
 	return s, nil
-}
-
-// vmRSS is a process's resident memory from /proc (0 if unreadable).
-func vmRSS(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // startBroker runs `switchback broker` on addr with its log under dir and
@@ -685,80 +673,6 @@ func startBroker(bin, dir, addr string) (pid int, stop func(), err error) {
 	}
 }
 
-func infoField(info, field string) float64 {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return 0
-}
-
-// scrape sums every series of each metric name.
-func scrape(ops string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + ops + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		sp := strings.LastIndexByte(line, ' ')
-		if sp < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[sp+1:], 64)
-		if err != nil {
-			continue
-		}
-		name := line[:sp]
-		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name = name[:i]
-		}
-		out[name] += v
-	}
-	return out, sc.Err()
-}
-
-// redisOf finds the Redis the process uses from its /readyz.
-func redisOf(ops string) (*redis.Client, error) {
-	resp, err := http.Get("http://" + ops + "/readyz")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var rz struct {
-		Dependencies map[string]struct {
-			Kind    string `json:"kind"`
-			Address string `json:"address"`
-		} `json:"dependencies"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
-		return nil, err
-	}
-	r := rz.Dependencies["redis"]
-	if r.Address == "" {
-		return nil, errors.New("/readyz gives no redis address")
-	}
-	addr := strings.TrimPrefix(strings.TrimPrefix(r.Address, "redis://"), "tcp://")
-	if i := strings.IndexByte(addr, '/'); i >= 0 {
-		addr = addr[:i]
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redis at %s (%s): %w", addr, r.Kind, err)
-	}
-	return rdb, nil
-}
-
 // measureSlots reads o.slots distinct windows of one day (each a cache
 // miss storing one entry per bound rate, each entry holding the day's
 // availability slots) and reports the memory they take.
@@ -773,7 +687,7 @@ func measureSlots(api, ops string, rdb *redis.Client, o options) error {
 		time.Sleep(2 * time.Second)
 		heap = -1
 		for range 6 {
-			m, err := scrape(ops)
+			m, err := demoapi.Scrape(ops)
 			if err != nil {
 				return 0, 0, err
 			}
@@ -788,7 +702,7 @@ func measureSlots(api, ops string, rdb *redis.Client, o options) error {
 		if err != nil {
 			return 0, 0, err
 		}
-		return infoField(info, "used_memory"), heap, nil
+		return demoapi.InfoField(info, "used_memory"), heap, nil
 	}
 	keysBefore, err := rdb.DBSize(context.Background()).Result()
 	if err != nil {

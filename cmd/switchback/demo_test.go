@@ -21,7 +21,7 @@ func TestBinary_DemoShowsEveryNotificationTypeWithin30s(t *testing.T) {
 	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
 	start := time.Now()
 	banner := p.stdout.String()
-	for _, want := range []string{"Webhook sink http://127.0.0.1:", "/v1.2/suppliers", "/availabilities?start=", "/registry/v1.1/supplier/test/", "/registry/v1.1/deliveries?limit=10", "demo-sink-secret"} {
+	for _, want := range []string{"Webhook sink http://127.0.0.1:", "/v1.2/suppliers", "/availabilities?start=", "/registry/v1.1/product/test/", "/registry/v1.1/deliveries?limit=10", "demo-sink-secret", "Booking system simulator http://127.0.0.1:"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}

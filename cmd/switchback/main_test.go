@@ -117,6 +117,7 @@ type proc struct {
 	data           string
 	kafka          string
 	api, ops       string
+	clickhouse     string // the embedded clickhouse-server's native address
 	stdout, stderr *lockedBuffer
 	exited         chan error
 }
@@ -127,11 +128,14 @@ type proc struct {
 func startBinary(t *testing.T, extra ...string) *proc {
 	t.Helper()
 	bin := buildBinary(t)
-	p := &proc{data: filepath.Join(t.TempDir(), "var"), kafka: freeAddr(t), api: freeAddr(t), ops: freeAddr(t),
+	p := &proc{data: filepath.Join(t.TempDir(), "var"), kafka: freeAddr(t), api: freeAddr(t), ops: freeAddr(t), clickhouse: freeAddr(t),
 		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	p.env = append(os.Environ(),
 		"SWITCHBACK_DATA_DIR="+p.data,
 		"SWITCHBACK_EMBEDDED_KAFKA_ADDR="+p.kafka,
+		"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR="+p.clickhouse,
+		"SWITCHBACK_DEMO_SINK_ADDR="+freeAddr(t),
+		"SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR="+freeAddr(t),
 		"SWITCHBACK_HTTP_ADDR="+p.api,
 		"SWITCHBACK_OPS_ADDR="+p.ops,
 		"SWITCHBACK_DEMO=true",
@@ -147,7 +151,7 @@ func startBinary(t *testing.T, extra ...string) *proc {
 // same data directory and ports, as a user running it twice.
 func restartBinary(t *testing.T, old *proc) *proc {
 	t.Helper()
-	p := &proc{data: old.data, kafka: old.kafka, api: old.api, ops: old.ops, env: old.env,
+	p := &proc{data: old.data, kafka: old.kafka, api: old.api, ops: old.ops, clickhouse: old.clickhouse, env: old.env,
 		stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	launch(t, buildBinary(t), p)
 	return p

@@ -6,6 +6,7 @@
 package prometheus
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -16,12 +17,16 @@ import (
 )
 
 type rule struct {
-	alert, expr, description string
+	alert, expr, description, runbookURL string
 }
+
+// runbook is where every alert's runbook_url points: its section of
+// docs/runbook.md, by the anchor GitHub gives the heading.
+const runbook = "https://github.com/switchbackhq/switchback/blob/main/docs/runbook.md"
 
 var (
 	alertLine = regexp.MustCompile(`^\s*- alert:\s*(\S+)\s*$`)
-	keyLine   = regexp.MustCompile(`^(\s*)(expr|description):\s*(.*)$`)
+	keyLine   = regexp.MustCompile(`^(\s*)(expr|description|runbook_url):\s*(.*)$`)
 )
 
 // alerts reads the alert rules of alerts.yml: name, expression and
@@ -57,10 +62,13 @@ func alerts(t *testing.T) []rule {
 		} else {
 			value = strings.Trim(value, `"'`)
 		}
-		if m[2] == "expr" {
+		switch m[2] {
+		case "expr":
 			out[len(out)-1].expr = value
-		} else {
+		case "description":
 			out[len(out)-1].description = value
+		default:
+			out[len(out)-1].runbookURL = value
 		}
 	}
 	if len(out) == 0 {
@@ -99,6 +107,11 @@ func TestAlerts_EveryAlertHasARunbookSection(t *testing.T) {
 			}
 			if r.expr == "" || r.description == "" {
 				t.Errorf("expr %q, description %q: both are required", r.expr, r.description)
+			}
+			// Alertmanager, Grafana and PagerDuty link runbook_url: the
+			// alert's own section (GitHub's anchor of "## <alert>").
+			if want := runbook + "#" + strings.ToLower(r.alert); r.runbookURL != want {
+				t.Errorf("runbook_url %q, want %q", r.runbookURL, want)
 			}
 			// The tier alerts link their section; the foundation ones say
 			// what to check inline and the runbook has them by name.
@@ -140,11 +153,79 @@ func TestRules_Promtool(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"check", "config", "prometheus.yml"},
+		{"check", "config", "run.yml"},
 		{"check", "rules", "alerts.yml"},
 		{"test", "rules", "alerts_test.yml"},
 	} {
 		if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// graphLink is the link to Prometheus's graph page with queries, encoded
+// as scripts/observe.sh encodes them (every byte but A-Z a-z 0-9 . ~ _ -
+// as %XX).
+func graphLink(base string, queries []string) string {
+	enc := func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".~_-", c) >= 0 {
+				b.WriteByte(c)
+			} else {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		}
+		return b.String()
+	}
+	parts := make([]string, len(queries))
+	for i, q := range queries {
+		parts[i] = fmt.Sprintf("g%d.expr=%s&g%d.tab=0&g%d.range_input=15m", i, enc(q), i, i)
+	}
+	return base + "/graph?" + strings.Join(parts, "&")
+}
+
+// TestObserve_RunbookLinksEveryKeyQuery: docs/runbook.md's link to the key
+// queries of `make observe` and its table of them say what
+// run-queries.txt says (that the queries answer with data on the demo is
+// TestBinary_DashboardsAndAlertsOnARealPrometheus), and each query uses
+// only declared metrics.
+func TestObserve_RunbookLinksEveryKeyQuery(t *testing.T) {
+	b, err := os.ReadFile("run-queries.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := metricsource.Declared("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries []string
+	doc, err := os.ReadFile("../../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		title, q, ok := strings.Cut(l, "\t")
+		if !ok {
+			t.Fatalf("run-queries.txt: no tab in %q", l)
+		}
+		queries = append(queries, q)
+		row := fmt.Sprintf("| %s | `%s` |", title, strings.ReplaceAll(q, "|", `\|`))
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/runbook.md lacks the row %s", row)
+		}
+		for _, problem := range metricsource.Check(q, declared) {
+			t.Errorf("%s: %s", title, problem)
+		}
+	}
+	if len(queries) == 0 {
+		t.Fatal("run-queries.txt has no query")
+	}
+	if link := graphLink("http://127.0.0.1:9091", queries); !strings.Contains(string(doc), "("+link+")") {
+		t.Errorf("docs/runbook.md does not link the key queries of run-queries.txt; want\n%s", link)
 	}
 }

@@ -348,9 +348,13 @@ func ParseAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []P
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, idx, ps, err := decodeItems[v2Availability](body, "availability")
-	if err != nil {
-		return nil, nil, err
+	raw, idx, fast := decodeV2AvailabilityFast(body)
+	var ps []Problem
+	if !fast {
+		raw, idx, ps, err = decodeItems[v2Availability](body, "availability")
+		if err != nil {
+			return nil, nil, err
+		}
 	}
 	items := make([]Availability, len(raw))
 	for k, a := range raw {

@@ -263,6 +263,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.seconds = instrument.Register(reg, m.seconds)
 	m.errors = instrument.Register(reg, m.errors)
+	for _, k := range []string{KindTimeout, KindTransport, KindStatus, KindMalformed, KindAuth, KindBreaker} {
+		m.errors.WithLabelValues(k) // at 0 from the start, for rates and alerts
+	}
 	m.open = instrument.Register(reg, m.open)
 	return m
 }

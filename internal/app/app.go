@@ -47,8 +47,9 @@ type Endpoints struct {
 	Ops   string
 	Kafka []string
 	Redis string
-	// DemoSink is the demo's webhook sink (demo data only).
-	DemoSink string
+	// DemoSink is the demo's webhook sink, DemoBookingSystem its simulated
+	// booking system (demo data only).
+	DemoSink, DemoBookingSystem string
 }
 
 // tiersOf maps a command to the tiers it runs.
@@ -94,6 +95,7 @@ func Run(ctx context.Context, opts Options) error {
 	reg := prometheus.NewRegistry()
 	ready := ops.NewReadiness(reg)
 	buildInfo(reg, opts.Version)
+	tierInfo(reg, tiers)
 
 	// The ops listener comes up first so that /healthz answers while the
 	// dependencies are still being reached, and /readyz says which are not.
@@ -110,7 +112,14 @@ func Run(ctx context.Context, opts Options) error {
 			log.Error("ops listener stopped", "err", err)
 		}
 	}()
+	rctx, stopRefresh := context.WithCancel(ctx)
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		ready.Refresh(rctx, ops.DefaultRefresh)
+	}()
 	defer func() {
+		stopRefresh()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = opsSrv.Shutdown(sctx)
@@ -143,6 +152,7 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		ep.DemoSink = d.SinkURL()
+		ep.DemoBookingSystem = d.BookingSystemURL()
 	}
 	printBanner(opts.Stdout, cfg, opts, tiers, deps, ep)
 	log.Info("started", "tiers", strings.Join(tiers, ","), "http", ep.HTTP, "ops", ep.Ops)
@@ -180,6 +190,22 @@ func buildInfo(reg prometheus.Registerer, version string) {
 		ConstLabels: prometheus.Labels{"version": version},
 	})
 	g.Set(1)
+	reg.MustRegister(g)
+}
+
+// tierInfo exports switchback_tier_info{tier} = 1 for each tier this
+// process runs, from its start: `switchback run` exports all four, a
+// single tier one. The alert SwitchbackTierMissing asks it which tiers are
+// scraped, so that it holds for one `run` job and for the tiers apart
+// alike, whatever the scrape jobs are called.
+func tierInfo(reg prometheus.Registerer, tiers []string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "switchback_tier_info",
+		Help: "Always 1, one series per tier this process runs (ingest, process, query, dispatch).",
+	}, []string{"tier"})
+	for _, t := range tiers {
+		g.WithLabelValues(t).Set(1)
+	}
 	reg.MustRegister(g)
 }
 

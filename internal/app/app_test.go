@@ -22,13 +22,14 @@ import (
 func startRun(t *testing.T, dataDir string, env map[string]string) (Endpoints, func()) {
 	t.Helper()
 	base := map[string]string{
-		"SWITCHBACK_DATA_DIR":            dataDir,
-		"SWITCHBACK_EMBEDDED_KAFKA_ADDR": "127.0.0.1:0",
-		"SWITCHBACK_HTTP_ADDR":           "127.0.0.1:0",
-		"SWITCHBACK_OPS_ADDR":            "127.0.0.1:0",
-		"SWITCHBACK_DEMO":                "true",
-		"SWITCHBACK_DEMO_DATA":           "false",
-		"SWITCHBACK_SHUTDOWN_TIMEOUT":    "20s",
+		"SWITCHBACK_DATA_DIR":                 dataDir,
+		"SWITCHBACK_EMBEDDED_KAFKA_ADDR":      "127.0.0.1:0",
+		"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR": "127.0.0.1:0",
+		"SWITCHBACK_HTTP_ADDR":                "127.0.0.1:0",
+		"SWITCHBACK_OPS_ADDR":                 "127.0.0.1:0",
+		"SWITCHBACK_DEMO":                     "true",
+		"SWITCHBACK_DEMO_DATA":                "false",
+		"SWITCHBACK_SHUTDOWN_TIMEOUT":         "20s",
 	}
 	for k, v := range env {
 		base[k] = v

@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 	fmt.Fprintf(&b, "\nSwitchback %s is up (%s)\n\n", opts.Version, strings.Join(tiers, ", "))
 	if ep.HTTP != "" {
 		fmt.Fprintf(&b, "  API         http://%s   (/v1.2 /v1.3 /channel/v1.2 /registry/v1.1 /operator/v2 /admin/v1)\n", ep.HTTP)
+		fmt.Fprintf(&b, "  API docs    http://%s/docs   (OpenAPI 3.1: /openapi/{reseller,channel,registry,operator,admin}.json)\n", ep.HTTP)
 	}
 	fmt.Fprintf(&b, "  Ops         http://%s   (/metrics /healthz /readyz)\n", ep.Ops)
 	fmt.Fprintf(&b, "  Kafka       %s (%s)\n", strings.Join(d.brokers, ","), d.kafkaMode)
@@ -32,6 +35,9 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 		fmt.Fprintf(&b, "  ClickHouse  parked: no clickhouse-server on PATH and SWITCHBACK_CLICKHOUSE_URL unset;\n              history waits on its topic until one is configured\n")
 	default:
 		fmt.Fprintf(&b, "  ClickHouse  %s (%s)\n", config.RedactURL(d.chURL), d.chMode)
+		if cmd := clickhouseClient(d.chURL); cmd != "" {
+			fmt.Fprintf(&b, "  Analysts    %s   # tables and queries: docs/analytics.md\n", cmd)
+		}
 	}
 	fmt.Fprintf(&b, "  Data dir    %s\n", cfg.DataDir)
 	if cfg.Demo {
@@ -43,6 +49,9 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 		if cfg.WebhookAllowHTTP || cfg.WebhookAllowPrivate {
 			b.WriteString("  Webhooks to http:// and private/loopback addresses are ALLOWED (SWITCHBACK_WEBHOOK_ALLOW_HTTP/PRIVATE).\n")
 		}
+		if len(cfg.DemoSet) > 0 {
+			fmt.Fprintf(&b, "  The demo data turned on %s (not given): its sink and simulators are on http://127.0.0.1.\n", strings.Join(cfg.DemoSet, ", "))
+		}
 		if ep.HTTP != "" {
 			writeTry(&b, ep)
 		}
@@ -52,6 +61,30 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 	}
 	b.WriteString("\nCtrl-C stops everything this process started.\n\n")
 	_, _ = io.WriteString(w, b.String())
+}
+
+// clickhouseClient is the clickhouse-client command that opens the
+// history database of chURL (native protocol), without its password.
+func clickhouseClient(chURL string) string {
+	u, err := url.Parse(chURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host, port = u.Host, "9000"
+	}
+	cmd := "clickhouse-client --host " + host + " --port " + port
+	if u.User != nil && u.User.Username() != "" && u.User.Username() != "default" {
+		cmd += " --user " + u.User.Username()
+	}
+	if _, ok := u.User.Password(); ok {
+		cmd += " --password <password>"
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" && db != "default" {
+		cmd += " --database " + db
+	}
+	return cmd
 }
 
 // SettingsMarkdown renders the configuration table for the README.
@@ -68,24 +101,31 @@ func SettingsMarkdown() string {
 	return b.String()
 }
 
-// writeTry prints five copy-paste commands: list suppliers, read
-// availability, create a rule, trigger a test notification, read the
-// delivery log.
+// writeTry prints copy-paste commands: list suppliers, read availability,
+// create a rule at the demo sink, trigger a test notification (its
+// placeholder is the id the previous answer gave), read the delivery log;
+// and where the operators' and analysts' way in is. Every line runs as
+// pasted (TestREADME_EveryShellBlockAndBannerLineRuns); notes are shell
+// comments.
 func writeTry(b *strings.Builder, ep Endpoints) {
 	api := "http://" + ep.HTTP
 	r := "-H 'X-API-Key: demo-reseller' -H 'X-API-Secret: demo-reseller-secret'"
 	tomorrow := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
-	hook := "http://127.0.0.1:9999/supplier"
-	if ep.DemoSink != "" {
-		fmt.Fprintf(b, "\nDemo data: supplier %s, products %s and %s; a rule of every type (subscriber demo-sink)\n", demo.SupplierID, demo.ProductGlacier, demo.ProductCanyon)
-		fmt.Fprintf(b, "  Webhook sink %s verifies and logs every notification (switchback_demo_sink_received_total)\n", ep.DemoSink)
-		hook = ep.DemoSink + "/yours"
+	if ep.DemoSink == "" {
+		return // without the demo data, no sink to point a rule at
 	}
-	b.WriteString("\nTry (as the demo reseller):\n")
+	fmt.Fprintf(b, "\nDemo data: supplier %s, products %s and %s; a rule of every type (subscriber demo-sink)\n", demo.SupplierID, demo.ProductGlacier, demo.ProductCanyon)
+	fmt.Fprintf(b, "  Webhook sink %s verifies every notification (switchback_demo_sink_received_total) and logs the first of each type\n", ep.DemoSink)
+	if ep.DemoBookingSystem != "" {
+		fmt.Fprintf(b, "  Booking system simulator %s (spec doc 3; bearer token demo-booking-token; suppliers S1, connected by the demo, and S2, free for you)\n", ep.DemoBookingSystem)
+	}
+	b.WriteString("\nTry (as the demo reseller; one rule per notification type per subscriber: a second POST of a type is 409, change it with PUT):\n")
 	fmt.Fprintf(b, "  curl -s %s %s/v1.2/suppliers\n", r, api)
 	fmt.Fprintf(b, "  curl -s %s '%s/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s'\n", r, api, demo.SupplierID, demo.ProductGlacier,
 		tomorrow.Format(time.RFC3339), tomorrow.AddDate(0, 0, 2).Format(time.RFC3339))
-	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"url\":\"%s\"}' %s/registry/v1.1/supplier\n", r, hook, api)
-	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"supplierID\":\"%s\",\"operation\":\"updated\"}' %s/registry/v1.1/supplier/test/<rule id from above>\n", r, demo.SupplierID, api)
-	fmt.Fprintf(b, "  curl -s -H 'X-API-Key: demo-sink' -H 'X-API-Secret: demo-sink-secret' '%s/registry/v1.1/deliveries?limit=10'   (needs ClickHouse)\n", api)
+	// The product type: the README's walk-through takes the supplier type,
+	// so a newcomer who follows both gets no 409.
+	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"url\":\"%s/yours\"}' %s/registry/v1.1/product\n", r, ep.DemoSink, api)
+	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"supplierID\":\"%s\",\"productID\":\"%s\",\"operation\":\"updated\"}' %s/registry/v1.1/product/test/<rule id>\n", r, demo.SupplierID, demo.ProductGlacier, api)
+	fmt.Fprintf(b, "  curl -s -H 'X-API-Key: demo-sink' -H 'X-API-Secret: demo-sink-secret' '%s/registry/v1.1/deliveries?limit=10'   # the demo's deliveries (needs ClickHouse)\n", api)
 }

@@ -45,7 +45,7 @@ func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometh
 		return demo.Cred{}
 	}
 	d, err := demo.Start(demo.Options{API: "http://" + httpAddr, Operator: cred("demo-operator"), Subscriber: cred("demo-sink"),
-		ChannelID: DemoChannelID, Logger: log, Registerer: reg})
+		ChannelID: DemoChannelID, SinkAddr: cfg.DemoSinkAddr, BookingSystemAddr: cfg.DemoBookingSystemAddr, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("demo data: %w", err)
 	}

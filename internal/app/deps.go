@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -20,6 +21,10 @@ import (
 	"github.com/switchbackhq/switchback/internal/warehouse"
 	"github.com/switchbackhq/switchback/schemas"
 )
+
+// minRedisPool is the least Redis connection pool of a process (see
+// startDeps).
+const minRedisPool = 256
 
 // deps are the servers and clients every tier shares.
 type deps struct {
@@ -77,6 +82,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	}); err != nil {
 		return nil, err
 	}
+	d.streamStats.DeclareTopics(schemas.TopicNames())
 	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: log.With("part", "producer"), Metrics: d.streamStats})
 	closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
 
@@ -105,6 +111,14 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	// poll. /readyz says "rebuilding" until the views are complete.
 	d.views = views.New(views.Options{Logger: log.With("part", "views"), Registerer: reg})
 	ropts.OnConnect = d.views.OnConnect
+	// go-redis sizes its pool at 10 connections per CPU: on a 2-core box
+	// 20, which every API write, the processors and the dispatcher share.
+	// Under load the commands then wait for a connection rather than for
+	// Redis (measured: availability pushes at ~1,100/s with Redis at a
+	// third of a core). A pool_size in the URL still wins.
+	if !strings.Contains(d.redisURL, "pool_size=") {
+		ropts.PoolSize = max(ropts.PoolSize, minRedisPool)
+	}
 	d.redis = redis.NewClient(ropts)
 	d.views.Bind(d.redis)
 	guard := d.views
@@ -136,14 +150,14 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 			return nil, err
 		}
 		log.Info("starting embedded clickhouse-server (first start can take several seconds)")
-		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Logger: log.With("part", "clickhouse")})
+		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Port: cfg.EmbeddedClickHousePort(), Logger: log.With("part", "clickhouse")})
 		switch {
 		case errors.Is(err, embedded.ErrNotInstalled):
 			d.chMode = ops.ModeParked
 		case err != nil:
 			// ClickHouse is for analysts; the pipeline runs without it and
 			// history waits on its topic, so a failed child is not fatal.
-			log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "err", err)
+			log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "setting", "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR", "addr", cfg.EmbeddedClickHouseAddr, "err", err)
 			d.chMode = ops.ModeParked
 		default:
 			closers.push("embedded clickhouse", func(context.Context) error { return ch.Close() })

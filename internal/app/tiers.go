@@ -117,13 +117,14 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 	}
 
 	srv := httpapi.New(httpapi.Options{
-		Addr:         cfg.HTTPAddr,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Logger:       log,
-		Registry:     reg,
-		Principals:   store,
-		RateLimit:    cfg.RateLimit,
-		RateBurst:    cfg.RateBurst,
+		Addr:           cfg.HTTPAddr,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Logger:         log,
+		AccessLogLevel: accessLogLevel(cfg.AccessLog),
+		Registry:       reg,
+		Principals:     store,
+		RateLimit:      cfg.RateLimit,
+		RateBurst:      cfg.RateBurst,
 		// 503 while the Redis views are rebuilt; a 4xx is confirmed
 		// against them before it is served.
 		Views: d.views,
@@ -186,6 +187,17 @@ func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger) err
 		return fmt.Errorf("API documents: %w", err)
 	}
 	return apidocs.Register(srv, docs)
+}
+
+// accessLogLevel maps SWITCHBACK_ACCESS_LOG to the API's access log level.
+func accessLogLevel(v string) slog.Level {
+	switch v {
+	case "info":
+		return slog.LevelInfo
+	case "off":
+		return httpapi.AccessLogOff
+	}
+	return slog.LevelDebug
 }
 
 // loadPrincipals rebuilds the principal table from its compacted topic
@@ -296,7 +308,8 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
-	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout})
+	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout,
+		MaxConnsPerHost: max(cfg.DispatchConcurrency, webhook.DefaultMaxConnsPerHost)})
 	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
 }
@@ -364,10 +377,11 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 		// The schedule's marker records the views' epoch: a Redis restarted
 		// from an older append-only file gets a new epoch from the views
 		// guard, and the schedule is rebuilt too.
-		Views:        d.views,
-		Sender:       sh.sender,
-		Schedule:     cfg.DispatchRetrySchedule,
-		BacklogLimit: cfg.DispatchBacklogLimit,
+		Views:           d.views,
+		Sender:          sh.sender,
+		Schedule:        cfg.DispatchRetrySchedule,
+		BacklogLimit:    cfg.DispatchBacklogLimit,
+		LaneConcurrency: cfg.DispatchConcurrency,
 		// A claimed delivery is sent again this long after a crash: past
 		// the webhook timeout with room, and not minutes.
 		Lease:           max(3*cfg.WebhookTimeout, 30*time.Second),
@@ -448,6 +462,9 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Registerer:      reg,
 	})
 	runWorker(closers, "history sink (flush, commit)", failed, sink.Run)
+	// Who is who for analysts: principals and channels by id, with names.
+	names := history.NewNames(history.NamesOptions{Brokers: d.brokers, Conn: d.clickhouse, Logger: log.With("part", "history-names")})
+	runWorker(closers, "analysts' names (principals, channels)", failed, names.Run)
 }
 
 // runWorker runs fn until shutdown; an error before shutdown fails the

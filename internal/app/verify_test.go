@@ -61,3 +61,21 @@ func TestVerify(t *testing.T) {
 		})
 	}
 }
+
+func TestClickhouseClient_OpensTheHistoryDatabaseWithoutThePassword(t *testing.T) {
+	tests := []struct {
+		url, want string
+	}{
+		{"clickhouse://127.0.0.1:19000/default", "clickhouse-client --host 127.0.0.1 --port 19000"},
+		{"clickhouse://switchback:s3cret@ch.internal:9000/switchback", "clickhouse-client --host ch.internal --port 9000 --user switchback --password <password> --database switchback"},
+		{"clickhouse://ch:9440", "clickhouse-client --host ch --port 9440"},
+		{"::not a url", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			if got := clickhouseClient(tt.url); got != tt.want {
+				t.Errorf("clickhouseClient(%q) = %q, want %q", tt.url, got, tt.want)
+			}
+		})
+	}
+}

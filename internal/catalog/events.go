@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -216,19 +218,35 @@ func (s *Store) Apply(ctx context.Context, env schemas.Envelope) (bool, error) {
 }
 
 func (s *Store) applyEvent(ctx context.Context, env schemas.Envelope, ev *Event) (bool, error) {
+	c, err := s.applyCall(env, ev)
+	if err != nil {
+		return false, err
+	}
+	n, err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Int()
+	if err != nil {
+		return false, unavailable("apply "+string(ev.Kind)+" "+env.Key, err)
+	}
+	return n == 1, nil
+}
+
+// scriptCall is one versioned upsert: the script, its keys and arguments.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// applyCall is the versioned upsert that materializes ev.
+func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
 	v, t := versionArgs(env.Version, env.Time)
 	del := "0"
 	if env.Deleted {
 		del = "1"
 	}
-	var (
-		n   int
-		err error
-	)
 	switch ev.Kind {
 	case KindChannel:
-		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.channelVersions(), s.k.channels()},
-			ev.ChannelID, v, t, del, ev.ChannelID, string(mustJSON(ev.Channel))).Int()
+		return scriptCall{applyFieldScript, []string{s.k.channelVersions(), s.k.channels()},
+			[]any{ev.ChannelID, v, t, del, ev.ChannelID, string(mustJSON(ev.Channel))}}, nil
 	case KindSupplier:
 		sid := ev.SupplierID
 		args := []any{v, t, del, sid, "", "", "", "", "", "", ""}
@@ -238,51 +256,118 @@ func (s *Store) applyEvent(ctx context.Context, env schemas.Envelope, ev *Event)
 			args = []any{v, t, del, sid, string(mustJSON(sup)), string(renderV12(sup)), string(renderV13(sup, false)),
 				string(renderV13(sup, true)), sup.Code, sup.PartnerID, sup.Owner}
 		}
-		n, err = applySupplierScript.Run(ctx, s.rdb, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner)}, args...).Int()
+		return scriptCall{applySupplierScript, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner)}, args}, nil
 	case KindProduct:
 		val := ""
 		if ev.Product != nil {
 			val = string(mustJSON(ev.Product))
 		}
-		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.products(ev.SupplierID)},
-			verProduct(ev.ProductID), v, t, del, ev.ProductID, val).Int()
+		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.products(ev.SupplierID)},
+			[]any{verProduct(ev.ProductID), v, t, del, ev.ProductID, val}}, nil
 	case KindRate:
 		val := ""
 		if ev.Rate != nil {
 			val = string(renderRate(ev.Rate))
 		}
-		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.rates(ev.SupplierID, ev.ProductID)},
-			verRate(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
+		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.rates(ev.SupplierID, ev.ProductID)},
+			[]any{verRate(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
 	case KindAvailability:
 		val := ""
 		if ev.Availability != nil {
 			val = string(mustJSON(ev.Availability))
 		}
-		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.avail(ev.SupplierID, ev.ProductID)},
-			verAvail(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
+		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.avail(ev.SupplierID, ev.ProductID)},
+			[]any{verAvail(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
 	case KindPriceSchedule:
 		val := ""
 		if ev.PriceSchedule != nil {
 			val = string(mustJSON(ev.PriceSchedule))
 		}
-		n, err = applyFieldScript.Run(ctx, s.rdb, []string{s.k.versions(ev.SupplierID), s.k.prices(ev.SupplierID, ev.ProductID)},
-			verPrices(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val).Int()
+		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.prices(ev.SupplierID, ev.ProductID)},
+			[]any{verPrices(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
 	case KindBinding:
 		sid, pid, cid := ev.SupplierID, ev.ProductID, ev.ChannelID
 		val, idxv := "", ""
 		if ev.Binding != nil {
 			val, idxv = string(mustJSON(ev.Binding)), indexValue(ev.Binding)
 		}
-		n, err = applyBindingScript.Run(ctx, s.rdb,
+		return scriptCall{applyBindingScript,
 			[]string{s.k.versions(sid), s.k.bindings(sid, pid), s.k.supplierChannels(sid), s.k.chanSupplier(cid, sid), s.k.chanSuppliers(cid)},
-			verBinding(pid, cid), v, t, del, cid, pid, sid, val, idxv).Int()
+			[]any{verBinding(pid, cid), v, t, del, cid, pid, sid, val, idxv}}, nil
 	default:
-		return false, fmt.Errorf("event %s: kind %q: %w", env.ID, ev.Kind, ErrInvalidEvent)
+		return scriptCall{}, fmt.Errorf("event %s: kind %q: %w", env.ID, ev.Kind, ErrInvalidEvent)
 	}
-	if err != nil {
-		return false, unavailable("apply "+string(ev.Kind)+" "+env.Key, err)
+}
+
+// ApplyBatch materializes several events (Apply's rules, each event on
+// its own) with one Redis pipeline, in their order. It reports, per event,
+// whether it changed the view. An unusable event is ErrInvalidEvent, and
+// nothing of the batch is applied then.
+func (s *Store) ApplyBatch(ctx context.Context, envs []schemas.Envelope) ([]bool, error) {
+	evs := make([]*Event, len(envs))
+	for i, env := range envs {
+		ev, err := DecodeEvent(env)
+		if err != nil {
+			return nil, err
+		}
+		evs[i] = &ev
 	}
-	return n == 1, nil
+	return s.applyEvents(ctx, envs, evs)
+}
+
+// applyEvents applies several events in one pipeline (a write's batch);
+// when the pipeline fails as a whole or any script is not loaded yet
+// (pipelined EVALSHA does not fall back to EVAL), each event is applied
+// on its own instead (the upserts are idempotent). It reports, per event,
+// whether it changed the view.
+func (s *Store) applyEvents(ctx context.Context, envs []schemas.Envelope, evs []*Event) ([]bool, error) {
+	applied := make([]bool, len(envs))
+	if len(envs) == 1 {
+		ok, err := s.applyEvent(ctx, envs[0], evs[0])
+		applied[0] = ok
+		return applied, err
+	}
+	calls := make([]scriptCall, len(envs))
+	for i := range envs {
+		c, err := s.applyCall(envs[i], evs[i])
+		if err != nil {
+			return nil, err
+		}
+		calls[i] = c
+	}
+	return s.runCalls(ctx, calls)
+}
+
+// runCalls runs versioned upserts in one pipeline; when the pipeline fails
+// as a whole or any script is not loaded yet (pipelined EVALSHA does not
+// fall back to EVAL), each runs on its own instead (they are idempotent).
+// It reports, per call, whether it changed the view.
+func (s *Store) runCalls(ctx context.Context, calls []scriptCall) ([]bool, error) {
+	applied := make([]bool, len(calls))
+	if len(calls) == 0 {
+		return applied, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = pipe.EvalSha(ctx, c.script.Hash(), c.keys, c.args...)
+	}
+	if _, err := pipe.Exec(ctx); err == nil {
+		for i, c := range cmds {
+			n, _ := c.Int()
+			applied[i] = n == 1
+		}
+		return applied, nil
+	}
+	var first error
+	for i, c := range calls {
+		n, err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Int()
+		if err != nil && first == nil {
+			first = unavailable("apply catalog events", err)
+		}
+		applied[i] = n == 1
+	}
+	return applied, first
 }
 
 // HandleMessage applies one record of Topics(); it is a stream.Handler

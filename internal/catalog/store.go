@@ -83,6 +83,7 @@ type Store struct {
 	k      keys
 	local  keyedMutex
 	fence  Fence
+	availQ availQueue
 
 	lockWait time.Duration
 }

@@ -119,11 +119,13 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	evs := make([]*Event, len(changes))
 	for i := range changes {
-		if _, err := s.applyEvent(actx, envs[i], &changes[i].ev); err != nil {
-			s.log.Warn("catalog: published change not yet in Redis; processors/catalog will apply it",
-				"kind", string(changes[i].ev.Kind), "key", envs[i].Key, "version", envs[i].Version, "err", err)
-		}
+		evs[i] = &changes[i].ev
+	}
+	if _, err := s.applyEvents(actx, envs, evs); err != nil {
+		s.log.Warn("catalog: published changes not yet in Redis; processors/catalog will apply them",
+			"changes", len(changes), "firstKey", envs[0].Key, "err", err)
 	}
 	return nil
 }
@@ -709,55 +711,6 @@ func grantingChannels(bs []Binding, rid string) []string {
 }
 
 // ---- availabilities ----
-
-// PutAvailabilities replaces the availabilities of a rate (the operator
-// setup path PUT .../rates/{rate_id}/availabilities). They go to the
-// availability topic as a snapshot of the rate.
-func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []Availability) (AvailabilitySet, error) {
-	if as == nil {
-		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
-	}
-	if err := validateAvailabilities(as); err != nil {
-		return AvailabilitySet{}, err
-	}
-	for i := range as {
-		as[i].Start, as[i].End = as[i].Start.UTC(), as[i].End.UTC()
-	}
-	tx, err := s.lockSupplier(ctx, p, sid, true)
-	if err != nil {
-		return AvailabilitySet{}, err
-	}
-	defer s.release(ctx, tx.lock)
-	pipe := s.rdb.Pipeline()
-	rateCmd := pipe.HExists(ctx, s.k.rates(sid, pid), rid)
-	curCmd := pipe.HGet(ctx, s.k.avail(sid, pid), rid)
-	verCmd := pipe.HGet(ctx, s.k.versions(sid), verAvail(pid, rid))
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return AvailabilitySet{}, unavailable("read availabilities", err)
-	}
-	if !rateCmd.Val() {
-		return AvailabilitySet{}, notFound("rate", rid)
-	}
-	next := AvailabilitySet{SupplierID: sid, ProductID: pid, RateID: rid, Availabilities: as}
-	var last int64
-	if v, err := verCmd.Result(); err == nil {
-		last = parseVersion(v)
-	}
-	if raw, err := curCmd.Result(); err == nil {
-		var cur AvailabilitySet
-		if err := json.Unmarshal([]byte(raw), &cur); err != nil {
-			return AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err)
-		}
-		next.Version = cur.Version
-		if bytes.Equal(mustJSON(next), []byte(raw)) {
-			return cur, nil
-		}
-		last = max(last, cur.Version)
-	}
-	next.Version = last + 1
-	ev := Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid, Availability: &next}
-	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
-}
 
 // ---- channels ----
 

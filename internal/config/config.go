@@ -24,6 +24,9 @@ type Config struct {
 	ClickHouseURL     string
 	DataDir           string
 	EmbeddedKafkaAddr string
+	// EmbeddedClickHouseAddr is the native address of the clickhouse-server
+	// child (loopback only); port 0 picks a free one at every start.
+	EmbeddedClickHouseAddr string
 	// EmbeddedChildren: start redis-server and clickhouse-server children
 	// when they are installed; false runs on miniredis with ClickHouse
 	// parked, as a machine with only Go does.
@@ -35,15 +38,26 @@ type Config struct {
 	Demo bool
 	// DemoData, with Demo: the simulated partner, demo data, rules of
 	// every type at a built-in webhook sink, and changes every few seconds.
-	DemoData    bool
-	AdminKey    string
-	AdminSecret string
+	DemoData bool
+	// DemoSinkAddr and DemoBookingSystemAddr are where the demo's webhook
+	// sink and simulated booking system listen: fixed, so that the README
+	// can point at them.
+	DemoSinkAddr          string
+	DemoBookingSystemAddr string
+	AdminKey              string
+	AdminSecret           string
 
 	WebhookAllowHTTP    bool
 	WebhookAllowPrivate bool
+	// DemoSet lists the settings the demo turned on because they were not
+	// given (DemoNeeds); the banner says so.
+	DemoSet []string
 
 	LogLevel  string
 	LogFormat string
+	// AccessLog is the level of the API's one line per request: debug,
+	// info or off.
+	AccessLog string
 
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
@@ -53,6 +67,7 @@ type Config struct {
 
 	DispatchRetrySchedule []time.Duration
 	DispatchBacklogLimit  int
+	DispatchConcurrency   int
 	WebhookTimeout        time.Duration
 
 	HistoryRetentionMonths int
@@ -126,11 +141,27 @@ func Settings() []Setting {
 			return nil
 		}},
 		{"SWITCHBACK_EMBEDDED_KAFKA_ADDR", "embedded-kafka-addr", "127.0.0.1:19092", "listen address of the embedded Kafka-protocol broker", hostPort(func(c *Config) *string { return &c.EmbeddedKafkaAddr })},
+		{"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR", "embedded-clickhouse-addr", "127.0.0.1:19000", "native-protocol address of the embedded clickhouse-server, for clickhouse-client (loopback only; port 0: a free one at every start)", func(c *Config, v string) error {
+			host, port, err := net.SplitHostPort(v)
+			if err != nil || port == "" {
+				return errors.New("must be host:port")
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+				return errors.New("port must be 0 to 65535")
+			}
+			if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+				return errors.New("must be a loopback address: the embedded server's user has no password")
+			}
+			c.EmbeddedClickHouseAddr = v
+			return nil
+		}},
 		{"SWITCHBACK_EMBEDDED_CHILDREN", "embedded-children", "true", "embedded mode: run installed redis-server / clickhouse-server as children; false: in-process miniredis, history parked", boolean(func(c *Config) *bool { return &c.EmbeddedChildren })},
 		{"SWITCHBACK_HTTP_ADDR", "http-addr", "127.0.0.1:8080", "API listener (reseller, channel, registry, operator, admin)", hostPort(func(c *Config) *string { return &c.HTTPAddr })},
 		{"SWITCHBACK_OPS_ADDR", "ops-addr", "127.0.0.1:9090", "ops listener: /metrics, /healthz, /readyz", hostPort(func(c *Config) *string { return &c.OpsAddr })},
 		{"SWITCHBACK_DEMO", "demo", "false", "demo mode: fixed demo principals (make run sets true)", boolean(func(c *Config) *bool { return &c.Demo })},
 		{"SWITCHBACK_DEMO_DATA", "demo-data", "true", "with SWITCHBACK_DEMO: simulated partner, demo supplier, rules of every type at a built-in webhook sink, changes every few seconds", boolean(func(c *Config) *bool { return &c.DemoData })},
+		{"SWITCHBACK_DEMO_SINK_ADDR", "demo-sink-addr", "127.0.0.1:18081", "with the demo data: listen address of the built-in webhook sink (any path; your own rules may point at it)", hostPort(func(c *Config) *string { return &c.DemoSinkAddr })},
+		{"SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR", "demo-bookingsystem-addr", "127.0.0.1:18082", "with the demo data: listen address of the simulated booking system (spec doc 3; bearer token demo-booking-token, suppliers S1 and S2)", hostPort(func(c *Config) *string { return &c.DemoBookingSystemAddr })},
 		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
 		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
 		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "false", "allow http:// webhook URLs (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowHTTP })},
@@ -150,6 +181,14 @@ func Settings() []Setting {
 			c.LogFormat = v
 			return nil
 		}},
+		{"SWITCHBACK_ACCESS_LOG", "access-log", "debug", "level of the API's one log line per request: debug (seen with SWITCHBACK_LOG_LEVEL=debug), info or off", func(c *Config, v string) error {
+			switch v {
+			case "debug", "info", "off":
+				c.AccessLog = v
+				return nil
+			}
+			return errors.New("must be one of debug, info, off")
+		}},
 		{"SWITCHBACK_MAX_BODY_BYTES", "max-body-bytes", "1048576", "largest accepted request body; larger is 413", positiveInt(func(c *Config) *int { return &c.MaxBodyBytes })},
 		{"SWITCHBACK_SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "time allowed for a graceful stop", positiveDuration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 		{"SWITCHBACK_CONSUMER_MAX_ATTEMPTS", "consumer-max-attempts", "5", "attempts of a consumer handler before the message is dead-lettered", positiveInt(func(c *Config) *int { return &c.ConsumerMaxAttempts })},
@@ -165,7 +204,8 @@ func Settings() []Setting {
 			}
 			return nil
 		}},
-		{"SWITCHBACK_DISPATCH_BACKLOG_LIMIT", "dispatch-backlog-limit", "10000", "pending deliveries per subscriber before its disableAll is set automatically", positiveInt(func(c *Config) *int { return &c.DispatchBacklogLimit })},
+		{"SWITCHBACK_DISPATCH_BACKLOG_LIMIT", "dispatch-backlog-limit", "10000", "pending deliveries per subscriber at which its disableAll is set automatically if it is failing (most of its attempts of the last minute got no 2xx)", positiveInt(func(c *Config) *int { return &c.DispatchBacklogLimit })},
+		{"SWITCHBACK_DISPATCH_CONCURRENCY", "dispatch-concurrency", "64", "webhook POSTs in flight at once per subscriber without a throttleDelay (one per entity: an entity's notifications stay in order)", positiveInt(func(c *Config) *int { return &c.DispatchConcurrency })},
 		{"SWITCHBACK_HISTORY_RETENTION_MONTHS", "history-retention-months", "13", "months of history kept in ClickHouse (older month partitions are dropped); 0 keeps everything", func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -229,10 +269,55 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 			return c, fmt.Errorf("invalid %s (--%s) %q: %w", s.Env, s.Flag, redact(s.Env, values[s.Env]), err)
 		}
 	}
+	given := func(env string) bool {
+		if getenv(env) != "" {
+			return true
+		}
+		for _, s := range settings {
+			if s.Env == env && flagValues[env] != nil && *flagValues[env] != "" {
+				return true
+			}
+		}
+		return false
+	}
+	if err := c.demoNeeds(given); err != nil {
+		return c, err
+	}
 	if err := c.validate(); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// DemoNeeds are the settings the demo data needs on (its sink and its
+// simulators listen on http://127.0.0.1): `switchback run --demo` turns
+// them on when they are not given, and refuses to start when one is given
+// as false, naming it, rather than looping on a refused setup.
+func DemoNeeds() []string {
+	return []string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE"}
+}
+
+func (c *Config) demoNeeds(given func(env string) bool) error {
+	if !c.Demo || !c.DemoData {
+		return nil
+	}
+	for _, env := range DemoNeeds() {
+		field := map[string]*bool{
+			"SWITCHBACK_WEBHOOK_ALLOW_HTTP":    &c.WebhookAllowHTTP,
+			"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": &c.WebhookAllowPrivate,
+		}[env]
+		switch {
+		case field == nil:
+			continue
+		case *field:
+		case given(env):
+			return fmt.Errorf("invalid %s: the demo data (SWITCHBACK_DEMO=true, SWITCHBACK_DEMO_DATA=true) delivers to its sink and calls its simulators on http://127.0.0.1; set %s=true, or SWITCHBACK_DEMO_DATA=false", env, env)
+		default:
+			*field = true
+			c.DemoSet = append(c.DemoSet, env)
+		}
+	}
+	return nil
 }
 
 func (c Config) validate() error {
@@ -246,6 +331,14 @@ func (c Config) validate() error {
 		return errors.New("invalid SWITCHBACK_OPS_ADDR: must differ from SWITCHBACK_HTTP_ADDR")
 	}
 	return nil
+}
+
+// EmbeddedClickHousePort is the port of EmbeddedClickHouseAddr (0: a free
+// one).
+func (c Config) EmbeddedClickHousePort() int {
+	_, port, _ := net.SplitHostPort(c.EmbeddedClickHouseAddr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // EmbeddedKafka reports whether the embedded broker is used.

@@ -18,7 +18,8 @@ func TestLoad_Defaults(t *testing.T) {
 	if !c.EmbeddedKafka() || c.RedisURL != "" || c.ClickHouseURL != "" {
 		t.Errorf("defaults should be embedded: %+v", c)
 	}
-	if c.HTTPAddr != "127.0.0.1:8080" || c.OpsAddr != "127.0.0.1:9090" || c.EmbeddedKafkaAddr != "127.0.0.1:19092" {
+	if c.HTTPAddr != "127.0.0.1:8080" || c.OpsAddr != "127.0.0.1:9090" || c.EmbeddedKafkaAddr != "127.0.0.1:19092" ||
+		c.EmbeddedClickHouseAddr != "127.0.0.1:19000" || c.EmbeddedClickHousePort() != 19000 || c.AccessLog != "debug" {
 		t.Errorf("listener defaults wrong: %+v", c)
 	}
 	if c.DataDir != "./var" || c.Demo || c.MaxBodyBytes != 1<<20 || c.ShutdownTimeout != 15*time.Second {
@@ -61,6 +62,9 @@ func TestLoad_InvalidSettingIsNamed(t *testing.T) {
 		{"admin key without secret", map[string]string{"SWITCHBACK_ADMIN_KEY": "k"}, nil, "SWITCHBACK_ADMIN_KEY"},
 		{"short admin secret", map[string]string{"SWITCHBACK_ADMIN_KEY": "k", "SWITCHBACK_ADMIN_SECRET": "short"}, nil, "SWITCHBACK_ADMIN_SECRET"},
 		{"same listeners", map[string]string{"SWITCHBACK_OPS_ADDR": "127.0.0.1:8080"}, nil, "SWITCHBACK_OPS_ADDR"},
+		{"clickhouse child on a public address", map[string]string{"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR": "0.0.0.0:19000"}, nil, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR"},
+		{"clickhouse child without a port", map[string]string{"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR": "127.0.0.1"}, nil, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR"},
+		{"bad access log", map[string]string{"SWITCHBACK_ACCESS_LOG": "loud"}, nil, "SWITCHBACK_ACCESS_LOG"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,5 +102,42 @@ func TestRedactURL(t *testing.T) {
 	got := RedactURL("clickhouse://user:pw@h:9000/db")
 	if strings.Contains(got, "pw") || !strings.Contains(got, "user@h:9000") {
 		t.Errorf("RedactURL = %q", got)
+	}
+}
+
+func TestLoad_DemoDataTurnsOnWhatItNeedsOrNamesTheSetting(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		wantOn  bool
+		wantSet int
+	}{
+		{"demo data, allow settings not given: turned on", map[string]string{"SWITCHBACK_DEMO": "true"}, "", true, 2},
+		{"demo data, given true: kept", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, "", true, 0},
+		{"demo data, one given false: refused, named", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "false"}, "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", false, 0},
+		{"demo without data: untouched", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_DEMO_DATA": "false"}, "", false, 0},
+		{"no demo: untouched", nil, "", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load("test", nil, env(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.WebhookAllowHTTP != tt.wantOn || c.WebhookAllowPrivate != tt.wantOn || len(c.DemoSet) != tt.wantSet {
+				t.Errorf("allow http %v, private %v, set by the demo %v; want %v and %d set", c.WebhookAllowHTTP, c.WebhookAllowPrivate, c.DemoSet, tt.wantOn, tt.wantSet)
+			}
+		})
+	}
+	// The flag counts as given too.
+	if _, err := Load("test", []string{"--webhook-allow-http=false"}, env(map[string]string{"SWITCHBACK_DEMO": "true"})); err == nil || !strings.Contains(err.Error(), "SWITCHBACK_WEBHOOK_ALLOW_HTTP") {
+		t.Errorf("--webhook-allow-http=false with the demo: err = %v", err)
 	}
 }

@@ -49,6 +49,9 @@ type Options struct {
 	ChannelID            string
 	// SinkAddr is the sink's listen address; "" picks a free loopback port.
 	SinkAddr string
+	// BookingSystemAddr is the simulated booking system's listen address
+	// (SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR); "" picks a free loopback port.
+	BookingSystemAddr string
 	// Interval between two rounds of changes. Default 3 s.
 	Interval time.Duration
 	Logger   *slog.Logger
@@ -137,15 +140,21 @@ func Start(opts Options) (*Demo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo partner listener: %w", err)
 	}
-	bl, err := net.Listen("tcp", "127.0.0.1:0")
+	baddr := opts.BookingSystemAddr
+	if baddr == "" {
+		baddr = "127.0.0.1:0"
+	}
+	bl, err := net.Listen("tcp", baddr)
 	if err != nil {
 		pl.Close()
-		return nil, fmt.Errorf("demo booking system listener: %w", err)
+		return nil, fmt.Errorf("demo booking system listener on %s (SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR): %w", baddr, err)
 	}
 	d.bookURL = "http://" + bl.Addr().String()
 	// Its inventory moves every minute, so each change notification the
 	// demo sends finds news.
-	d.booking = &http.Server{Handler: bookingsim.New(bookingsim.Config{APIKey: "demo-booking-token", Suppliers: 1, ProductsPerSupplier: 2,
+	// Two suppliers: the demo connects S1; S2 is left for the README's
+	// operator walk-through to connect.
+	d.booking = &http.Server{Handler: bookingsim.New(bookingsim.Config{APIKey: "demo-booking-token", Suppliers: 2, ProductsPerSupplier: 2,
 		ChangeRate: 0.3, ChangeEvery: time.Minute}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = d.booking.Serve(bl) }()
 	addr := opts.SinkAddr
@@ -156,7 +165,7 @@ func Start(opts Options) (*Demo, error) {
 	if err != nil {
 		pl.Close()
 		_ = d.booking.Close()
-		return nil, fmt.Errorf("demo sink listener on %s: %w", addr, err)
+		return nil, fmt.Errorf("demo sink listener on %s (SWITCHBACK_DEMO_SINK_ADDR): %w", addr, err)
 	}
 	d.partURL, d.sinkURL = "http://"+pl.Addr().String(), "http://"+sl.Addr().String()
 	d.partner = &http.Server{Handler: d.sim, ReadHeaderTimeout: 5 * time.Second}
@@ -172,6 +181,9 @@ func Start(opts Options) (*Demo, error) {
 	}()
 	return d, nil
 }
+
+// BookingSystemURL is the base URL of the simulated booking system.
+func (d *Demo) BookingSystemURL() string { return d.bookURL }
 
 // SinkURL is the base URL of the webhook sink.
 func (d *Demo) SinkURL() string { return d.sinkURL }
@@ -231,8 +243,16 @@ func (d *Demo) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	d.mu.Lock()
 	d.seen[typ]++
+	first := d.seen[typ] == 1
 	d.mu.Unlock()
-	d.log.Info("demo sink: verified notification", "type", typ, "deliveryId", r.Header.Get(schemas.HeaderDeliveryID), "payload", fields)
+	// The first of each type at info shows the demo working; the rest, a
+	// few a second, at debug (switchback_demo_sink_received_total counts
+	// them all).
+	lvl := slog.LevelDebug
+	if first {
+		lvl = slog.LevelInfo
+	}
+	d.log.Log(r.Context(), lvl, "demo sink: verified notification", "type", typ, "first", first, "deliveryId", r.Header.Get(schemas.HeaderDeliveryID), "payload", fields)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -254,7 +274,7 @@ func (d *Demo) run(ctx context.Context) {
 			return
 		}
 	}
-	d.log.Info("demo ready: changes every few seconds; the sink logs each verified notification", "sink", d.sinkURL)
+	d.log.Info("demo ready: changes every few seconds; the sink logs the first verified notification of each type (every one at SWITCHBACK_LOG_LEVEL=debug)", "sink", d.sinkURL)
 	t := time.NewTicker(d.opts.Interval)
 	defer t.Stop()
 	for tick := 1; ; tick++ {

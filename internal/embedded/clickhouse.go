@@ -37,6 +37,10 @@ type ClickHouseOptions struct {
 	// looks up clickhouse-server, then clickhouse, on PATH and in the sbin
 	// directories where Debian installs the server.
 	Binary string
+	// Port is the native protocol's port on 127.0.0.1; 0 picks a free one
+	// at every start. A fixed port (SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR)
+	// lets analysts keep one clickhouse-client command.
+	Port int
 }
 
 // ClickHouse is a running clickhouse-server child.
@@ -71,8 +75,16 @@ func StartClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, 
 			return nil, fmt.Errorf("clickhouse data dir: %w", err)
 		}
 	}
+	if opts.Port != 0 {
+		// Say which port is taken, rather than a child's log line.
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("native port %d: %w", opts.Port, err)
+		}
+		l.Close()
+	}
 	for attempt := 1; ; attempt++ {
-		ch, err := startClickHouseOnce(ctx, path, args, root, log)
+		ch, err := startClickHouseOnce(ctx, path, args, root, opts.Port, log)
 		if err == nil || !addrInUse(err) || attempt == 3 {
 			return ch, err
 		}
@@ -110,10 +122,13 @@ func serverArgs(path string) []string {
 	return nil
 }
 
-func startClickHouseOnce(ctx context.Context, path string, args []string, root string, log *slog.Logger) (*ClickHouse, error) {
-	tcpPort, err := freePort()
-	if err != nil {
-		return nil, err
+func startClickHouseOnce(ctx context.Context, path string, args []string, root string, tcpPort int, log *slog.Logger) (*ClickHouse, error) {
+	if tcpPort == 0 {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		tcpPort = p
 	}
 	httpPort, err := freePort()
 	if err != nil {

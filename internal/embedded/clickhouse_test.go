@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,5 +86,45 @@ func TestStartClickHouse_MissingBinaryIsErrNotInstalled(t *testing.T) {
 	_, err := embedded.StartClickHouse(context.Background(), embedded.ClickHouseOptions{DataDir: t.TempDir(), Binary: "no-such-clickhouse-server"})
 	if !errors.Is(err, embedded.ErrNotInstalled) {
 		t.Fatalf("err = %v, want ErrNotInstalled", err)
+	}
+}
+
+// TestStartClickHouse_FixedPortIsKeptAndATakenOneIsNamed: with Port set
+// (SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR) the server listens there, so an
+// analyst's clickhouse-client command survives restarts; a port already
+// taken fails the start with the port in the error.
+func TestStartClickHouse_FixedPortIsKeptAndATakenOneIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, err = embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: t.TempDir(), Port: port, Logger: testharness.Logger(t)})
+	testharness.SkipIfNotInstalled(t, "clickhouse-server", err)
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(port)) {
+		t.Fatalf("start on a taken port: err = %v, want one naming port %d", err, port)
+	}
+	l.Close()
+
+	dir := t.TempDir()
+	for i := range 2 { // the same port on a restart
+		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Port: port, Logger: testharness.Logger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "127.0.0.1:" + strconv.Itoa(port); ch.Addr() != want {
+			t.Errorf("start %d: Addr() = %s, want %s", i+1, ch.Addr(), want)
+		}
+		if err := warehouse.Ping(ctx, ch.URL()); err != nil {
+			t.Errorf("start %d: Ping: %v", i+1, err)
+		}
+		if err := ch.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

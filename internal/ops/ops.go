@@ -1,6 +1,7 @@
 // Package ops owns the operations listener that SREs and orchestrators use:
-// /metrics (Prometheus), /healthz (the process is up) and /readyz (every
-// dependency reachable, with details per dependency). It serves no API
+// /metrics (Prometheus), /healthz (the process is up), /readyz (every
+// dependency reachable, with details per dependency) and /debug/pprof/
+// (Go's profiler, so a slow tier can be profiled where it runs). It serves no API
 // traffic and must never expose secrets: dependency details carry modes and
 // redacted addresses only.
 package ops
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -99,6 +101,36 @@ func (r *Readiness) Set(name string, c Component, check CheckFunc) {
 		}
 	}
 	r.comps[name] = &component{Component: c, check: check}
+	// The series exists from the moment the dependency is declared (0
+	// while starting), so that dashboards and SwitchbackDependencyDown see
+	// a dependency that never came up, not no data.
+	v := 0.0
+	if c.Status == StatusParked || c.Status == StatusUp {
+		v = 1
+	}
+	r.gauge.WithLabelValues(name).Set(v)
+}
+
+// DefaultRefresh is how often Refresh probes the dependencies.
+const DefaultRefresh = 10 * time.Second
+
+// Refresh probes every dependency every interval until ctx ends, so that
+// switchback_ops_dependency_up is current whether or not an orchestrator
+// calls /readyz (`switchback run` on a laptop has none).
+func (r *Readiness) Refresh(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultRefresh
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Report(ctx)
+		}
+	}
 }
 
 // Report probes every dependency (concurrently, each bounded by a timeout)
@@ -191,6 +223,13 @@ func NewServer(addr string, reg *prometheus.Registry, ready *Readiness, log *slo
 		}
 		_ = json.NewEncoder(w).Encode(body)
 	})
+	// The profiler on the ops listener (internal by default, like the
+	// metrics): registered on this mux explicitly, not DefaultServeMux.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return &Server{
 		srv: &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second},
 		log: log,

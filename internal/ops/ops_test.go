@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -139,4 +140,65 @@ func TestServer_Endpoints(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, `switchback_ops_dependency_up{dependency="kafka"} 0`) {
 		t.Errorf("/metrics = %d, missing go or dependency metrics:\n%.500s", code, body)
 	}
+}
+
+// gaugeValue reads switchback_ops_dependency_up{dependency=dep} from reg;
+// ok is false when the series does not exist.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, dep string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchback_ops_dependency_up" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "dependency" && l.GetValue() == dep {
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func TestReadiness_GaugeExistsFromSetAndRefreshKeepsItCurrent(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := NewReadiness(reg)
+	r.Set("redis", Component{Mode: ModeExternal, Required: true}, nil)
+	r.Set("clickhouse", Component{Mode: ModeParked}, nil)
+	tests := []struct {
+		dep  string
+		want float64
+	}{
+		{"redis", 0},      // starting: declared, not up
+		{"clickhouse", 1}, // parked counts as up
+	}
+	for _, tt := range tests {
+		if got, ok := gaugeValue(t, reg, tt.dep); !ok || got != tt.want {
+			t.Errorf("after Set, %s gauge = %v (exists %v), want %v", tt.dep, got, ok, tt.want)
+		}
+	}
+
+	// Nobody calls /readyz: Refresh alone brings the gauge to 1 once the
+	// check answers.
+	r.Set("redis", Component{Mode: ModeExternal, Required: true}, func(context.Context) error { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Refresh(ctx, time.Millisecond) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got, _ := gaugeValue(t, reg, "redis"); got == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Refresh did not set the redis gauge to 1 within 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
 }

@@ -156,6 +156,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return fmt.Errorf("consumer %s: %w", c.cfg.GroupID, err)
 	}
 	r := kafka.NewReader(c.readerConfig())
+	c.cfg.Metrics.declareConsumer(c.cfg.Topics, c.cfg.GroupID)
 	c.log.Info("consumer started", "topics", c.cfg.Topics)
 
 	runErr := c.loop(ctx, r)
@@ -205,9 +206,7 @@ func (c *Consumer) readerConfig() kafka.ReaderConfig {
 		JoinGroupBackoff:  c.cfg.JoinGroupBackoff,
 		ReadBackoffMin:    50 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			c.log.Warn("kafka reader: " + truncate(fmt.Sprintf(msg, args...)))
-		}),
+		ErrorLogger:       ReaderErrorLogger(c.log),
 	}
 }
 

@@ -63,4 +63,6 @@ func TestMetrics_NilRecordsNothing(t *testing.T) {
 	m.observeProduced("t", 1)
 	m.observeProduceErrors("t", 1)
 	m.observePublish(0.1)
+	m.declareConsumer([]string{"t"}, "g")
+	m.DeclareTopics([]string{"t"})
 }

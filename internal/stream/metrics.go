@@ -83,6 +83,34 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// declareConsumer creates a consumer's per-topic counters at 0 when it
+// starts, so that a rate or an increase over them (dashboards, the
+// SwitchbackDeadLettered alert) reads 0 rather than no data until the
+// first failure.
+func (m *Metrics) declareConsumer(topics []string, group string) {
+	if m == nil {
+		return
+	}
+	for _, t := range topics {
+		m.consumed.WithLabelValues(t, group)
+		m.handlerFailures.WithLabelValues(t, group)
+		m.deadLettered.WithLabelValues(t, group)
+		m.fenced.WithLabelValues(t, group)
+	}
+}
+
+// DeclareTopics creates the producer counters of topics at 0 (the app
+// calls it with every topic it creates), for the same reason.
+func (m *Metrics) DeclareTopics(topics []string) {
+	if m == nil {
+		return
+	}
+	for _, t := range topics {
+		m.produced.WithLabelValues(t)
+		m.produceErrors.WithLabelValues(t)
+	}
+}
+
 func (m *Metrics) observeConsumed(topic, group string, partition int, lag int64) {
 	if m == nil {
 		return

@@ -246,6 +246,24 @@ func (g *Guard) Epoch(ctx context.Context) (string, error) {
 	return v, nil
 }
 
+// EpochOf interprets the answer of a GET of Key() made in the caller's own
+// pipeline (a write that reads the marker with its data): the epoch, ""
+// when the marker is missing or left by an earlier run of the server, or
+// the Redis error. It is Epoch without the round trip (a stale marker is
+// not deleted here; the next Epoch does it).
+func (g *Guard) EpochOf(raw string, err error) (string, error) {
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the views marker: %w", err)
+	}
+	if !g.valid(raw) {
+		return "", nil
+	}
+	return raw, nil
+}
+
 // Check is the /readyz probe: nil when the views are complete.
 func (g *Guard) Check(context.Context) error {
 	if g.Ready() {

@@ -150,6 +150,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		GroupID:       p.opts.GroupID,
 		Topics:        catalogstore.Topics(),
 		Handler:       p.Handle,
+		BatchHandler:  p.HandleBatch,
 		MaxRetryDelay: 5 * time.Second,
 		Logger:        p.opts.Logger,
 		Metrics:       p.stream,
@@ -221,6 +222,58 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 	}
 	p.metrics.events.WithLabelValues(string(ev.Kind), result).Inc()
 	return nil
+}
+
+// HandleBatch handles a consumer's batch in order: runs of availability
+// events (the operators' pushes, thousands a second, which notify nobody
+// here: processors/availability diffs them) are applied with one Redis
+// pipeline, read without decoding their slots (Store.ApplyRecords); every
+// other record goes through Handle. It is the consumer's
+// stream.BatchHandler; a failure redoes the batch, which is idempotent.
+func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) error {
+	availType := catalogstore.EventType(catalogstore.KindAvailability, false)
+	var run []stream.Message
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		applied, err := p.opts.Store.ApplyRecords(ctx, run)
+		if errors.Is(err, catalogstore.ErrInvalidEvent) {
+			// One of them is unusable: Handle skips it and applies the rest.
+			for _, m := range run {
+				if err := p.Handle(ctx, m); err != nil {
+					return err
+				}
+			}
+			run = run[:0]
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, a := range applied {
+			result := "applied"
+			if !a {
+				result = "already_applied"
+			}
+			p.metrics.events.WithLabelValues(string(catalogstore.KindAvailability), result).Inc()
+		}
+		run = run[:0]
+		return nil
+	}
+	for _, m := range msgs {
+		if len(m.Value) > 0 && catalogstore.RecordType(m.Value) == availType {
+			run = append(run, m)
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := p.Handle(ctx, m); err != nil {
+			return err
+		}
+	}
+	return flush()
 }
 
 // Operations of the notifications (spec doc 1).

@@ -277,6 +277,11 @@ func cell(v any) string {
 			return "NULL"
 		}
 		return *x
+	case *float64:
+		if x == nil {
+			return "NULL"
+		}
+		return cell(*x)
 	}
 	return fmt.Sprint(v)
 }

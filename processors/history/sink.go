@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -159,9 +160,7 @@ func (s *Sink) Run(ctx context.Context) error {
 		JoinGroupBackoff:  500 * time.Millisecond,
 		ReadBackoffMin:    50 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
-		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
-			s.log.Warn("kafka reader: " + fmt.Sprintf(msg, args...))
-		}),
+		ErrorLogger:       stream.ReaderErrorLogger(s.log),
 	})
 	s.log.Info("history sink started", "topic", s.opts.Topic, "batchSize", s.opts.BatchSize, "flushInterval", s.opts.FlushInterval, "retentionMonths", s.opts.RetentionMonths)
 

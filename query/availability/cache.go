@@ -164,6 +164,14 @@ func New(opts Options) *Service {
 	s.cache = instrument.Register(opts.Registerer, s.cache)
 	s.publish = instrument.Register(opts.Registerer, s.publish)
 	s.historyDropped = instrument.Register(opts.Registerer, s.historyDropped)
+	// Every result at 0 from the start: dashboards rate over the stale
+	// and unavailable reads, which a healthy partner never causes.
+	for _, r := range []string{"hit", "miss", "stale", "unavailable"} {
+		s.cache.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "partner_error", "publish_error", "lock_busy"} {
+		s.publish.WithLabelValues(r)
+	}
 	return s
 }
 

@@ -81,7 +81,9 @@ func Register(s *httpapi.Server, store *catalog.Store) {
 	g.Handle(http.MethodPut, rate, operatorRoles, h.putRate)
 	g.Handle(http.MethodDelete, rate, operatorRoles, h.deleteRate)
 	// Availabilities.
-	g.Handle(http.MethodPut, rate+"/availabilities", operatorRoles, h.putAvailabilities)
+	// The operators' hot write: the catalog reads the views' epoch in the
+	// batch's own pipelines (catalog.PipelinedFence).
+	g.HandleFenced(http.MethodPut, rate+"/availabilities", operatorRoles, h.putAvailabilities)
 	g.Handle(http.MethodGet, rate+"/availabilities", operatorRoles, h.getAvailabilities)
 	// Price schedule (not shown in the spec: docs/decisions.md).
 	g.Handle(http.MethodPut, rate+"/priceschedule", operatorRoles, h.putPriceSchedule)

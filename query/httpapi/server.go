@@ -79,9 +79,14 @@ type Options struct {
 	MaxBodyBytes int
 	// Timeouts of the connection. Defaults 30 s, 30 s and 120 s.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// Logger receives the access log (Info), panics and 5xx causes
-	// (Error). Default: discard.
+	// Logger receives the access log (at AccessLogLevel), panics and 5xx
+	// causes (Error). Default: discard.
 	Logger *slog.Logger
+	// AccessLogLevel is the level of the one line per request
+	// (SWITCHBACK_ACCESS_LOG; the binary's default is debug: a busy API
+	// would drown every other line at info). The zero value is Info;
+	// AccessLogOff turns the lines off.
+	AccessLogLevel slog.Level
 	// Registry gets the switchback_query_* metrics. Nil: not registered.
 	Registry prometheus.Registerer
 	// Principals authenticates X-API-Key / X-API-Secret. Required.
@@ -209,6 +214,10 @@ type route struct {
 	h       HandlerFunc
 	m       *routeMetrics
 	limited prometheus.Counter // refused by the rate limit, of the route's group
+	// fenced: the handler's store checks the views' epoch itself, in its
+	// own pipelines, before it decides anything (catalog.PipelinedFence),
+	// so the write needs no marker read of its own before the handler.
+	fenced bool
 }
 
 func (rt *route) allows(role principals.Role) bool {
@@ -228,11 +237,23 @@ func (rt *route) allows(role principals.Role) bool {
 // admits every authenticated principal. Every route requires credentials.
 // Register all routes before Serve; a duplicate route panics.
 func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
+	s.handle(method, pattern, roles, h, false)
+}
+
+// HandleFenced is Handle for a write whose store fences itself against a
+// lost view (it reads the views' epoch with its own data and refuses with
+// 503 when it changed): the hot writes, which then save the marker read
+// the server makes before every other write.
+func (s *Server) HandleFenced(method, pattern string, roles []principals.Role, h HandlerFunc) {
+	s.handle(method, pattern, roles, h, true)
+}
+
+func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, fenced bool) {
 	if s.started.Load() {
 		panic("httpapi: Handle after Serve: register every route first")
 	}
 	rt := &route{method: method, pattern: pattern, roles: roles, h: h, m: s.metrics.route(pattern, method),
-		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern))}
+		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: fenced}
 	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
 }
 
@@ -252,6 +273,12 @@ func (s *Server) Group(base string) *Group {
 // Handle registers h for method and base+path; see Server.Handle.
 func (g *Group) Handle(method, path string, roles []principals.Role, h HandlerFunc) {
 	g.s.Handle(method, g.base+path, roles, h)
+}
+
+// HandleFenced registers h for method and base+path; see
+// Server.HandleFenced.
+func (g *Group) HandleFenced(method, path string, roles []principals.Role, h HandlerFunc) {
+	g.s.HandleFenced(method, g.base+path, roles, h)
 }
 
 // ListenAndServe listens on Options.Addr and serves until Shutdown.
@@ -329,14 +356,18 @@ func (s *Server) finish(r *Request) {
 	s.pool.Put(r)
 }
 
+// AccessLogOff as Options.AccessLogLevel turns the access log off.
+const AccessLogOff = slog.Level(100)
+
 // accessLog writes one line per request: never the raw path or query (they
 // may carry ids or, from careless clients, secrets), never a header value
 // but the request id.
 func (s *Server) accessLog(method []byte, route string, status int, d time.Duration, reqID, principal string) {
-	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+	lvl := s.opts.AccessLogLevel
+	if lvl >= AccessLogOff || !s.log.Enabled(context.Background(), lvl) {
 		return
 	}
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+	s.log.LogAttrs(context.Background(), lvl, "request",
 		slog.String("method", methodLabel(method)), slog.String("route", route), slog.Int("status", status),
 		slog.Duration("dur", d), slog.String("reqId", reqID), slog.String("principal", principal))
 }
@@ -388,7 +419,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	}
 	gen, ready := v.Current()
 	read := isRead(ctx.Method())
-	if !ready || (!read && v.Confirm(s.base, gen) != nil) {
+	if !ready || (!read && !rt.fenced && v.Confirm(s.base, gen) != nil) {
 		viewsUnavailable(r)
 		return
 	}

@@ -1,8 +1,12 @@
 // Package dashboards holds the Grafana dashboards (JSON, provisioned by
 // ../provisioning/dashboards/switchback.yaml). This test keeps them honest:
-// valid JSON on the provisioned datasource, PromQL that Prometheus parses
+// valid JSON on the datasource variable, job and instance variables that
+// every switchback_* selector honours, PromQL that Prometheus parses
 // (through promtool, when installed), and only metrics and labels that the
-// code declares (deploy/internal/metricsource).
+// code declares (deploy/internal/metricsource). That every query answers
+// without error on the metrics of a running binary, through a real
+// Prometheus, is TestBinary_DashboardsAndAlertsOnARealPrometheus
+// (cmd/switchback).
 package dashboards
 
 import (
@@ -11,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -22,6 +27,19 @@ type dashboard struct {
 	Title       string  `json:"title"`
 	Description string  `json:"description"`
 	Panels      []panel `json:"panels"`
+	Templating  struct {
+		List []variable `json:"list"`
+	} `json:"templating"`
+}
+
+type variable struct {
+	Type       string     `json:"type"`
+	Name       string     `json:"name"`
+	Query      string     `json:"query"`
+	Datasource datasource `json:"datasource"`
+	Current    struct {
+		Value any `json:"value"`
+	} `json:"current"`
 }
 
 type panel struct {
@@ -40,8 +58,25 @@ type datasource struct {
 	UID  string `json:"uid"`
 }
 
-// The datasource uid of ../provisioning/datasources/prometheus.yaml.
-const datasourceUID = "prometheus"
+// Panels name the datasource through the dashboard variable, whose
+// default is the uid of ../provisioning/datasources/prometheus.yaml: a
+// Grafana with another Prometheus datasource picks it from the variable.
+const (
+	datasourceUID         = "${datasource}"
+	provisionedDatasource = "prometheus"
+)
+
+// wantVariables are the variables every dashboard has, with the query
+// each runs (Grafana's label_values over the build info gauge, which every
+// process exports).
+var wantVariables = map[string]string{
+	"datasource": "prometheus",
+	"job":        "label_values(switchback_build_info, job)",
+	"instance":   `label_values(switchback_build_info{job=~"$job"}, instance)`,
+}
+
+// selectorOf finds each switchback_* metric with its selector.
+var selectorOf = regexp.MustCompile(`\b(switchback_[a-z0-9_]+|up)(\{[^{}]*\})?`)
 
 func load(t *testing.T) map[string]dashboard {
 	t.Helper()
@@ -78,6 +113,23 @@ func TestDashboards_AreProvisionable(t *testing.T) {
 			if !strings.HasPrefix(d.Title, "Switchback / ") {
 				t.Errorf("title %q: want the 'Switchback / ' prefix", d.Title)
 			}
+			vars := map[string]variable{}
+			for _, v := range d.Templating.List {
+				vars[v.Name] = v
+			}
+			for name, query := range wantVariables {
+				v, ok := vars[name]
+				switch {
+				case !ok:
+					t.Errorf("no dashboard variable %q", name)
+				case v.Query != query:
+					t.Errorf("variable %q queries %q, want %q", name, v.Query, query)
+				case name == "datasource" && (v.Type != "datasource" || v.Current.Value != provisionedDatasource):
+					t.Errorf("variable datasource: type %q, default %v; want a datasource variable defaulting to %q", v.Type, v.Current.Value, provisionedDatasource)
+				case name != "datasource" && v.Datasource.UID != datasourceUID:
+					t.Errorf("variable %q on datasource %+v, want %q", name, v.Datasource, datasourceUID)
+				}
+			}
 			ids := map[int]bool{}
 			for _, p := range d.Panels {
 				if ids[p.ID] {
@@ -93,6 +145,14 @@ func TestDashboards_AreProvisionable(t *testing.T) {
 				for _, tg := range p.Targets {
 					if tg.Expr == "" || tg.Datasource.UID != datasourceUID {
 						t.Errorf("panel %q: target %+v", p.Title, tg)
+					}
+					// Every series selected is narrowed by the job and
+					// instance variables, so that the dashboard shows one
+					// deployment, tier or process when asked.
+					for _, m := range selectorOf.FindAllStringSubmatch(tg.Expr, -1) {
+						if !strings.Contains(m[2], `job=~"$job"`) || !strings.Contains(m[2], `instance=~"$instance"`) {
+							t.Errorf("panel %q: %s%s lacks job=~\"$job\" and instance=~\"$instance\"", p.Title, m[1], m[2])
+						}
 					}
 				}
 			}
@@ -138,7 +198,7 @@ func TestDashboards_QueriesParse(t *testing.T) {
 		for _, p := range d.Panels {
 			for _, tg := range p.Targets {
 				n++
-				expr := strings.ReplaceAll(tg.Expr, "$__rate_interval", "5m")
+				expr := strings.NewReplacer("$__rate_interval", "5m", "$job", ".+", "$instance", ".+").Replace(tg.Expr)
 				q, _ := json.Marshal(expr) // a JSON string is a valid YAML string
 				fmt.Fprintf(&b, "      - record: dashboard:%s:%d\n        expr: %s\n", strings.TrimSuffix(file, ".json")[len("switchback-"):], n, q)
 			}

@@ -110,8 +110,9 @@ var (
 	selector  = regexp.MustCompile(`\{([^{}]*)\}`)
 	matcher   = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
 	// label_replace(v, "dst", "replacement", "src", "regex"): dst is a new
-	// label of the result.
-	labelReplace = regexp.MustCompile(`label_replace\([^"]*"([a-zA-Z_][a-zA-Z0-9_]*)"`)
+	// label of the result. Matched by its four trailing string arguments,
+	// since v may hold selectors with quoted values of its own.
+	labelReplace = regexp.MustCompile(`"([a-zA-Z_][a-zA-Z0-9_]*)"\s*,\s*"[^"]*"\s*,\s*"[a-zA-Z_][a-zA-Z0-9_]*"\s*,\s*"[^"]*"\s*\)`)
 )
 
 // Target labels Prometheus adds to every scraped series.

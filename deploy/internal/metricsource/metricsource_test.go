@@ -55,6 +55,7 @@ func TestCheck_FlagsUnknownMetricsAndLabels(t *testing.T) {
 		{"le without buckets", `sum by (le) (switchback_x_total)`, []string{`label "le"`}},
 		{"_bucket of a counter", `switchback_x_total_bucket`, []string{"not declared"}},
 		{"label_replace makes a label", `sum by (class) (label_replace(switchback_x_total, "class", "${1}", "result", "(.).*"))`, nil},
+		{"label_replace over a selector with quoted values", `sum by (class) (label_replace(sum by (result) (switchback_x_total{job=~"$job"}), "class", "${1}", "result", "(.).*"))`, nil},
 		{"other exporters unchecked", `count by (job) (up{job=~"switchback-.*"} == 1)`, nil},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,533 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
+)
+
+// Availability pushes are the operators' hot write: a booking system's
+// busy morning is thousands a second, across suppliers and many for one.
+// Each is still decided under its supplier's lock, as every catalog write
+// is, so that existence, scope and versions come from one consistent view;
+// but the pushes that arrive while a batch is being written are written
+// together as the next batch (group commit): one pipeline takes the locks
+// of every supplier in it (with the views' epoch), one reads every rate it
+// names (with the epoch again: the fence), one Publish (acks=all) carries
+// every change, and one pipeline applies them and releases the locks. A
+// lone push is written at once; under load the cost of the round trips is
+// shared by the whole batch. Pushes keep their arrival order within a
+// supplier (so do their versions and their events on the topic); a
+// supplier whose lock another write holds waits for the next batch, the
+// others go on.
+
+// errBusy answers a push whose supplier another write kept locked for the
+// whole lock wait.
+var errBusy = fmt.Errorf("another change of this supplier or channel is in progress: %w", ErrUnavailable)
+
+// maxAvailBatch bounds one batch (one Publish, one pipeline).
+const maxAvailBatch = 512
+
+// availWrite is one PutAvailabilities waiting for its batch.
+type availWrite struct {
+	p             principals.Principal
+	sid, pid, rid string
+	as            []Availability
+	deadline      time.Time        // busy (503) when its supplier stays locked until then
+	done          chan availResult // buffered: the batch never blocks on a caller
+}
+
+type availResult struct {
+	set AvailabilitySet
+	err error
+}
+
+// availQueue holds the pushes waiting for the batch being written.
+type availQueue struct {
+	mu      sync.Mutex
+	pending []*availWrite
+	running bool
+}
+
+// submit queues w; if no batch is running, the caller becomes the one
+// that writes batches until the queue is empty.
+func (q *availQueue) submit(w *availWrite) (leader bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, w)
+	if q.running {
+		return false
+	}
+	q.running = true
+	return true
+}
+
+// take returns up to maxAvailBatch waiting pushes; none means the leader
+// is done.
+func (q *availQueue) take() []*availWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.pending) == 0 {
+		q.running = false
+		return nil
+	}
+	n := min(len(q.pending), maxAvailBatch)
+	batch := q.pending[:n:n]
+	q.pending = q.pending[n:]
+	return batch
+}
+
+// putBack returns pushes of busy suppliers to the front of the queue, in
+// their order, ahead of those that arrived since.
+func (q *availQueue) putBack(ws []*availWrite) {
+	if len(ws) == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(ws[:len(ws):len(ws)], q.pending...)
+}
+
+// PutAvailabilities replaces the availabilities of a rate (the operator
+// setup path PUT .../rates/{rate_id}/availabilities). They go to the
+// availability topic as a snapshot of the rate.
+func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []Availability) (AvailabilitySet, error) {
+	if as == nil {
+		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
+	}
+	if err := validateAvailabilities(as); err != nil {
+		return AvailabilitySet{}, err
+	}
+	if !ValidID(sid) {
+		return AvailabilitySet{}, notFound("supplier", sid)
+	}
+	for i := range as {
+		as[i].Start, as[i].End = as[i].Start.UTC(), as[i].End.UTC()
+	}
+	w := &availWrite{p: p, sid: sid, pid: pid, rid: rid, as: as, deadline: time.Now().Add(s.lockWait), done: make(chan availResult, 1)}
+	if s.availQ.submit(w) {
+		// The batches run detached from any one caller: a caller that
+		// goes away must not fail the others' writes. Each batch is
+		// bounded by the publish timeout.
+		go s.writeAvailBatches(context.WithoutCancel(ctx))
+	}
+	select {
+	case r := <-w.done:
+		return r.set, r.err
+	case <-ctx.Done():
+		// The push may still be written by its batch.
+		return AvailabilitySet{}, unavailable("write availabilities", ctx.Err())
+	}
+}
+
+// writeAvailBatches writes the queued pushes, batch after batch, until
+// none is left. When every supplier of a batch was locked by other
+// writes, it backs off before trying again.
+func (s *Store) writeAvailBatches(ctx context.Context) {
+	backoff := time.Millisecond
+	for {
+		batch := s.availQ.take()
+		if len(batch) == 0 {
+			return
+		}
+		bctx, cancel := context.WithTimeout(ctx, publishTimeout+5*time.Second)
+		retry, progressed := s.writeAvailBatch(bctx, batch)
+		cancel()
+		s.availQ.putBack(retry)
+		if progressed || len(retry) == 0 {
+			backoff = time.Millisecond
+			continue
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 50*time.Millisecond)
+	}
+}
+
+// PipelinedFence is a Fence whose marker a write reads in its own
+// pipelines, saving the round trips (*views.Guard implements it).
+type PipelinedFence interface {
+	Fence
+	Key() string
+	EpochOf(raw string, err error) (string, error)
+}
+
+// rateState is a rate's stored availabilities as the batch goes: the raw
+// JSON and the last version.
+type rateState struct {
+	exists     bool
+	bad        error // the stored value could not be read
+	raw        []byte
+	cur        AvailabilitySet // decoded from raw only when decoded
+	decoded    bool
+	curVersion int64
+	hasCur     bool
+	last       int64
+}
+
+// current is the stored set, decoded on demand.
+func (st *rateState) current() (AvailabilitySet, error) {
+	if !st.decoded {
+		if err := json.Unmarshal(st.raw, &st.cur); err != nil {
+			return AvailabilitySet{}, err
+		}
+		st.decoded = true
+	}
+	return st.cur, nil
+}
+
+// writeAvailBatch writes one batch and answers each of its pushes but those
+// of suppliers another write holds locked (retry; answered busy past their
+// deadline). progressed is false when no lock could be taken.
+func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry []*availWrite, progressed bool) {
+	answer := func(w *availWrite, set AvailabilitySet, err error) { w.done <- availResult{set: set, err: err} }
+	fail := func(ws []*availWrite, err error) {
+		for _, w := range ws {
+			answer(w, AvailabilitySet{}, err)
+		}
+	}
+	if s.pub == nil {
+		fail(batch, fmt.Errorf("catalog write: no publisher: %w", ErrUnavailable))
+		return nil, true
+	}
+	fence, _ := s.fence.(PipelinedFence)
+	var sids []string
+	bySup := map[string][]*availWrite{}
+	for _, w := range batch {
+		if _, ok := bySup[w.sid]; !ok {
+			sids = append(sids, w.sid)
+		}
+		bySup[w.sid] = append(bySup[w.sid], w)
+	}
+
+	// 1. Every supplier's lock (with what it guards), and the epoch.
+	epoch, err := s.fenceEpochStart(ctx, fence)
+	if err != nil {
+		fail(batch, err)
+		return nil, true
+	}
+	token := uuid.NewString()
+	lockCmds := make([]*redis.Cmd, len(sids))
+	var markerCmd *redis.StringCmd
+	err = s.execScripts(ctx, func(pipe redis.Pipeliner) {
+		for i, sid := range sids {
+			lockCmds[i] = lockScript.EvalSha(ctx, pipe, []string{s.k.lock(sid), s.k.supplier(sid)}, token, lockTTL.Milliseconds(), fieldRec)
+		}
+		if fence != nil {
+			markerCmd = pipe.Get(ctx, fence.Key())
+		}
+	})
+	if err != nil {
+		fail(batch, unavailable("lock suppliers", err))
+		return nil, true
+	}
+	locked := map[string]*Supplier{}
+	var held []string
+	now := time.Now()
+	for i, sid := range sids {
+		res, err := lockCmds[i].StringSlice()
+		switch {
+		case err != nil:
+			fail(bySup[sid], unavailable("lock", err))
+		case len(res) == 2 && res[0] == "ok":
+			held = append(held, sid)
+			var sup *Supplier
+			if res[1] != "" {
+				sup = &Supplier{}
+				if err := json.Unmarshal([]byte(res[1]), sup); err != nil {
+					fail(bySup[sid], fmt.Errorf("decode stored supplier %s: %w", sid, err))
+					continue
+				}
+			}
+			locked[sid] = sup
+		default:
+			for _, w := range bySup[sid] {
+				if now.After(w.deadline) {
+					answer(w, AvailabilitySet{}, errBusy)
+				} else {
+					retry = append(retry, w)
+				}
+			}
+		}
+	}
+	defer func() {
+		if len(held) > 0 {
+			s.releaseAll(ctx, held, token)
+		}
+	}()
+	if len(held) == 0 {
+		return retry, false
+	}
+	if fence != nil {
+		if epoch, err = s.checkEpoch(fence, markerCmd, epoch); err != nil {
+			for _, sid := range held {
+				fail(bySup[sid], err)
+			}
+			return retry, true
+		}
+	}
+
+	// 2. Scope, then one read of every rate the batch names (and the
+	// epoch again: nothing was lost while the locks were taken).
+	type rk struct{ sid, pid, rid string }
+	var live []*availWrite
+	for _, sid := range held {
+		sup, ok := locked[sid]
+		for _, w := range bySup[sid] {
+			if !ok {
+				continue // answered: undecodable
+			}
+			// A push by a principal that may not manage the supplier
+			// is "not found", as for every write.
+			if sup == nil || !canManage(w.p, sup) {
+				answer(w, AvailabilitySet{}, notFound("supplier", sid))
+				continue
+			}
+			live = append(live, w)
+		}
+	}
+	if len(live) == 0 {
+		return retry, true
+	}
+	type reads struct {
+		rate *redis.BoolCmd
+		cur  *redis.StringCmd
+		ver  *redis.StringCmd
+	}
+	cmds := map[rk]reads{}
+	pipe := s.rdb.Pipeline()
+	for _, w := range live {
+		k := rk{w.sid, w.pid, w.rid}
+		if _, ok := cmds[k]; ok {
+			continue
+		}
+		cmds[k] = reads{
+			rate: pipe.HExists(ctx, s.k.rates(w.sid, w.pid), w.rid),
+			cur:  pipe.HGet(ctx, s.k.avail(w.sid, w.pid), w.rid),
+			ver:  pipe.HGet(ctx, s.k.versions(w.sid), verAvail(w.pid, w.rid)),
+		}
+	}
+	if fence != nil {
+		markerCmd = pipe.Get(ctx, fence.Key())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		fail(live, unavailable("read availabilities", err))
+		return retry, true
+	}
+	if fence != nil {
+		if _, err := s.checkEpoch(fence, markerCmd, epoch); err != nil {
+			fail(live, err)
+			return retry, true
+		}
+	} else if err := s.checkFence(ctx, heldLock{epoch: epoch}); err != nil {
+		fail(live, err)
+		return retry, true
+	}
+	states := make(map[rk]*rateState, len(cmds))
+	for k, c := range cmds {
+		st := &rateState{exists: c.rate.Val()}
+		if v, err := c.ver.Result(); err == nil {
+			st.last = parseVersion(v)
+		}
+		if raw, err := c.cur.Result(); err == nil {
+			// The stored set's version is all the write needs of it (the
+			// bytes are compared as they are): its slots are decoded only
+			// to answer a push that changes nothing.
+			if _, _, _, v, ok := setHeadFast([]byte(raw)); ok {
+				st.raw, st.hasCur, st.curVersion = []byte(raw), true, v
+				st.last = max(st.last, v)
+			} else if err := json.Unmarshal([]byte(raw), &st.cur); err != nil {
+				st.bad = err
+			} else {
+				st.raw, st.hasCur, st.curVersion, st.decoded = []byte(raw), true, st.cur.Version, true
+				st.last = max(st.last, st.cur.Version)
+			}
+		}
+		states[k] = st
+	}
+
+	// 3. Each push against the state its batch's earlier pushes left. A
+	// set is encoded once; its bytes are compared with the stored ones,
+	// and go into the event, the envelope and Redis as they are.
+	type pending struct {
+		w   *availWrite
+		set AvailabilitySet
+	}
+	var (
+		calls   []scriptCall
+		msgs    []stream.Message
+		written []pending
+	)
+	ts := s.timestamp()
+	for _, w := range live {
+		st := states[rk{w.sid, w.pid, w.rid}]
+		switch {
+		case !st.exists:
+			answer(w, AvailabilitySet{}, notFound("rate", w.rid))
+			continue
+		case st.bad != nil:
+			answer(w, AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", st.bad))
+			continue
+		}
+		next := AvailabilitySet{SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availabilities: w.as}
+		if st.hasCur {
+			next.Version = st.curVersion
+			if bytes.Equal(availSetJSON(next), st.raw) {
+				cur, err := st.current()
+				if err != nil {
+					answer(w, AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err))
+				} else {
+					answer(w, cur, nil) // nothing changed: no event
+				}
+				continue
+			}
+		}
+		next.Version = st.last + 1
+		raw := availSetJSON(next)
+		st.last, st.cur, st.decoded, st.curVersion, st.hasCur, st.raw = next.Version, next, true, next.Version, true, raw
+		ev := Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
+		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(ev.Kind, false), Key: ev.EntityKey(),
+			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
+		value, ok := envelopeJSON(env)
+		if !ok {
+			value = mustJSON(env)
+		}
+		msgs = append(msgs, stream.Message{Topic: ev.Kind.Topic(), Key: []byte(env.Key), Value: value, Time: ts})
+		v, t := versionArgs(env.Version, env.Time)
+		calls = append(calls, scriptCall{applyFieldScript, []string{s.k.versions(w.sid), s.k.avail(w.sid, w.pid)},
+			[]any{verAvail(w.pid, w.rid), v, t, "0", w.rid, raw}})
+		written = append(written, pending{w: w, set: next})
+	}
+	if len(written) == 0 {
+		return retry, true
+	}
+
+	// 4. One publish: the changes are durable once it returned.
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	err = s.pub.Publish(pctx, msgs...)
+	cancel()
+	if err != nil {
+		for _, p := range written {
+			answer(p.w, AvailabilitySet{}, unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err))
+		}
+		return retry, true
+	}
+	// 5. Applied with the locks' release (deferred above) in one go.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.applyAndRelease(actx, calls, held, token); err != nil {
+		s.log.Warn("catalog: published availability changes not yet in Redis; processors/catalog will apply them",
+			"changes", len(calls), "err", err)
+	} else {
+		held = nil // released with the apply
+	}
+	for _, p := range written {
+		answer(p.w, p.set, nil)
+	}
+	return retry, true
+}
+
+// fenceEpochStart is the views' epoch before a write reads anything: read
+// in the write's first pipeline when the fence allows it ("" then; the
+// pipeline's answer is checked by checkEpoch), else here.
+func (s *Store) fenceEpochStart(ctx context.Context, fence PipelinedFence) (string, error) {
+	if s.fence == nil || fence != nil {
+		return "", nil
+	}
+	return s.viewsEpoch(ctx)
+}
+
+// checkEpoch reads the marker's answer of a pipeline: it must be a
+// complete epoch, and the one want names when want is not "".
+func (s *Store) checkEpoch(fence PipelinedFence, c *redis.StringCmd, want string) (string, error) {
+	e, err := fence.EpochOf(c.Result())
+	if err != nil {
+		return "", unavailable("read the views epoch", err)
+	}
+	if e == "" || (want != "" && e != want) {
+		return "", errViewsRebuilding
+	}
+	return e, nil
+}
+
+// execScripts runs a pipeline of script calls, loading the scripts once
+// when Redis does not know them (pipelined EVALSHA does not fall back to
+// EVAL). Only idempotent or failed-as-a-whole calls may go through it: a
+// lock taken by the first run makes the second run's "busy", which the
+// caller's retry then resolves after the lock's TTL at worst; in practice
+// NOSCRIPT fails every call of a script alike.
+func (s *Store) execScripts(ctx context.Context, fill func(redis.Pipeliner)) error {
+	for try := 0; ; try++ {
+		pipe := s.rdb.Pipeline()
+		fill(pipe)
+		cmds, err := pipe.Exec(ctx)
+		if err != nil && try == 0 && hasNoScript(cmds) {
+			for _, sc := range []*redis.Script{lockScript, releaseScript, applyFieldScript} {
+				if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		return nil
+	}
+}
+
+func hasNoScript(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+// applyAndRelease applies the changes and releases the locks in one
+// pipeline; on failure it applies each on its own (the upserts are
+// idempotent), loading the script if Redis lost it, then releases.
+func (s *Store) applyAndRelease(ctx context.Context, calls []scriptCall, held []string, token string) error {
+	pipe := s.rdb.Pipeline()
+	for _, c := range calls {
+		c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	for _, sid := range held {
+		releaseScript.EvalSha(ctx, pipe, []string{s.k.lock(sid)}, token)
+	}
+	if _, err := pipe.Exec(ctx); err == nil {
+		return nil
+	}
+	for _, c := range calls {
+		if err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Err(); err != nil {
+			return unavailable("apply availabilities", err)
+		}
+	}
+	s.releaseAll(ctx, held, token)
+	return nil
+}
+
+// releaseAll drops the batch's locks (best effort: they expire anyway).
+func (s *Store) releaseAll(ctx context.Context, sids []string, token string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	err := s.execScripts(rctx, func(pipe redis.Pipeliner) {
+		for _, sid := range sids {
+			releaseScript.EvalSha(rctx, pipe, []string{s.k.lock(sid)}, token)
+		}
+	})
+	if err != nil {
+		s.log.Warn("catalog: releasing write locks failed; they expire by themselves", "locks", len(sids), "err", err)
+	}
+}
