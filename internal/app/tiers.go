@@ -181,12 +181,8 @@ func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger) err
 	}))
 
 	// The contract itself: GET /, /docs, /openapi/{family}.json, without
-	// credentials (query/apidocs).
-	docs, err := openapi.Load()
-	if err != nil {
-		return fmt.Errorf("API documents: %w", err)
-	}
-	return apidocs.Register(srv, docs)
+	// credentials (query/apidocs; the documents are bundled on first use).
+	return apidocs.Register(srv, openapi.Load)
 }
 
 // accessLogLevel maps SWITCHBACK_ACCESS_LOG to the API's access log level.

@@ -21,6 +21,7 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -59,10 +60,19 @@ type asset struct {
 }
 
 type handlers struct {
-	docs   *openapi.Documents
-	pages  map[string][]byte // family -> rendered HTML
+	load   func() (*openapi.Documents, error)
+	once   sync.Once
+	built  *built
+	err    error
 	assets map[string]asset
-	index  index
+}
+
+// built is what the routes serve, made on first use: bundling the
+// documents takes ~150 ms, which a start need not wait for.
+type built struct {
+	docs  *openapi.Documents
+	pages map[string][]byte // family -> rendered HTML
+	index index
 }
 
 // index is GET /.
@@ -80,35 +90,12 @@ type indexDocument struct {
 	YAML   string `json:"yaml"`
 }
 
-// Register adds the public reference routes to s. docs are the bundled
-// documents (openapi.Load).
-func Register(s *httpapi.Server, docs *openapi.Documents) error {
-	h := &handlers{docs: docs, pages: map[string][]byte{}, assets: map[string]asset{},
-		index: index{Name: "Switchback", Docs: "/docs"}}
-	tmpl, err := template.ParseFS(files, "page.html")
-	if err != nil {
-		return fmt.Errorf("reference page template: %w", err)
-	}
-	type link struct{ Name, Title, Label string }
-	var links []link
-	for _, f := range docs.Families() {
-		links = append(links, link{Name: f.Name, Title: f.Title, Label: labels[f.Name]})
-		h.index.Documents = append(h.index.Documents, indexDocument{Family: f.Name, Title: f.Title, Docs: "/docs/" + f.Name,
-			JSON: "/openapi/" + f.Name + ".json", YAML: "/openapi/" + f.Name + ".yaml"})
-	}
-	for _, l := range links {
-		var b bytes.Buffer
-		if err := tmpl.Execute(&b, struct {
-			Current  link
-			Families []link
-		}{l, links}); err != nil {
-			return fmt.Errorf("reference page of %s: %w", l.Name, err)
-		}
-		h.pages[l.Name] = b.Bytes()
-	}
-	if _, ok := h.pages[defaultFamily]; !ok {
-		return fmt.Errorf("no %s document to show at /docs", defaultFamily)
-	}
+// Register adds the public reference routes to s. load gives the bundled
+// documents (openapi.Load); it is called once, on the first request that
+// needs them, and its failure (a defect of the embedded documents, which
+// their tests rule out) is a 500.
+func Register(s *httpapi.Server, load func() (*openapi.Documents, error)) error {
+	h := &handlers{load: load, assets: map[string]asset{}}
 	for name, ct := range map[string]string{
 		"redoc.standalone.js":             "text/javascript; charset=utf-8",
 		"redoc.standalone.js.LICENSE.txt": "text/plain; charset=utf-8",
@@ -122,7 +109,6 @@ func Register(s *httpapi.Server, docs *openapi.Documents) error {
 		}
 		h.assets[name] = asset{contentType: ct, body: b}
 	}
-
 	s.HandlePublic(http.MethodGet, "/", h.root)
 	s.HandlePublic(http.MethodGet, "/docs", h.page)
 	s.HandlePublic(http.MethodGet, "/docs/{family}", h.page)
@@ -132,6 +118,45 @@ func Register(s *httpapi.Server, docs *openapi.Documents) error {
 	return nil
 }
 
+// get builds the documents, pages and index, once.
+func (h *handlers) get() (*built, error) {
+	h.once.Do(func() { h.built, h.err = build(h.load) })
+	return h.built, h.err
+}
+
+func build(load func() (*openapi.Documents, error)) (*built, error) {
+	docs, err := load()
+	if err != nil {
+		return nil, fmt.Errorf("API documents: %w", err)
+	}
+	tmpl, err := template.ParseFS(files, "page.html")
+	if err != nil {
+		return nil, fmt.Errorf("reference page template: %w", err)
+	}
+	b := &built{docs: docs, pages: map[string][]byte{}, index: index{Name: "Switchback", Docs: "/docs"}}
+	type link struct{ Name, Title, Label string }
+	var links []link
+	for _, f := range docs.Families() {
+		links = append(links, link{Name: f.Name, Title: f.Title, Label: labels[f.Name]})
+		b.index.Documents = append(b.index.Documents, indexDocument{Family: f.Name, Title: f.Title, Docs: "/docs/" + f.Name,
+			JSON: "/openapi/" + f.Name + ".json", YAML: "/openapi/" + f.Name + ".yaml"})
+	}
+	for _, l := range links {
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, struct {
+			Current  link
+			Families []link
+		}{l, links}); err != nil {
+			return nil, fmt.Errorf("reference page of %s: %w", l.Name, err)
+		}
+		b.pages[l.Name] = buf.Bytes()
+	}
+	if _, ok := b.pages[defaultFamily]; !ok {
+		return nil, fmt.Errorf("no %s document to show at /docs", defaultFamily)
+	}
+	return b, nil
+}
+
 // root answers the index, or sends a browser to the pages.
 func (h *handlers) root(r *httpapi.Request) error {
 	if prefersHTML(string(r.Ctx.Request.Header.Peek("Accept"))) {
@@ -139,7 +164,11 @@ func (h *handlers) root(r *httpapi.Request) error {
 		r.Ctx.SetStatusCode(http.StatusFound)
 		return nil
 	}
-	return r.JSON(http.StatusOK, h.index)
+	b, err := h.get()
+	if err != nil {
+		return err
+	}
+	return r.JSON(http.StatusOK, b.index)
 }
 
 // prefersHTML reports whether an Accept header asks for HTML before JSON:
@@ -150,11 +179,15 @@ func prefersHTML(accept string) bool {
 }
 
 func (h *handlers) page(r *httpapi.Request) error {
+	b, err := h.get()
+	if err != nil {
+		return err
+	}
 	fam := r.Param("family")
 	if fam == "" {
 		fam = defaultFamily
 	}
-	b, ok := h.pages[fam]
+	page, ok := b.pages[fam]
 	if !ok {
 		return notFound("no API family " + fam)
 	}
@@ -163,7 +196,7 @@ func (h *handlers) page(r *httpapi.Request) error {
 	resp.Header.Set("X-Content-Type-Options", "nosniff")
 	resp.Header.Set("Cache-Control", "no-cache")
 	resp.Header.SetContentType("text/html; charset=utf-8")
-	resp.SetBodyRaw(b)
+	resp.SetBodyRaw(page)
 	return nil
 }
 
@@ -181,25 +214,23 @@ func (h *handlers) asset(r *httpapi.Request) error {
 }
 
 func (h *handlers) document(r *httpapi.Request) error {
-	fam := r.Param("family")
-	var get func(string) ([]byte, bool)
-	var ct string
-	switch r.Param("format") {
-	case "json":
-		get, ct = h.docs.JSON, "application/json"
-	case "yaml":
-		get, ct = h.docs.YAML, "application/yaml"
-	default:
-		return notFound("documents are .json or .yaml")
+	b, err := h.get()
+	if err != nil {
+		return err
 	}
-	b, ok := get(fam)
+	fam := r.Param("family")
+	get, ct := b.docs.JSON, "application/json"
+	if r.Param("format") == "yaml" {
+		get, ct = b.docs.YAML, "application/yaml"
+	}
+	doc, ok := get(fam)
 	if !ok {
 		return notFound("no API family " + fam)
 	}
 	resp := &r.Ctx.Response
 	resp.Header.Set("Cache-Control", "no-cache")
 	resp.Header.SetContentType(ct)
-	resp.SetBodyRaw(b)
+	resp.SetBodyRaw(doc)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -28,12 +29,13 @@ func (discard) Publish(context.Context, ...stream.Message) error { return nil }
 
 func start(t *testing.T) string {
 	t.Helper()
-	docs, err := openapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return startWith(t, openapi.Load)
+}
+
+func startWith(t *testing.T, load func() (*openapi.Documents, error)) string {
+	t.Helper()
 	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(discard{})})
-	if err := apidocs.Register(s, docs); err != nil {
+	if err := apidocs.Register(s, load); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -197,6 +199,26 @@ func TestRegister_ServedDocumentsAreTheBundles(t *testing.T) {
 		if err := yaml.Unmarshal(ys.body, &v); err != nil || v["openapi"] != "3.1.0" {
 			t.Errorf("%s.yaml: %v", f.Name, err)
 		}
+	}
+}
+
+func TestRegister_DocumentsThatDoNotLoadAreA500NotAStartFailure(t *testing.T) {
+	calls := 0
+	url := startWith(t, func() (*openapi.Documents, error) {
+		calls++
+		return nil, errors.New("broken embedded document")
+	})
+	for _, path := range []string{"/", "/docs", "/openapi/reseller.json"} {
+		a := get(t, url+path, nil)
+		if a.status != 500 || !strings.Contains(string(a.body), `"code":"INTERNAL"`) || strings.Contains(string(a.body), "broken") {
+			t.Errorf("%s: %d %s, want 500 INTERNAL without the cause", path, a.status, a.body)
+		}
+	}
+	if a := get(t, url+"/docs/assets/docs.js", nil); a.status != 200 {
+		t.Errorf("assets: %d, want 200 (they need no document)", a.status)
+	}
+	if calls != 1 {
+		t.Errorf("load called %d times, want once", calls)
 	}
 }
 
