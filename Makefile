@@ -18,8 +18,9 @@ build:
 
 # The demo: embedded broker, Redis (redis-server if installed, else
 # miniredis), ClickHouse (clickhouse-server if installed, else parked). The
-# demo data turns on the webhook allow settings it needs (its sink is on
-# http://127.0.0.1) unless they are given; the banner says so.
+# demo data turns on the outbound allow settings it needs (its sink and
+# simulators are on http://127.0.0.1) unless they are given; the banner
+# says so.
 # The first build downloads the modules and compiles everything (a minute
 # or two on a fresh machine): say so rather than sit silent.
 run:

@@ -160,6 +160,7 @@ type Dispatcher struct {
 	lastSend      map[string]time.Time // end of the last POST per subscriber
 	lastSendSweep time.Time
 	autoDisabled  map[string]bool
+	toDrain       map[string]bool // auto-disabled, backlog not yet suppressed
 
 	wake    chan struct{}
 	laneWG  sync.WaitGroup
@@ -252,6 +253,7 @@ func New(opts Options) (*Dispatcher, error) {
 		lanes:        map[string]struct{}{},
 		lastSend:     map[string]time.Time{},
 		autoDisabled: map[string]bool{},
+		toDrain:      map[string]bool{},
 		wake:         make(chan struct{}, 1),
 	}
 	d.m.backlogLimit.Set(float64(opts.BacklogLimit))

@@ -351,6 +351,17 @@ func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppresse
 			t.Errorf("notification %s taken in before the subscriber was found failing was not attempted", n.ID)
 		}
 	}
+	// Their retries were an hour away: once the subscriber is disabled
+	// they are suppressed at once (replayable), not when due.
+	eventually(t, 15*time.Second, "the pending retries suppressed", func() bool {
+		sup := e.suppressed()
+		for _, n := range first {
+			if _, ok := sup[n.ID]; !ok {
+				return false
+			}
+		}
+		return true
+	})
 	if got := e.subs.disableCallsOf("flood"); got != 1 {
 		t.Errorf("DisableAll called %d times, want 1", got)
 	}
@@ -734,7 +745,7 @@ func TestReplay_RedeliversWithTheSameIDs(t *testing.T) {
 	if err != nil || count != 1 {
 		t.Fatalf("Replay = %d, %v; want 1", count, err)
 	}
-	eventually(t, 15*time.Second, "replayed", func() bool { return s.deliveredIDs()[n.ID] == 2 })
+	eventually(t, 30*time.Second, "replayed", func() bool { return s.deliveredIDs()[n.ID] == 2 })
 	if len(s.requests()) != 2 {
 		t.Errorf("%d requests, want 2 (the duplicate filtered, the replay sent)", len(s.requests()))
 	}

@@ -148,3 +148,37 @@ func FuzzDecodeScheduled(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeNotification(f *testing.F) {
+	n := encodeCases()[0].(scheduledDelivery).Notification
+	bare, _ := appendNotification(nil, n)
+	f.Add(bare)
+	env, _ := NotificationMessage(n)
+	f.Add(env.Value)
+	f.Add([]byte(`{"id":"1","subscriber":"s","type":"rate","payload":{"x":"\u00e9"},"Source":"y"}`))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		got, err := DecodeNotification(value)
+		// The reference: what DecodeNotification did before its fast path.
+		var w struct {
+			schemas.Notification
+			Data json.RawMessage `json:"data"`
+		}
+		if jerr := json.Unmarshal(value, &w); jerr != nil {
+			if err == nil {
+				t.Fatalf("%q decoded as %+v; encoding/json: %v", value, got, jerr)
+			}
+			return
+		}
+		want := w.Notification
+		if w.Type == EventNotification && len(w.Data) > 0 {
+			var n schemas.Notification
+			if json.Unmarshal(w.Data, &n) != nil {
+				return
+			}
+			want = n
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", value, got, want)
+		}
+	})
+}

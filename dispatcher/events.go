@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/switchbackhq/switchback/internal/jsonwire"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -135,6 +136,10 @@ func NotificationMessage(n schemas.Notification) (stream.Message, error) {
 // publish, and accepted so that a producer that skips the envelope is not
 // dead-lettered for it). A bare one is read in one pass.
 func DecodeNotification(value []byte) (schemas.Notification, error) {
+	var fast schemas.Notification
+	if r := jsonwire.NewReader(value); readNotification(r, &fast) && r.End() && fast.Type != EventNotification {
+		return fast, validNotification(fast)
+	}
 	var w struct {
 		schemas.Notification
 		Data json.RawMessage `json:"data"`

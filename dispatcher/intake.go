@@ -215,6 +215,7 @@ func (d *Dispatcher) autoDisable(ctx, hard context.Context, a autoDisable) {
 	d.mu.Lock()
 	first := !d.autoDisabled[a.subscriber]
 	d.autoDisabled[a.subscriber] = true
+	d.toDrain[a.subscriber] = true
 	d.m.autoDisabledG.Set(float64(len(d.autoDisabled)))
 	d.mu.Unlock()
 	if !first {
@@ -232,6 +233,12 @@ func (d *Dispatcher) autoDisable(ctx, hard context.Context, a autoDisable) {
 	if err != nil {
 		d.log.Warn("auto-disable history record not written", "subscriber", a.subscriber, "error", err)
 	}
+	// Its pending deliveries are suppressed now (recorded, replayable),
+	// not at their retry times hours away.
+	if err := d.v.wake(hard, a.subscriber, now); err != nil {
+		d.log.Warn("waking the disabled subscriber's lane failed (its pending deliveries are suppressed when due)", "subscriber", a.subscriber, "error", err)
+	}
+	d.signal()
 	d.log.Error("subscriber failing with its backlog at the bound: disableAll set, further notifications are suppressed and recorded in history",
 		"subscriber", a.subscriber, "backlog", a.backlog, "limit", d.o.BacklogLimit, "failedAttempts", a.fail, "attempts", a.ok+a.fail)
 }
@@ -361,6 +368,21 @@ func suppressedMessage(n schemas.Notification, now time.Time, reason string) (st
 		DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, EntityKey: n.EntityKey,
 		Reason: truncate(reason, maxHistoryErrorText), At: now, Notification: n,
 	})
+}
+
+// drainPending reports whether sub was disabled automatically and its
+// backlog is not drained (suppressed) yet.
+func (d *Dispatcher) drainPending(sub string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.toDrain[sub]
+}
+
+// drained records that a lane found nothing left pending for sub.
+func (d *Dispatcher) drained(sub string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.toDrain, sub)
 }
 
 func (d *Dispatcher) isAutoDisabled(sub string) bool {

@@ -120,8 +120,16 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(hard), 2*time.Second)
 		_ = d.v.releaseLane(rctx, sub, d.owner, time.Until(d.lastSendOf(sub).Add(throttle)))
 		// The claims did not move the subscriber in the ready index (the
-		// lane was running): put it where its earliest due now is.
-		if err := d.v.touch(rctx, sub); err != nil && hard.Err() == nil {
+		// lane was running): put it where its earliest due now is, or due
+		// at once if its backlog is still to be drained (disabled while
+		// this lane ran).
+		var err error
+		if d.drainPending(sub) {
+			err = d.v.wake(rctx, sub, d.now())
+		} else {
+			err = d.v.touch(rctx, sub)
+		}
+		if err != nil && hard.Err() == nil {
 			d.log.Warn("refresh the ready index failed (polled again)", "subscriber", sub, "error", err)
 		}
 		cancel()
@@ -256,11 +264,25 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 				}
 				if free := limit - inflight; free > 0 && (!serial || idle) {
 					now := d.now()
-					items, err := d.v.claim(hard, sub, now, now.Add(d.o.Lease), free)
+					dueBy := now
+					draining := st.disableAll && idle
+					if draining {
+						// Disabled: nothing is sent, so nothing waits for
+						// its retry time either. With none of its own in
+						// flight, the lane takes every pending head (the
+						// subscriber's whole backlog, chain after chain)
+						// and records it suppressed, replayable once the
+						// subscriber is enabled again.
+						dueBy = now.Add(disabledDrainHorizon)
+					}
+					items, err := d.v.claim(hard, sub, dueBy, now.Add(d.o.Lease), free)
 					if err != nil {
 						d.log.Warn("claim due deliveries failed", "subscriber", sub, "error", err)
 					}
 					lastEmpty = len(items) == 0
+					if draining && err == nil && len(items) == 0 {
+						d.drained(sub)
+					}
 					if len(items) > 0 {
 						inflight += len(items)
 						d.launch(hard, items, st.disableAll, results)
@@ -303,6 +325,9 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 			writing = false
 			claimMore = true // the next of each finished entity is due now
 			lastEmpty = false
+			if d.drainPending(sub) {
+				settings = laneSettings{} // just disabled: read it now
+			}
 		case <-timer.C:
 			timerArmed = false
 			handOver()
@@ -318,6 +343,10 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		}
 	}
 }
+
+// disabledDrainHorizon is how far ahead a disabled subscriber's lane
+// takes pending deliveries (all of them: the longest retry wait is hours).
+const disabledDrainHorizon = 100 * 365 * 24 * time.Hour
 
 // settingsTTL is how long a lane uses the subscriber's metadata before
 // reading it again: a change of disableAll or throttleDelay applies to

@@ -15,6 +15,10 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
+// These tests push thousands of deliveries through a real redis-server;
+// they do not run in parallel with the rest, whose timings they would
+// skew on a small machine.
+
 // busySink wraps a sink's answers with a delay and counts the requests in
 // flight (the most seen at once).
 type busySink struct {
@@ -76,7 +80,6 @@ func checkEntityOrder(t *testing.T, order []string, entities map[string][]string
 // of some notifications refused: every entity's notifications still arrive
 // in their order, and different entities do overlap.
 func TestDispatcher_KeepsEachEntitysOrderUnderConcurrencyAndRetries(t *testing.T) {
-	t.Parallel()
 	e := newRealEnv(t)
 	var mu sync.Mutex
 	refuseFirst := map[string]bool{}
@@ -127,7 +130,6 @@ func TestDispatcher_KeepsEachEntitysOrderUnderConcurrencyAndRetries(t *testing.T
 // while an entity's notifications are queued, and another started on the
 // same schedule, still delivers each entity's notifications in order.
 func TestDispatcher_KeepsEachEntitysOrderAcrossARestart(t *testing.T) {
-	t.Parallel()
 	e := newRealEnv(t)
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { return 2 * time.Millisecond },
@@ -164,7 +166,6 @@ func TestDispatcher_KeepsEachEntitysOrderAcrossARestart(t *testing.T) {
 // lane (bounded by LaneConcurrency), not behind A's flood, and the
 // subscriber, which answers, is not disabled.
 func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
-	t.Parallel()
 	e := newRealEnv(t)
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { return time.Millisecond }, func(string, int) int { return 200 }))
@@ -230,7 +231,6 @@ func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
 // notifications are in a retry state"); one that answers 2xx but is behind
 // (here: one request at a time, each slow) keeps everything.
 func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T) {
-	t.Parallel()
 	e := newRealEnv(t)
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { return 3 * time.Millisecond }, func(string, int) int { return 200 }))
@@ -262,7 +262,6 @@ func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T)
 // rest waits in Redis (and Kafka). A subscriber whose endpoint hangs: the
 // requests in flight stop at the bound while the backlog is all there.
 func TestDispatcher_HoldsAtMostLaneConcurrencyWhateverTheBacklog(t *testing.T) {
-	t.Parallel()
 	e := newRealEnv(t)
 	release := make(chan struct{})
 	bs := &busySink{}

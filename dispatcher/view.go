@@ -511,6 +511,16 @@ func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time,
 	return out, decodeErr
 }
 
+// wake makes sub due at once in the ready index, so that a lane starts for
+// it (a subscriber just disabled: its backlog is drained as suppressed).
+func (v *view) wake(ctx context.Context, sub string, now time.Time) error {
+	seq, err := v.rdb.Incr(ctx, v.seqKey(sub)).Result()
+	if err != nil {
+		return fmt.Errorf("wake %s: %w", sub, err)
+	}
+	return v.updateReady(ctx, map[string]readyState{sub: {seq: seq, earliest: strconv.FormatInt(score(now), 10)}})
+}
+
 // touch puts sub in the ready index where its earliest due now is.
 func (v *view) touch(ctx context.Context, sub string) error {
 	var st readyState

@@ -176,7 +176,7 @@ const (
 type HoldRecord struct {
 	Hold Hold `json:"hold"`
 	// PartnerHoldID is the partner's id when it differs from Hold.ID (the
-	// id the reseller sees).
+	// id the reseller sees, unique within its channel only).
 	PartnerHoldID string `json:"partnerHoldId,omitempty"`
 	ChannelID     string `json:"channelId"`
 	SupplierID    string `json:"supplierId"`
@@ -184,6 +184,10 @@ type HoldRecord struct {
 	// Fingerprint of the create request: a retry with the same hold id
 	// and data returns the hold, different data is refused.
 	Fingerprint string `json:"fingerprint"`
+	// Connection is the Ref of the supplier's connection (kind and
+	// baseUrl) the hold was made through: its later reads and release go
+	// there or nowhere (internal/booking). Empty on older records.
+	Connection string `json:"connection,omitempty"`
 	// BookingID is the booking that used the hold (one booking per hold).
 	BookingID      string    `json:"bookingId,omitempty"`
 	PreviousStatus string    `json:"previousStatus,omitempty"`
@@ -211,6 +215,13 @@ type BookingRecord struct {
 	ChannelID  string  `json:"channelId"`
 	SupplierID string  `json:"supplierId"`
 	CreatedBy  string  `json:"createdBy"` // reseller principal id
+	// PartnerBookingID is the id the supplier's system knows the booking
+	// by, when it differs from Booking.ID (ids are the reseller's within
+	// its channel; internal/booking derives the one sent to the system).
+	PartnerBookingID string `json:"partnerBookingId,omitempty"`
+	// Connection is the Ref of the supplier's connection the booking was
+	// made through (see HoldRecord.Connection).
+	Connection string `json:"connection,omitempty"`
 	// Fingerprint of the create request (idempotent retries by id).
 	Fingerprint string `json:"fingerprint"`
 	// Accepted: the partner answered 202; AwaitingTickets: no ticket yet,

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 form="${1:-short}"
 case "$form" in
   short) tests='TestReliability_' ; timeout=20m ;;
-  long)  tests='TestReliability_|TestE2E_DispatcherKilledMidRunLosesNothing|TestE2E_SSRF|TestE2E_TenancyMatrix|TestBinary_SecretsNeverInLogsOrMetrics|TestBinary_RateLimit' ; timeout=120m ;;
+  long)  tests='TestReliability_|TestE2E_DispatcherKilledMidRunLosesNothing|TestE2E_SSRF|TestE2E_TenancyMatrix|TestBinary_Secrets|TestBinary_RateLimit|TestBinary_HistoryFlood' ; timeout=120m ;;
   *) echo "usage: $0 short|long" >&2; exit 2 ;;
 esac
 mkdir -p bin

@@ -29,12 +29,17 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/views"
 	procavail "github.com/switchbackhq/switchback/processors/availability"
 	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 // Concurrency is the number of client connections (and goroutines).
 const Concurrency = 64
@@ -134,7 +139,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 		})
 	}})
 	st.Store(e.Store)
-	svc = availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{}), Publisher: &rec})
+	svc = availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec})
 	// A second server with the availability routes, same principals, and
 	// the Redis views guard as internal/app wires it (its marker set: the
 	// views are complete, so a found answer costs no Redis round trip).

@@ -56,7 +56,7 @@ func TestStaleReadToNotification(t *testing.T) {
 	var st atomic.Pointer[catalog.Store]
 	st.Store(e.Store)
 	rec := &catalogtest.Recorder{}
-	svc := availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{}),
+	svc := availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}),
 		Publisher: rec, Clock: clock})
 	out := &catalogtest.Recorder{}
 	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},

@@ -20,7 +20,7 @@ func TestRoutes_RegisterNextToTheResellerCatalog(t *testing.T) {
 	e := catalogtest.Start(t, catalogtest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		// Redis is only touched by reads; the catalog pointer is set below.
 		availability.Register(s, availability.New(availability.Options{Redis: redisPlaceholder(), Catalog: lazyCatalog{&st},
-			Partner: partner.NewClient(partner.Options{}), Publisher: &rec}))
+			Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec}))
 	}})
 	st.Store(e.Store)
 	status, _ := e.Do(t, "GET", "/v1.3/suppliers/s1/products/p1/availabilities", e.Reseller1, "")

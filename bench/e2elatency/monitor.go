@@ -25,8 +25,8 @@ type monitor struct {
 	done chan struct{}
 }
 
-func newMonitor(b *binary) *monitor {
-	m := &monitor{pid: b.cmd.Process.Pid, quit: make(chan struct{}), done: make(chan struct{})}
+func newMonitor(b *demoapi.Binary) *monitor {
+	m := &monitor{pid: b.Pid(), quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(250 * time.Millisecond)

@@ -1,20 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -27,89 +19,14 @@ const (
 	product = "lat-prod"
 )
 
-// binary is the started switchback.
-type binary struct {
-	cmd      *exec.Cmd
-	api, ops string
-	log      string
-}
-
-func startBinary(o options, dir string) (*binary, error) {
-	apiAddr, err1 := demoapi.FreeAddr()
-	opsAddr, err2 := demoapi.FreeAddr()
-	kafkaAddr, err3 := demoapi.FreeAddr()
-	chAddr, err4 := demoapi.FreeAddr()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(o.bin, "run")
-	cmd.Env = append(os.Environ(), "SWITCHBACK_DATA_DIR="+filepath.Join(dir, "var"), "SWITCHBACK_HTTP_ADDR="+apiAddr,
-		"SWITCHBACK_OPS_ADDR="+opsAddr, "SWITCHBACK_EMBEDDED_KAFKA_ADDR="+kafkaAddr, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR="+chAddr, "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false",
-		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
-		"SWITCHBACK_OUTBOUND_ALLOW_HTTP=true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true",
-		"SWITCHBACK_LOG_LEVEL=warn",
-		// The load is one operator key: the per-key limit is not what
-		// this measures.
-		"SWITCHBACK_RATE_LIMIT=0")
+// startBinary starts the binary as make run does, without the demo's
+// data; the load is one operator key, so the per-key limit is off.
+func startBinary(o options, dir string) (*demoapi.Binary, error) {
+	env := []string{"SWITCHBACK_RATE_LIMIT=0"}
 	if o.extraEnv != "" {
-		cmd.Env = append(cmd.Env, strings.Split(o.extraEnv, ",")...)
+		env = append(env, strings.Split(o.extraEnv, ",")...)
 	}
-	logPath := filepath.Join(dir, "switchback.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = io.Discard, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", o.bin, err)
-	}
-	b := &binary{cmd: cmd, api: "http://" + apiAddr, ops: opsAddr, log: logPath}
-	for deadline := time.Now().Add(120 * time.Second); ; {
-		if _, _, err := b.call(demoapi.Operator, "GET", "/channel/v1.2/suppliers", ""); err == nil {
-			return b, nil
-		}
-		if time.Now().After(deadline) {
-			b.stop()
-			return nil, fmt.Errorf("switchback did not start; log in %s", logPath)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (b *binary) stop() {
-	_ = b.cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan struct{})
-	go func() { _ = b.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-done
-	}
-}
-
-var setupClient = &http.Client{Timeout: 60 * time.Second}
-
-func (b *binary) call(who demoapi.Cred, method, path, body string) (int, []byte, error) {
-	return demoapi.Call(setupClient, b.api, who, method, path, body)
-}
-
-// warnings returns the binary's WARN and ERROR log lines so far (at most n).
-func (b *binary) warnings(n int) []string {
-	f, err := os.Open(b.log)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() && len(out) < n {
-		if l := sc.Text(); strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
-			out = append(out, l)
-		}
-	}
-	return out
+	return demoapi.StartBinary(o.bin, dir, false, env...)
 }
 
 func supplierID(s int) string { return fmt.Sprintf("lat-sup%03d", s) }
@@ -152,16 +69,16 @@ func (l *load) order(n int) int {
 // never called: nothing reads through the cache during the run), a product each, their rates in bulk,
 // whole-product bindings, the availability rule, and pushes every rate's
 // baseline.
-func setup(b *binary, l *load, sk *sink, pc *putClient) error {
+func setup(b *demoapi.Binary, l *load, sk *sink, pc *putClient) error {
 	o := l.o
 	for s := range o.suppliers {
 		sup := supplierID(s)
-		if err := demoapi.Expect(b.call(demoapi.Operator, "POST", "/channel/v1.2/suppliers",
+		if err := demoapi.Expect(b.Call(demoapi.Operator, "POST", "/channel/v1.2/suppliers",
 			`{"id":"`+sup+`","name":"Latency Tours","code":"LAT`+fmt.Sprint(s)+`",`+
 				`"connection":{"kind":"partner","baseUrl":"http://127.0.0.1:9/v1.2","credentials":{"apiKey":"k","apiSecret":"s"}}}`)); err != nil {
 			return fmt.Errorf("supplier: %w", err)
 		}
-		if err := demoapi.Expect(b.call(demoapi.Operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", demoapi.ProductBody(product, "Latency walk"))); err != nil {
+		if err := demoapi.Expect(b.Call(demoapi.Operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products", demoapi.ProductBody(product, "Latency walk"))); err != nil {
 			return fmt.Errorf("product: %w", err)
 		}
 		for lo := 0; lo < o.ratesPer; lo += 500 {
@@ -169,15 +86,15 @@ func setup(b *binary, l *load, sk *sink, pc *putClient) error {
 			for r := lo; r < min(lo+500, o.ratesPer); r++ {
 				rs = append(rs, demoapi.RateBody(rateID(s, r)))
 			}
-			if err := demoapi.Expect(b.call(demoapi.Operator, "POST", "/channel/v1.2/bulk/suppliers/"+sup+"/products/"+product+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
+			if err := demoapi.Expect(b.Call(demoapi.Operator, "POST", "/channel/v1.2/bulk/suppliers/"+sup+"/products/"+product+"/rates", `{"rates":[`+strings.Join(rs, ",")+`]}`)); err != nil {
 				return fmt.Errorf("rates: %w", err)
 			}
 		}
-		if err := demoapi.Expect(b.call(demoapi.Operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products/"+product+"/channels/"+channel, `{}`)); err != nil {
+		if err := demoapi.Expect(b.Call(demoapi.Operator, "POST", "/channel/v1.2/suppliers/"+sup+"/products/"+product+"/channels/"+channel, `{}`)); err != nil {
 			return fmt.Errorf("binding: %w", err)
 		}
 	}
-	status, body, err := b.call(demoapi.Reseller, "POST", "/registry/v1.1/availability", `{"url":"`+sk.url()+`","config":{"maxLookAheadDays":7}}`)
+	status, body, err := b.Call(demoapi.Reseller, "POST", "/registry/v1.1/availability", `{"url":"`+sk.url()+`","config":{"maxLookAheadDays":7}}`)
 	if err := demoapi.Expect(status, body, err); err != nil {
 		return fmt.Errorf("rule: %w", err)
 	}
@@ -188,7 +105,7 @@ func setup(b *binary, l *load, sk *sink, pc *putClient) error {
 		return fmt.Errorf("rule answer without securityKey: %.200s", body)
 	}
 	sk.key = []byte(rule.SecurityKey)
-	if err := demoapi.Expect(b.call(demoapi.Reseller, "PUT", "/registry/v1.1/metadata", `{"throttleDelay":"0s"}`)); err != nil {
+	if err := demoapi.Expect(b.Call(demoapi.Reseller, "PUT", "/registry/v1.1/metadata", `{"throttleDelay":"0s"}`)); err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
 	var wg sync.WaitGroup

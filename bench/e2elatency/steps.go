@@ -33,6 +33,18 @@ type stepResult struct {
 	CPU          float64 // the binary's CPU seconds per second during the step
 	RedisMemory  float64 // used_memory after the step
 	DrainedAfter time.Duration
+	Outage       *outageResult
+}
+
+// outageResult is what a subscriber outage ended in.
+type outageResult struct {
+	AutoDisabled  bool
+	RefusedPosts  int64
+	Suppressed    float64 // switchback_dispatcher_deliveries_total{outcome="suppressed"}
+	Replayed      int
+	ReplayAnswer  string
+	RSSDuring     float64
+	ReenabledWait time.Duration
 }
 
 func run(o options) error {
@@ -49,7 +61,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer b.stop()
+	defer b.Stop()
 	sk, err := newSink()
 	if err != nil {
 		return err
@@ -57,7 +69,7 @@ func run(o options) error {
 	defer sk.close()
 
 	l := newLoad(o)
-	pc := newPutClient(b.api, o.workers)
+	pc := newPutClient(b.API, o.workers)
 	fmt.Printf("setup: %d suppliers × %d rates, rule at %s\n", o.suppliers, o.ratesPer, sk.url())
 	if err := setup(b, l, sk, pc); err != nil {
 		return err
@@ -70,7 +82,7 @@ func run(o options) error {
 	if o.writes > 0 {
 		var prof *profile
 		if o.cpuprofile != "" {
-			prof = startProfile(b.ops, o.writes)
+			prof = startProfile(b.Ops, o.writes)
 		}
 		err := writes(o, b, l, pc)
 		if prof != nil {
@@ -86,7 +98,7 @@ func run(o options) error {
 	for i, r := range o.rates {
 		var prof *profile
 		if o.cpuprofile != "" && i == len(o.rates)-1 {
-			prof = startProfile(b.ops, o.step)
+			prof = startProfile(b.Ops, o.step)
 		}
 		res := step(o, b, l, sk, pc, mon, r)
 		if prof != nil {
@@ -97,7 +109,7 @@ func run(o options) error {
 		results = append(results, res)
 		printStep(res)
 	}
-	if w := b.warnings(20); len(w) > 0 {
+	if w := b.Warnings(20); len(w) > 0 {
 		fmt.Printf("binary WARN/ERROR lines (first %d):\n", len(w))
 		for _, line := range w {
 			fmt.Println("  ", line)
@@ -128,7 +140,7 @@ func settle(sk *sink) {
 
 // step sends rate changes/s for o.step, open loop, then waits for the
 // webhooks (at most o.drain) and reports.
-func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, rate int) stepResult {
+func step(o options, b *demoapi.Binary, l *load, sk *sink, pc *putClient, mon *monitor, rate int) stepResult {
 	res := stepResult{Asked: rate}
 	if o.outage > 0 {
 		sk.failing.Store(true)
@@ -137,10 +149,10 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	mon.reset()
 	if o.watch > 0 {
 		stopWatch := make(chan struct{})
-		go watch(b.ops, o.watch, stopWatch)
+		go watch(b.Ops, o.watch, stopWatch)
 		defer close(stopWatch)
 	}
-	cpu0, t0 := demoapi.CPUSeconds(b.cmd.Process.Pid), time.Now()
+	cpu0, t0 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	dups0, bad0 := sk.dups.Load(), sk.badSig.Load()
 
 	var (
@@ -193,14 +205,20 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	res.Sent = n
 	res.SentPerSec = float64(n) / took.Seconds()
 	res.Errors, res.Waited = errs.Load(), waited.Load()
-	cpu1, t1 := demoapi.CPUSeconds(b.cmd.Process.Pid), time.Now()
+	cpu1, t1 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	res.CPU = (cpu1 - cpu0) / t1.Sub(t0).Seconds()
 
 	want := int64(n) - errs.Load()
 	drainStart := time.Now()
 	wait := o.drain
 	if o.outage > 0 {
-		wait += o.outage
+		// A subscriber outage must end in the spec's auto-disable, with
+		// every notification kept: re-enable, replay what was suppressed
+		// or failed, and every change must then arrive.
+		for time.Since(start) < o.outage {
+			time.Sleep(100 * time.Millisecond)
+		}
+		res.Outage = outageAndReplay(b, start, sk)
 	}
 	for deadline := time.Now().Add(wait); sk.total.Load() < want && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
@@ -217,7 +235,7 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	res.Max = percentile(lat, 1)
 	res.RSSMax, res.ChildRSSMax = mon.peak()
 	res.DisableAll = disableAll(b)
-	if rdb, err := demoapi.RedisOf(b.ops); err == nil {
+	if rdb, err := demoapi.RedisOf(b.Ops); err == nil {
 		if info, err := rdb.Info(ctxBG(), "memory").Result(); err == nil {
 			res.RedisMemory = demoapi.InfoField(info, "used_memory")
 		}
@@ -226,9 +244,61 @@ func step(o options, b *binary, l *load, sk *sink, pc *putClient, mon *monitor, 
 	return res
 }
 
+// outageAndReplay runs after the sink came back: it checks that the
+// subscriber was disabled automatically, re-enables it, and replays its
+// availability notifications of the step that were never delivered
+// (suppressed or failed) through the registry's replay route, waiting for
+// history to hold them all (the replay reads ClickHouse).
+func outageAndReplay(b *demoapi.Binary, from time.Time, sk *sink) *outageResult {
+	or := &outageResult{RefusedPosts: sk.refused.Load(), AutoDisabled: disableAll(b)}
+	if m, err := demoapi.ScrapeSeries(b.Ops); err == nil {
+		for k, v := range m {
+			if strings.HasPrefix(k, "switchback_dispatcher_deliveries_total") && strings.Contains(k, `outcome="suppressed"`) {
+				or.Suppressed += v
+			}
+		}
+	}
+	if err := demoapi.Expect(b.Call(demoapi.Reseller, "PUT", "/registry/v1.1/metadata", `{"throttleDelay":"0s","disableAll":false}`)); err != nil {
+		or.ReplayAnswer = "re-enable: " + err.Error()
+		return or
+	}
+	// The suppressed records reach ClickHouse through the history sink
+	// (batches of up to a second); replay once they stop growing.
+	t0 := time.Now()
+	body := fmt.Sprintf(`{"type":"availability","from":%q,"to":%q,"outcomes":["suppressed","failed"]}`,
+		from.Add(-time.Minute).UTC().Format(time.RFC3339), time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
+	quiet := 0
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && quiet < 3; {
+		time.Sleep(time.Second)
+		m, err := demoapi.Scrape(b.Ops)
+		if err != nil {
+			continue
+		}
+		if m["switchback_history_lag_messages"] == 0 && m["switchback_dispatcher_inflight"] == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	status, raw, err := b.Call(demoapi.Reseller, "POST", "/registry/v1.1/deliveries/replay", body)
+	or.ReenabledWait = time.Since(t0)
+	if err != nil || status >= 300 {
+		or.ReplayAnswer = fmt.Sprintf("replay: %d %v %.300s", status, err, raw)
+		return or
+	}
+	var ans struct {
+		Replayed int `json:"replayed"`
+		Count    int `json:"count"`
+	}
+	_ = json.Unmarshal(raw, &ans)
+	or.Replayed = max(ans.Replayed, ans.Count)
+	or.ReplayAnswer = fmt.Sprintf("%d %.200s", status, raw)
+	return or
+}
+
 // disableAll reads the demo reseller's metadata.
-func disableAll(b *binary) bool {
-	_, body, err := b.call(demoapi.Reseller, "GET", "/registry/v1.1/metadata", "")
+func disableAll(b *demoapi.Binary) bool {
+	_, body, err := b.Call(demoapi.Reseller, "GET", "/registry/v1.1/metadata", "")
 	if err != nil {
 		return false
 	}
@@ -241,14 +311,14 @@ func disableAll(b *binary) bool {
 
 // writes sends PUTs closed-loop (every worker sends its next as soon as
 // its last was answered) and reports accepted writes/s.
-func writes(o options, b *binary, l *load, pc *putClient) error {
+func writes(o options, b *demoapi.Binary, l *load, pc *putClient) error {
 	var (
 		n, errs atomic.Int64
 		next    atomic.Int64
 		wg      sync.WaitGroup
 	)
 	stop := time.Now().Add(o.writes)
-	cpu0, t0 := demoapi.CPUSeconds(b.cmd.Process.Pid), time.Now()
+	cpu0, t0 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	kids0 := childCPU(b)
 	for range o.workers {
 		wg.Go(func() {
@@ -267,7 +337,7 @@ func writes(o options, b *binary, l *load, pc *putClient) error {
 	}
 	wg.Wait()
 	took := time.Since(t0)
-	cpu := (demoapi.CPUSeconds(b.cmd.Process.Pid) - cpu0) / took.Seconds()
+	cpu := (demoapi.CPUSeconds(b.Pid()) - cpu0) / took.Seconds()
 	fmt.Printf("writes: %d accepted in %s = %.0f/s over %d rates of %d supplier(s), %d workers; errors %d; binary CPU %.2f cores%s\n",
 		n.Load(), took.Round(time.Millisecond), float64(n.Load())/took.Seconds(), len(l.paths), o.suppliers, o.workers, errs.Load(), cpu,
 		childCPUText(kids0, childCPU(b), took))
@@ -276,9 +346,9 @@ func writes(o options, b *binary, l *load, pc *putClient) error {
 
 // childCPU is the CPU seconds used so far by each child of the binary, by
 // command name.
-func childCPU(b *binary) map[string]float64 {
+func childCPU(b *demoapi.Binary) map[string]float64 {
 	out := map[string]float64{}
-	for _, c := range demoapi.Children(b.cmd.Process.Pid) {
+	for _, c := range demoapi.Children(b.Pid()) {
 		out[demoapi.Comm(c)] += demoapi.CPUSeconds(c)
 	}
 	return out
@@ -324,6 +394,10 @@ func (p *profile) save(path string) error {
 }
 
 func printStep(r stepResult) {
+	if o := r.Outage; o != nil {
+		fmt.Printf("outage: auto-disabled %v, POSTs refused by the sink %d, suppressed %.0f; re-enabled and replayed %d (answer %s) after %s\n",
+			o.AutoDisabled, o.RefusedPosts, o.Suppressed, o.Replayed, o.ReplayAnswer, o.ReenabledWait.Round(time.Second))
+	}
 	fmt.Printf("asked %d/s: sent %.0f/s (%d, errors %d, waited for a worker %d); webhooks %d, missing %d, duplicates %d, bad signatures %d; "+
 		"p50 %s p90 %s p99 %s max %s; disableAll %v; RSS max %.0f MiB (children %.0f MiB), binary CPU %.2f cores, Redis %.0f MiB; drained in %s\n",
 		r.Asked, r.SentPerSec, r.Sent, r.Errors, r.Waited, r.Webhooks, r.Missing, r.Duplicates, r.BadSig,

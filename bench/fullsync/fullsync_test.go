@@ -37,8 +37,13 @@ import (
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 var admin = principals.Principal{Role: principals.RoleAdmin}
 
@@ -72,7 +77,7 @@ func start(b *testing.B, products, options, concurrency int) *bench {
 		opts.RedisURL, be.backend = "redis://"+mr.Addr(), "miniredis"
 	}
 	be.env = catalogtest.Start(b, opts)
-	be.syncer = bookingsync.New(bookingsync.Options{Catalog: be.env.Store, Client: bookingsystem.NewClient(bookingsystem.Options{}),
+	be.syncer = bookingsync.New(bookingsync.Options{Catalog: be.env.Store, Client: bookingsystem.NewClient(bookingsystem.Options{Outbound: allowLoopback}),
 		Clock: now, Concurrency: concurrency})
 	return be
 }

@@ -280,8 +280,8 @@ func runSSRF(t *testing.T, allow bool) {
 					t.Errorf("delivery log: %+v, want failed", rows)
 				}
 				for _, r := range rows {
-					if r.status != 0 || !strings.Contains(r.err, "not public") {
-						t.Errorf("delivery log row %+v: want no status and the refusal (address not public)", r)
+					if r.status != 0 || !strings.Contains(r.err, "refused by the outbound policy") {
+						t.Errorf("delivery log row %+v: want no status and the refusal (refused by the outbound policy)", r)
 					}
 				}
 			}

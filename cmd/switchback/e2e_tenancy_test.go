@@ -55,7 +55,9 @@ import (
 // urls, keys or secrets that its request did not carry, and no answer to
 // anyone holds any principal secret or partner credential. Writes by the
 // others carry a marker, and after the matrix A's data is read back
-// unchanged; B's webhook sink received nothing of A's.
+// unchanged; B's webhook sink received nothing of A's. Then the ids of
+// issue 18: a supplier id cannot be taken over, bookings never follow a
+// changed connection, and hold and booking ids are per channel (takeover).
 func TestE2E_TenancyMatrix(t *testing.T) {
 	w := newTenancyWorld(t)
 	rows := w.rows()
@@ -92,8 +94,10 @@ func TestE2E_TenancyMatrix(t *testing.T) {
 	}
 	sort.Strings(kinds)
 	t.Logf("tenancy matrix: %d routes, %d calls: %s", len(sent), total, strings.Join(kinds, ", "))
-	t.Logf("RELIABILITY fault=cross-tenant routes=%d calls=%d routes_with_a_wrong_answer=%d", len(sent), total, failedRows)
 	w.integrity(t)
+	checks, wrong := w.takeover(t)
+	t.Logf("RELIABILITY fault=cross-tenant routes=%d calls=%d routes_with_a_wrong_answer=%d takeover_and_collision_checks=%d wrong=%d",
+		len(sent), total, failedRows, checks, wrong)
 	w.p.stop(t)
 }
 
@@ -145,9 +149,9 @@ type tenancyWorld struct {
 	ruleB                        map[string]string
 	pathA, pathB, pathA3, pathB2 string
 
-	hA                   [6]string // reseller A's holds; [1] booked by bA[1], [4] by bA[2], [5] by bA[3]
-	bA                   [4]string
-	hB1                  string
+	hA                   [6]string // reseller A's holds; [0] booked by bA[0], [1] by bA[1], [4] by bA[2], [5] by bA[3]
+	bA                   [4]string // [0]'s ids are also taken by B in B's channel (ids are per channel)
+	hB1, hB2             string    // B's holds: [1] booked by bB1, [2] for B's booking of id bA[0]
 	bB1                  string
 	holdBodyA, bookBodyA string
 
@@ -409,17 +413,19 @@ func newTenancyWorld(t *testing.T) *tenancyWorld {
 		return fmt.Sprintf(`{"booking":{"id":%q,"holdId":%q,"resellerBookingRef":%q,"items":[{"supplierId":%q,"productId":%q,"rateId":%q,"quantity":1,"startTime":%q}]}}`,
 			id, hold, ref, sup, prod, rate, w.at)
 	}
-	for i := 1; i <= 5; i++ {
+	for i := 0; i <= 5; i++ {
 		w.hA[i] = w.mark(gChanA, w.newID("hold-a"))
 		body := holdBody(w.hA[i], w.supA, w.prodA, w.rateA)
-		if i == 1 {
-			w.holdBodyA = body
+		if i == 0 {
 			w.eventually(w.resA, "POST", "/v1.2/holds", body, 201, nil)
 			continue
 		}
+		if i == 1 {
+			w.holdBodyA = body
+		}
 		w.must(w.resA, "POST", "/v1.2/holds", body, 201)
 	}
-	for i, h := range map[int]int{1: 1, 2: 4, 3: 5} {
+	for i, h := range map[int]int{0: 0, 1: 1, 2: 4, 3: 5} {
 		w.bA[i] = w.mark(gChanA, w.newID("book-a"))
 		body := bookBody(w.bA[i], w.hA[h], w.mark(gChanA, w.newID("REF-A")), w.supA, w.prodA, w.rateA)
 		if i == 1 {
@@ -427,8 +433,9 @@ func newTenancyWorld(t *testing.T) *tenancyWorld {
 		}
 		w.must(w.resA, "POST", "/v1.2/bookings", body, 201)
 	}
-	w.hB1, w.bB1 = w.newID("hold-b"), w.newID("book-b")
+	w.hB1, w.hB2, w.bB1 = w.newID("hold-b"), w.newID("hold-b"), w.newID("book-b")
 	w.eventually(w.resB, "POST", "/v1.2/holds", holdBody(w.hB1, w.supB, w.prodB, w.rateB), 201, nil)
+	w.must(w.resB, "POST", "/v1.2/holds", holdBody(w.hB2, w.supB, w.prodB, w.rateB), 201)
 	w.must(w.resB, "POST", "/v1.2/bookings", bookBody(w.bB1, w.hB1, "REF-B", w.supB, w.prodB, w.rateB), 201)
 
 	// Change notification requests.
@@ -822,8 +829,13 @@ func (w *tenancyWorld) rows() []matrixRow {
 	pwnedSupplier := catalogtest.SupplierBody(supA, pw, "PWN", "k", "s")
 	pwnedProduct := catalogtest.ProductBody(prodA, pw, pw)
 	pwnedRate := catalogtest.RateBody(rateA, pw)
-	pwnedAvail := fmt.Sprintf(`{"availabilities":[{"id":%q,"start":"2031-01-01T09:00:00Z","end":"2031-01-01T11:00:00Z","capacity":1}]}`, pw)
-	pwnedSched := fmt.Sprintf(`{"entries":[{"from":"2031-01-01","until":"2031-01-02","prices":[{"id":%q,"retail":{"amount":1,"currency":"EUR"}}]}]}`, pw)
+	// Within the window of dates the API accepts (internal/bounds), so
+	// that B's refusal is for scope, not for the dates.
+	soon := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 30)
+	pwnedAvail := fmt.Sprintf(`{"availabilities":[{"id":%q,"start":%q,"end":%q,"capacity":1}]}`, pw,
+		soon.Add(9*time.Hour).Format(time.RFC3339), soon.Add(11*time.Hour).Format(time.RFC3339))
+	pwnedSched := fmt.Sprintf(`{"entries":[{"from":%q,"until":%q,"prices":[{"id":%q,"retail":{"amount":1,"currency":"EUR"}}]}]}`,
+		soon.Format(time.DateOnly), soon.AddDate(0, 0, 1).Format(time.DateOnly), pw)
 	opA, opB := w.opA, w.opB
 	of := func(who *matrixActor, path, body string, want int, check func(matrixReply) error) matrixCall {
 		return matrixCall{who: who, path: path, body: body, want: want, check: check}
@@ -1033,8 +1045,10 @@ func (w *tenancyWorld) rows() []matrixRow {
 	// ---- holds and bookings (v1.2, v1.3: one service). The owner's
 	// POSTs are retries of A's first hold and booking (201, the same
 	// records); B's holds and bookings on A's items are the documented
-	// 400 (rate not bound to B's channel), B reusing A's booking id the
-	// documented 409 (docs/decisions.md, Idempotency).
+	// 400 (rate not bound to B's channel); B reusing A's hold and booking
+	// ids for its own is 201 (ids are per channel, issue 18: B learns
+	// nothing, A's are untouched, checked after the matrix), the second
+	// time a retry of B's own.
 	bBody := func(id, hold string, sup, prod, rate string) string {
 		return fmt.Sprintf(`{"booking":{"id":%q,"holdId":%q,"items":[{"supplierId":%q,"productId":%q,"rateId":%q,"quantity":1,"startTime":%q}]}}`,
 			id, hold, sup, prod, rate, w.at)
@@ -1048,7 +1062,7 @@ func (w *tenancyWorld) rows() []matrixRow {
 			matrixRow{method: "POST", route: v + "/holds", allowed: matrixResellerRole,
 				owner: of(w.resA, v+"/holds", w.holdBodyA, 201, answerHas(w.hA[1])),
 				others: []matrixCall{of(w.resB, v+"/holds", hBody(w.newID("hold-pwn"), supA, prodA, rateA), 400, nil),
-					of(w.resB, v+"/holds", hBody(w.hA[1], w.supB, w.prodB, w.rateB), 409, nil)}},
+					of(w.resB, v+"/holds", hBody(w.hA[0], w.supB, w.prodB, w.rateB), 201, answerHas(w.supB))}},
 			matrixRow{method: "GET", route: v + "/holds/{hold_id}", allowed: matrixResellerRole,
 				owner:  of(w.resA, v+"/holds/"+w.hA[1], "", 200, answerHas(w.hA[1])),
 				others: []matrixCall{of(w.resB, v+"/holds/"+w.hA[1], "", 404, nil)}},
@@ -1061,7 +1075,7 @@ func (w *tenancyWorld) rows() []matrixRow {
 					// A's hold, already used by A's booking: the channel
 					// check must come before "used by booking ...".
 					of(w.resB, v+"/bookings", bBody(w.newID("book-pwn"), w.hA[1], w.supB, w.prodB, w.rateB), 400, nil),
-					of(w.resB, v+"/bookings", bBody(w.bA[1], w.hB1, w.supB, w.prodB, w.rateB), 409, nil)}},
+					of(w.resB, v+"/bookings", bBody(w.bA[0], w.hB2, w.supB, w.prodB, w.rateB), 201, answerHas(w.supB))}},
 			matrixRow{method: "GET", route: v + "/bookings/{booking_id}", allowed: matrixResellerRole,
 				owner:  of(w.resA, v+"/bookings/"+w.bA[1], "", 200, answerHas(w.bA[1])),
 				others: []matrixCall{of(w.resB, v+"/bookings/"+w.bA[1], "", 404, nil)}},

@@ -15,7 +15,8 @@ import (
 // on miniredis with ClickHouse parked (and says so in its banner and
 // /readyz); after a restart on the same data directory, what was written
 // through the API (a principal, a rule) is rebuilt from the embedded
-// broker's log into the fresh miniredis; the CLI revokes a principal.
+// broker's log into the fresh miniredis; the admin API revokes a principal
+// (the CLI, another process, is refused by the embedded broker).
 func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
 	noChildren := "SWITCHBACK_EMBEDDED_CHILDREN=false"
 	p := startBinary(t, noChildren, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
@@ -75,10 +76,19 @@ func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
 		t.Errorf("rule after the restart = %v, want %v", rules, rule["id"])
 	}
 
+	// The CLI is another process: run's embedded broker refuses its
+	// principal write (issue 18); the admin API revokes.
 	rv := exec.Command(buildBinary(t), "principals", "revoke", op["id"].(string))
 	rv.Env = q.env
-	if out, err := rv.CombinedOutput(); err != nil {
-		t.Fatalf("principals revoke: %v\n%s", err, out)
+	if out, err := rv.CombinedOutput(); err == nil || !strings.Contains(string(out), "Topic Authorization Failed") {
+		t.Fatalf("principals revoke against run's embedded broker: %v\n%s; want refused", err, out)
+	}
+	if status, _, _ := operator.do("GET", "/channel/v1.2/suppliers", ""); status != 200 {
+		t.Fatalf("the refused revoke took effect: %d", status)
+	}
+	admin.base = "http://" + q.api
+	if status, body, _ := admin.do("DELETE", "/admin/v1/principals/"+op["id"].(string), ""); status != 204 && status != 200 {
+		t.Fatalf("revoke through the API: %d %v", status, body)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

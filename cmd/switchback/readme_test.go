@@ -39,7 +39,7 @@ func TestREADME_EveryShellBlockAndBannerLineRuns(t *testing.T) {
 	requireTool(t, "clickhouse-client", "Debian package clickhouse-client")
 	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true")
 	banner := p.stdout.String()
-	if !strings.Contains(banner, "The demo data turned on SWITCHBACK_WEBHOOK_ALLOW_HTTP, SWITCHBACK_WEBHOOK_ALLOW_PRIVATE") {
+	if !strings.Contains(banner, "The demo data turned on SWITCHBACK_OUTBOUND_ALLOW_HTTP, SWITCHBACK_OUTBOUND_ALLOW_PRIVATE") {
 		t.Errorf("the banner does not say the demo turned on what it needs:\n%s", banner)
 	}
 	waitDemoEveryType(t, p, 90*time.Second)

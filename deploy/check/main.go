@@ -57,6 +57,11 @@ func checkConfig(where string, args []string, env map[string]string) {
 					known = true
 				}
 			}
+			for _, r := range config.Renames() { // former names, still read
+				if r.OldEnv == k {
+					known = true
+				}
+			}
 			if !known {
 				fail("%s: %s is not a setting of internal/config", where, k)
 			}
@@ -128,6 +133,12 @@ func compose(deploy string) {
 					env[k] = *v
 				}
 			}
+			// .env.example's key is a placeholder (it must be replaced, and
+			// the binary refuses it: checked here); check with a real one.
+			if _, err := config.Load("x", nil, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SWITCHBACK_SECRETS_KEY") {
+				fail("compose service %s: .env.example's placeholder secrets key is not refused (%v)", n, err)
+			}
+			env["SWITCHBACK_SECRETS_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 			checkConfig("compose service "+n, s.Command, env)
 			if n != "migrate" && (s.HealthCheck == nil || s.HealthCheck.Disable) {
 				fail("%s has no healthcheck", n)
@@ -262,6 +273,7 @@ func kube(dir string) {
 				good[k] = v
 			}
 			good["SWITCHBACK_ADMIN_SECRET"] = "0123456789abcdef0123"
+			good["SWITCHBACK_SECRETS_KEY"] = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 			checkConfig(p.where, c.Args, good)
 			if _, err := config.Load("x", nil, func(k string) string { return env[k] }); err == nil {
 				fail("%s: placeholder Secret is accepted", p.where)

@@ -19,8 +19,13 @@ import (
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/testharness"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 func TestMain(m *testing.M) { testharness.Main(m) }
 
@@ -106,7 +111,7 @@ func start(t *testing.T, o envOptions) *env {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.bsc = bookingsystem.NewClient(bookingsystem.Options{Registerer: e.reg, BreakerFailures: 1000})
+	e.bsc = bookingsystem.NewClient(bookingsystem.Options{Outbound: allowLoopback, Registerer: e.reg, BreakerFailures: 1000})
 	if e.Rec != nil {
 		e.Rec.Reset()
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Domain errors of booking-system calls. Callers see the code and this
@@ -66,6 +67,9 @@ const (
 	KindAuth      = "auth"
 	KindBreaker   = "breaker_open"
 	KindRequest   = "request" // our request was invalid; nothing was sent
+	// KindRefused: the outbound policy refused the endpoint or the
+	// address its name resolved to; nothing was sent.
+	KindRefused = "refused"
 )
 
 // CallError is a failed call: Kind for metrics and tests, the domain error
@@ -80,8 +84,23 @@ type CallError struct {
 	cause    error
 }
 
+// Error says what happened in words that reveal nothing of the network
+// (they reach cron reports and change notification errors, which the
+// operator reads): "refused by the outbound policy" whatever the target,
+// "could not be reached" for a failed or timed-out connection, "answered
+// status N"; never the url, the address or the remote body.
 func (e *CallError) Error() string {
 	switch {
+	case e.Kind == KindRefused:
+		return "booking system call: " + outbound.ErrRefused.Error()
+	case e.Kind == KindTimeout || e.Kind == KindTransport:
+		return "booking system call: the booking system could not be reached"
+	case e.Kind == KindStatus || e.Kind == KindAuth:
+		return fmt.Sprintf("booking system call: the booking system answered status %d", e.Status)
+	case e.Kind == KindBreaker:
+		return "booking system call: not tried, the booking system's circuit breaker is open after repeated failures"
+	case e.Kind == KindMalformed:
+		return fmt.Sprintf("booking system call: the booking system answered status %d with an unusable body: %v", e.Status, e.cause)
 	case e.cause != nil:
 		return fmt.Sprintf("booking system call: %s: %v", e.Kind, e.cause)
 	case len(e.Problems) > 0:
@@ -144,9 +163,10 @@ type Options struct {
 	// Timeout of one call. Default 5 s (booking writes are slower than
 	// the partner's availability reads).
 	Timeout time.Duration
-	// HTTP is the fasthttp client. Default: one with sane pool limits
-	// and MaxResponseBodySize = MaxResponseBytes.
-	HTTP *fasthttp.Client
+	// Outbound is the policy every endpoint and connection is judged by
+	// (internal/outbound). The zero value is the strict one: https and
+	// public addresses only.
+	Outbound outbound.Policy
 	// BreakerFailures consecutive failures open a booking system's
 	// breaker for BreakerCooldown; then one trial call (half-open) closes
 	// or reopens it. Defaults 5 and 10 s.
@@ -180,14 +200,17 @@ func NewClient(opts Options) *Client {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	h := opts.HTTP
-	if h == nil {
-		h = &fasthttp.Client{
-			Name:                "switchback",
-			MaxConnsPerHost:     256,
-			MaxIdleConnDuration: 30 * time.Second,
-			MaxResponseBodySize: MaxResponseBytes,
-		}
+	// No redirect is followed (fasthttp's Do returns a 3xx as it is);
+	// every address connected to is judged by the outbound policy.
+	h := &fasthttp.Client{
+		Name:                "switchback",
+		DialTimeout:         opts.Outbound.Dialer(opts.Timeout),
+		MaxConnsPerHost:     256,
+		MaxIdleConnDuration: 30 * time.Second,
+		MaxResponseBodySize: MaxResponseBytes,
+		// An answer fasthttp cannot parse must not put its bytes (which
+		// may echo our credentials) in an error.
+		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 	}
 	m := newMetrics(opts.Registerer)
 	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
@@ -227,6 +250,14 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 	if err != nil {
 		c.metrics.errors.WithLabelValues(KindRequest).Inc()
 		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+	}
+	if err := c.opts.Outbound.CheckURL(u); err != nil {
+		kind := KindRequest
+		if errors.Is(err, outbound.ErrRefused) {
+			kind = KindRefused
+		}
+		c.metrics.errors.WithLabelValues(kind).Inc()
+		return &CallError{Kind: kind, domain: ErrUnavailable, cause: err}
 	}
 	var body []byte
 	if in.body != nil {
@@ -278,7 +309,7 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 			ce.Status = status
 		}
 	}
-	failed := ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindInvalid
+	failed := ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindInvalid && ce.Kind != KindRefused
 	br.Done(c.opts.Clock(), failed)
 	if ce != nil {
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
@@ -289,6 +320,8 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 
 func classify(err error, status int) *CallError {
 	switch {
+	case errors.Is(err, outbound.ErrRefused):
+		return &CallError{Kind: KindRefused, domain: ErrUnavailable, cause: err}
 	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
 		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: err}
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
@@ -402,7 +435,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_bookingsystem_errors_total",
-			Help: "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request).",
+			Help: "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request, refused).",
 		}, []string{"kind"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_bookingsystem_rejected_items_total",

@@ -16,7 +16,12 @@ import (
 
 	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 const apiKey = "bs-key-4f1d2c9e-never-shown"
 
@@ -67,6 +72,8 @@ func newEnv(t *testing.T, cfg bookingsim.Config, opts bookingsystem.Options) env
 	if opts.Clock == nil {
 		opts.Clock = ck.now
 	}
+	// The simulator listens on loopback over http.
+	opts.Outbound = allowLoopback
 	return env{sim: sim, conn: bookingsystem.Connection{Endpoint: ts.URL, APIKey: apiKey},
 		c: bookingsystem.NewClient(opts), clock: ck, seen: sn}
 }

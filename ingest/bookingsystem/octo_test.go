@@ -75,6 +75,8 @@ func newOCTOEnv(t *testing.T, cfg bookingsim.Config, opts bookingsystem.Options)
 	if opts.Clock == nil {
 		opts.Clock = ck.now
 	}
+	// The simulator listens on loopback over http.
+	opts.Outbound = allowLoopback
 	return octoEnv{sim: sim, base: ts.URL, c: bookingsystem.NewClient(opts), clock: ck, rec: rec,
 		conn: bookingsystem.Connection{Endpoint: ts.URL + "/S1", APIKey: apiKey, Dialect: bookingsystem.DialectOCTO}}
 }

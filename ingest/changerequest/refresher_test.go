@@ -13,7 +13,12 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/changerequest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 // TestRefresher_BookingSystemSuppliersAreRefreshedByBookingSync: a
 // booking-system supplier's change notification is ingest/bookingsync's:
@@ -34,7 +39,7 @@ func TestRefresher_BookingSystemSuppliersAreRefreshedByBookingSync(t *testing.T)
 		t.Fatal(err)
 	}
 	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Admin, catalogtest.SupplierBody("PARTNER", "P", "P", "k", "s"))
-	client := bookingsystem.NewClient(bookingsystem.Options{})
+	client := bookingsystem.NewClient(bookingsystem.Options{Outbound: allowLoopback})
 	r := Refresher{Catalog: e.Store, BookingSync: bookingsync.New(bookingsync.Options{Catalog: e.Store, Client: client,
 		Clock: func() time.Time { return now }})}
 	req := changerequest.Request{ID: "r1", CreateRequest: changerequest.CreateRequest{SupplierID: "S1", ProductID: "S1-P1"},

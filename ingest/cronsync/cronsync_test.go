@@ -421,10 +421,10 @@ func TestWorker_OneReportPerRequestThroughRedeliveryDuplicatesAndRebuild(t *test
 		if err != nil || len(list) != 2 {
 			t.Fatalf("reports %+v (%v), want 2", list, err)
 		}
-		for i, m := range msgs[:2] {
+		for i := range msgs[:2] {
 			r, err := store.ByRequest(ctx, reqs[i].Key)
-			if err != nil || r.ID != m.Offset+1 || r.ExternalSystemID != reqs[i].SupplierID {
-				t.Fatalf("report of %s: %+v (%v), want id %d", reqs[i].Key, r, err, m.Offset+1)
+			if err != nil || r.ID != cronreport.ID(reqs[i].Key, 0) || r.ExternalSystemID != reqs[i].SupplierID {
+				t.Fatalf("report of %s: %+v (%v), want id %d", reqs[i].Key, r, err, cronreport.ID(reqs[i].Key, 0))
 			}
 		}
 		s2, _ := store.ByRequest(ctx, reqs[1].Key)
@@ -514,7 +514,7 @@ func TestWorker_CrashMidRunRedoesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := store.ByRequest(context.Background(), reqs[0].Key)
-	if err != nil || r.ID != msgs[0].Offset+1 || len(sy.Calls()) != 2 {
+	if err != nil || r.ID != cronreport.ID(reqs[0].Key, 0) || len(sy.Calls()) != 2 {
 		t.Fatalf("after redelivery: %+v (%v), calls %v; want one report, run twice in all", r, err, sy.Calls())
 	}
 }
@@ -549,8 +549,9 @@ func TestWorker_HistoryFailureIsRetriedWithoutASecondRun(t *testing.T) {
 func TestWorker_Outcomes(t *testing.T) {
 	e := env(t)
 	runNow(t, e)
-	msgs, _ := requests(t, e.Brokers)
+	msgs, reqs := requests(t, e.Brokers)
 	bad := stream.Message{Topic: schemas.TopicCronSync, Value: []byte(`{"type":"cronsync.requested","data":{"key":"x"}}`), Offset: 99}
+	first := cronreport.ID(reqs[0].Key, 0)
 	tests := []struct {
 		name       string
 		sy         *fakeSyncer
@@ -570,14 +571,14 @@ func TestWorker_Outcomes(t *testing.T) {
 		{"stale: not run, no report",
 			&fakeSyncer{}, WorkerOptions{Clock: func() time.Time { return time.Now().Add(25 * time.Hour) }}, msgs[0], nil, false, nil, 0},
 		{"not a request: skipped", &fakeSyncer{}, WorkerOptions{}, bad, nil, false, nil, 0},
-		{"its id taken by another request's report (topic recreated): not run, not overwritten", &fakeSyncer{}, WorkerOptions{}, msgs[0],
+		{"its id held by another request's report: the next id, the other not overwritten", &fakeSyncer{}, WorkerOptions{}, msgs[0],
 			func(t *testing.T, s *cronreport.Store) {
-				err := s.Put(context.Background(), cronreport.Report{Summary: cronreport.Summary{ID: msgs[0].Offset + 1, Inserted: time.Now(),
+				err := s.Put(context.Background(), cronreport.Report{Summary: cronreport.Summary{ID: first, Inserted: time.Now(),
 					ExternalSystemID: "s9", ErrorCount: 1}, ErrorReport: cronreport.NewErrorReport([]string{"older"}), RequestKey: "an-older-request"})
 				if err != nil {
 					t.Fatal(err)
 				}
-			}, true, []string{"older"}, 0},
+			}, true, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -591,7 +592,18 @@ func TestWorker_Outcomes(t *testing.T) {
 			if err := w.Handle(context.Background(), tt.msg); err != nil {
 				t.Fatal(err)
 			}
-			r, err := store.Get(context.Background(), tt.msg.Offset+1)
+			r, err := store.ByRequest(context.Background(), reqs[0].Key)
+			if tt.msg.Offset != msgs[0].Offset {
+				r, err = store.Get(context.Background(), cronreport.ID("x", 0))
+			}
+			if older, oerr := store.Get(context.Background(), first); oerr == nil && older.RequestKey == "an-older-request" {
+				if older.ErrorCount != 1 || r.ID == first {
+					t.Fatalf("the other request's report was overwritten: %+v, ours %+v", older, r)
+				}
+				if r.ID != cronreport.ID(reqs[0].Key, 1) {
+					t.Fatalf("report id %d, want the next candidate %d", r.ID, cronreport.ID(reqs[0].Key, 1))
+				}
+			}
 			if !tt.wantReport {
 				if !errors.Is(err, cronreport.ErrNotFound) {
 					t.Fatalf("report %+v (%v), want none", r, err)

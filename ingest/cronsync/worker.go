@@ -67,7 +67,7 @@ const (
 	OutcomeDuplicate = "duplicate" // its key was reported already (enqueued twice)
 	OutcomeStale     = "stale"     // not run: older than StaleAfter
 	OutcomeUnusable  = "unusable"  // not a request; skipped
-	OutcomeCollision = "collision" // its id is another request's report (see Handle)
+	OutcomeCollision = "collision" // a candidate id was another report's; the next was taken (counted besides the outcome)
 )
 
 // NewWorker returns a worker; Run starts it.
@@ -114,9 +114,10 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // Handle works one request: it has the supplier synchronized, records the
 // report and its history event, and returns nil only then (the consumer
-// commits the offset after that). The report id is the request's offset +
-// 1 on the one-partition topic: positive, unique, the same when the
-// request is redelivered, and independent of Redis.
+// commits the offset after that). The report id is opaque
+// (cronreport.ID: from the request's key; the next candidate when another
+// report holds it), the same when the request is redelivered, and says
+// nothing of other operators' reports.
 //
 //   - Redelivered after its report was recorded (a crash before the
 //     commit): not run again; the history event is published again (same
@@ -131,15 +132,17 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 		return nil
 	}
 	if m.Partition != 0 {
-		// Ids are offsets of partition 0 only; the topic is created with one.
+		// Requests are worked in order off partition 0 only; the topic is
+		// created with one.
 		w.requests.WithLabelValues(OutcomeUnusable).Inc()
 		w.log.Error("skipping a synchronization request off partition 0 (the topic must have one partition)", "partition", m.Partition, "offset", m.Offset)
 		return nil
 	}
-	id := m.Offset + 1
 	done, err := w.o.Store.ByRequest(ctx, req.Key)
 	switch {
-	case err == nil && done.ID == id:
+	case err == nil && (done.Offset == m.Offset || done.Offset == 0 && done.ID == m.Offset+1):
+		// This very request (reports written before ids were opaque were
+		// the offset + 1).
 		if err := w.history(ctx, done); err != nil {
 			return err
 		}
@@ -152,14 +155,8 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 	case !errors.Is(err, cronreport.ErrNotFound):
 		return err
 	}
-	if other, err := w.o.Store.Get(ctx, id); err == nil {
-		// Offsets start again only if the topic was deleted and created
-		// again; a report is never overwritten by another request's.
-		w.requests.WithLabelValues(OutcomeCollision).Inc()
-		w.log.Error("synchronization request not run: its report id is taken (was the topic recreated?)",
-			"id", id, "key", req.Key, "holder", other.RequestKey)
-		return nil
-	} else if !errors.Is(err, cronreport.ErrNotFound) {
+	id, err := w.freeID(ctx, req.Key)
+	if err != nil {
 		return err
 	}
 	now := w.o.Clock()
@@ -193,7 +190,7 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 	}
 	r := cronreport.Report{
 		Summary:     cronreport.Summary{ID: id, Inserted: finished, ExternalSystemID: req.SupplierID, ErrorCount: len(texts)},
-		ErrorReport: cronreport.NewErrorReport(texts), RunID: req.RunID, RequestKey: req.Key, Began: now.UTC().Truncate(time.Millisecond),
+		ErrorReport: cronreport.NewErrorReport(texts), RunID: req.RunID, RequestKey: req.Key, Offset: m.Offset, Began: now.UTC().Truncate(time.Millisecond),
 		Products: res.Products, Options: res.Options, Availabilities: res.Availabilities,
 	}
 	// The report is the record of this request: a redelivery finds it and
@@ -253,6 +250,23 @@ func (w *Worker) put(ctx context.Context, r cronreport.Report) error {
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// freeID is the first candidate id of request key's report that no other
+// report holds (a report is never overwritten by another request's).
+func (w *Worker) freeID(ctx context.Context, key string) (int64, error) {
+	for n := 0; ; n++ {
+		id := cronreport.ID(key, n)
+		other, err := w.o.Store.Get(ctx, id)
+		if errors.Is(err, cronreport.ErrNotFound) {
+			return id, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		w.requests.WithLabelValues(OutcomeCollision).Inc()
+		w.log.Warn("synchronization report id held by another request; taking the next", "id", id, "key", key, "holder", other.RequestKey)
 	}
 }
 

@@ -45,6 +45,9 @@ type call struct {
 // 401/403 is the partner working correctly and does not count against its
 // breaker.
 func (c *Client) send(ctx context.Context, conn Connection, in call) (int, error) {
+	if ce := c.refuse(in.url); ce != nil {
+		return 0, ce
+	}
 	br := c.breakers.Get(conn.BaseURL)
 	if !br.Allow(c.opts.Clock()) {
 		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
@@ -84,7 +87,7 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) (int, error
 			ce = &CallError{Kind: KindMalformed, Status: status, domain: ErrUnavailable, cause: perr}
 		}
 	}
-	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable)
+	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindRefused)
 	if ce != nil {
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
 		return status, ce

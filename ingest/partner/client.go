@@ -14,6 +14,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Domain errors of partner calls. The reseller sees the code and this
@@ -36,6 +37,12 @@ const (
 	KindMalformed = "malformed"
 	KindAuth      = "auth"
 	KindBreaker   = "breaker_open"
+	// KindRefused: the outbound policy refused the partner's url or the
+	// address its name resolved to; nothing was sent.
+	KindRefused = "refused"
+	// KindRequest: our request could not be built (a stored baseUrl that
+	// is no url); nothing was sent.
+	KindRequest = "request"
 )
 
 // CallError is a failed partner call: Kind for metrics and tests, the
@@ -47,11 +54,27 @@ type CallError struct {
 	cause  error
 }
 
+// Error says what happened in words that reveal nothing of the network
+// (they reach change notification errors and logs): "refused by the
+// outbound policy" whatever the target, "could not be reached" for a
+// failed or timed-out connection, "answered status N"; never the url, the
+// address or the remote body.
 func (e *CallError) Error() string {
-	if e.cause != nil {
-		return fmt.Sprintf("partner call: %s: %v", e.Kind, e.cause)
+	switch e.Kind {
+	case KindRefused:
+		return "partner call: " + outbound.ErrRefused.Error()
+	case KindTimeout, KindTransport:
+		return "partner call: the partner could not be reached"
+	case KindStatus, KindAuth:
+		return fmt.Sprintf("partner call: the partner answered status %d", e.Status)
+	case KindBreaker:
+		return "partner call: not tried, the partner's circuit breaker is open after repeated failures"
+	case KindMalformed:
+		return fmt.Sprintf("partner call: the partner answered status %d with an unusable body: %v", e.Status, e.cause)
+	case KindRequest:
+		return "partner call: the connection's baseUrl is not a usable url"
 	}
-	return fmt.Sprintf("partner call: %s (status %d)", e.Kind, e.Status)
+	return fmt.Sprintf("partner call: %s", e.Kind)
 }
 
 // Unwrap gives the domain error (and the cause, for errors.Is on it).
@@ -80,8 +103,10 @@ func (c Connection) String() string { return "partner{" + c.BaseURL + "}" }
 type Options struct {
 	// Timeout of one call. Default 2 s (the issue's partner deadline).
 	Timeout time.Duration
-	// HTTP is the fasthttp client. Default: one with sane pool limits.
-	HTTP *fasthttp.Client
+	// Outbound is the policy every partner url and connection is judged
+	// by (internal/outbound). The zero value is the strict one: https and
+	// public addresses only.
+	Outbound outbound.Policy
 	// BreakerFailures consecutive failures open a partner's breaker for
 	// BreakerCooldown; then one trial call (half-open) closes or reopens
 	// it. Defaults 5 and 10 s.
@@ -96,7 +121,7 @@ type Options struct {
 // Client calls partners. Safe for concurrent use.
 type Client struct {
 	opts     Options
-	http     *fasthttp.Client
+	http     *fasthttp.Client // dials through the outbound policy
 	metrics  *metrics
 	breakers *breaker.Set // by base URL
 }
@@ -115,16 +140,17 @@ func NewClient(opts Options) *Client {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	h := opts.HTTP
-	if h == nil {
-		h = &fasthttp.Client{
-			Name:                          "switchback",
-			MaxConnsPerHost:               256,
-			MaxIdleConnDuration:           30 * time.Second,
-			MaxResponseBodySize:           MaxResponseBytes,
-			NoDefaultUserAgentHeader:      false,
-			DisableHeaderNamesNormalizing: false,
-		}
+	// No redirect is followed (fasthttp's Do returns a 3xx as it is);
+	// every address connected to is judged by the outbound policy.
+	h := &fasthttp.Client{
+		Name:                "switchback",
+		DialTimeout:         opts.Outbound.Dialer(opts.Timeout),
+		MaxConnsPerHost:     256,
+		MaxIdleConnDuration: 30 * time.Second,
+		MaxResponseBodySize: MaxResponseBytes,
+		// An answer fasthttp cannot parse must not put its bytes (which
+		// may echo our credentials) in an error.
+		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 	}
 	m := newMetrics(opts.Registerer)
 	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
@@ -143,7 +169,7 @@ type AvailabilitiesRequest struct {
 func (c *Client) Availabilities(ctx context.Context, conn Connection, in AvailabilitiesRequest) (List, error) {
 	u, err := availabilitiesURL(conn.BaseURL, in)
 	if err != nil {
-		return List{}, &CallError{Kind: KindTransport, domain: ErrUnavailable, cause: err}
+		return List{}, &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
 	}
 	var out List
 	err = c.do(ctx, conn, "availabilities", u, in.RequestID, func(body []byte) error {
@@ -168,8 +194,24 @@ func availabilitiesURL(base string, in AvailabilitiesRequest) (string, error) {
 		url.PathEscape(in.ProductID) + "/availabilities?" + q.Encode(), nil
 }
 
+// refuse returns the policy's refusal of u (nil: allowed), counted.
+func (c *Client) refuse(u string) *CallError {
+	if err := c.opts.Outbound.CheckURL(u); err != nil {
+		kind := KindRequest
+		if errors.Is(err, outbound.ErrRefused) {
+			kind = KindRefused
+		}
+		c.metrics.errors.WithLabelValues(kind).Inc()
+		return &CallError{Kind: kind, domain: ErrUnavailable, cause: err}
+	}
+	return nil
+}
+
 // do runs one GET through the partner's breaker.
 func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, parse func([]byte) error) error {
+	if ce := c.refuse(u); ce != nil {
+		return ce
+	}
 	br := c.breakers.Get(conn.BaseURL)
 	if !br.Allow(c.opts.Clock()) {
 		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
@@ -204,8 +246,9 @@ func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, p
 			ce = &CallError{Kind: KindMalformed, Status: resp.StatusCode(), domain: ErrUnavailable, cause: perr}
 		}
 	}
-	// A 400/404 is the partner working correctly: not a breaker failure.
-	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable)
+	// A 400/404 is the partner working correctly: not a breaker failure;
+	// nor is a refusal, the partner was not called.
+	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindRefused)
 	if ce != nil {
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
 		return ce
@@ -215,6 +258,8 @@ func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, p
 
 func classify(err error, status int) *CallError {
 	switch {
+	case errors.Is(err, outbound.ErrRefused):
+		return &CallError{Kind: KindRefused, domain: ErrUnavailable, cause: err}
 	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
 		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: err}
 	case err != nil:
@@ -253,7 +298,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"op"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_partner_errors_total",
-			Help: "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open).",
+			Help: "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open, refused, request).",
 		}, []string{"kind"}),
 		open: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name:        "switchback_ingest_partner_breaker_open",

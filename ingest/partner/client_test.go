@@ -11,7 +11,12 @@ import (
 
 	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 var (
 	t0   = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
@@ -38,7 +43,7 @@ func req() partner.AvailabilitiesRequest {
 
 func TestAvailabilities_ParsesByRateAndEchoesRequestID(t *testing.T) {
 	_, url := sim(t, partnersim.Config{Rates: map[string][]string{"P1": {"R1", "R2"}}})
-	c := partner.NewClient(partner.Options{})
+	c := partner.NewClient(partner.Options{Outbound: allowLoopback})
 	l, err := c.Availabilities(context.Background(), conn(url), req())
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +59,7 @@ func TestAvailabilities_ParsesByRateAndEchoesRequestID(t *testing.T) {
 
 func TestAvailabilities_BadCredentialsAreUnavailableWithoutDetails(t *testing.T) {
 	_, url := sim(t, partnersim.Config{})
-	c := partner.NewClient(partner.Options{})
+	c := partner.NewClient(partner.Options{Outbound: allowLoopback})
 	cn := conn(url)
 	cn.APISecret = "wrong-secret"
 	_, err := c.Availabilities(context.Background(), cn, req())
@@ -72,7 +77,7 @@ func TestAvailabilities_ReqIDMismatchIsMalformed(t *testing.T) {
 		_, _ = w.Write([]byte(`{"availabilities":{"byRate":{},"retrieved":"2026-11-22T00:00:00Z","expires":"2026-11-22T00:10:00Z"},"meta":{"reqId":"other"}}`))
 	}))
 	defer ts.Close()
-	_, err := partner.NewClient(partner.Options{}).Availabilities(context.Background(), conn(ts.URL), req())
+	_, err := partner.NewClient(partner.Options{Outbound: allowLoopback}).Availabilities(context.Background(), conn(ts.URL), req())
 	var ce *partner.CallError
 	if !errors.As(err, &ce) || ce.Kind != partner.KindMalformed || !errors.Is(err, partner.ErrUnavailable) {
 		t.Fatalf("err = %v", err)
@@ -81,7 +86,7 @@ func TestAvailabilities_ReqIDMismatchIsMalformed(t *testing.T) {
 
 func TestAvailabilities_TimeoutAndStatusMapping(t *testing.T) {
 	s, url := sim(t, partnersim.Config{Latency: 300 * time.Millisecond})
-	c := partner.NewClient(partner.Options{Timeout: 50 * time.Millisecond})
+	c := partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 50 * time.Millisecond})
 	_, err := c.Availabilities(context.Background(), conn(url), req())
 	var ce *partner.CallError
 	if !errors.As(err, &ce) || ce.Kind != partner.KindTimeout {
@@ -99,7 +104,7 @@ func TestAvailabilities_TimeoutAndStatusMapping(t *testing.T) {
 func TestBreaker_OpensAfterFailuresThenHalfOpenCloses(t *testing.T) {
 	now := t0
 	s, url := sim(t, partnersim.Config{ErrorRate: 1})
-	c := partner.NewClient(partner.Options{BreakerFailures: 3, BreakerCooldown: 10 * time.Second, Clock: func() time.Time { return now }})
+	c := partner.NewClient(partner.Options{Outbound: allowLoopback, BreakerFailures: 3, BreakerCooldown: 10 * time.Second, Clock: func() time.Time { return now }})
 	for range 3 {
 		if _, err := c.Availabilities(context.Background(), conn(url), req()); !errors.Is(err, partner.ErrUnavailable) {
 			t.Fatalf("err = %v", err)

@@ -19,7 +19,7 @@ func testHold() schemas.Hold {
 
 func TestHoldsAndBookings_AgainstTheSimulatedPartner(t *testing.T) {
 	s, url := sim(t, partnersim.Config{TxConfig: partnersim.TxConfig{HoldTTL: time.Hour}})
-	c := partner.NewClient(partner.Options{})
+	c := partner.NewClient(partner.Options{Outbound: allowLoopback})
 	ctx := context.Background()
 	h, err := c.CreateHold(ctx, conn(url), testHold(), "req-h")
 	if err != nil || h.ID != "h1" || h.Status != schemas.HoldActive || !h.Expires.Equal(t0.Add(time.Hour)) {
@@ -57,7 +57,7 @@ func TestHoldsAndBookings_AgainstTheSimulatedPartner(t *testing.T) {
 
 func TestCreateBooking_AcceptedIs202(t *testing.T) {
 	_, url := sim(t, partnersim.Config{TxConfig: partnersim.TxConfig{AcceptBookings: true, TicketsAfter: time.Hour}})
-	c := partner.NewClient(partner.Options{})
+	c := partner.NewClient(partner.Options{Outbound: allowLoopback})
 	if _, err := c.CreateHold(context.Background(), conn(url), testHold(), "r1"); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestWriteCalls_StatusMappingAndReqIDCheck(t *testing.T) {
 				_, _ = w.Write([]byte(tc.body))
 			}))
 			defer ts.Close()
-			_, err := partner.NewClient(partner.Options{}).CreateHold(context.Background(), conn(ts.URL), testHold(), "req-1")
+			_, err := partner.NewClient(partner.Options{Outbound: allowLoopback}).CreateHold(context.Background(), conn(ts.URL), testHold(), "req-1")
 			var ce *partner.CallError
 			if !errors.Is(err, tc.want) || !errors.As(err, &ce) || ce.Kind != tc.kind {
 				t.Fatalf("err = %v", err)

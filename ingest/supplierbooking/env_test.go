@@ -21,9 +21,14 @@ import (
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/schemas"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 const (
 	simKey = "bs-key-7c1e-never-shown"
@@ -114,9 +119,9 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 		}
 		e.Must(t, 201, "POST", base+"/channels/"+catalogtest.ChannelA, e.Operator, `{"priceAt":"PRICE_AT_SALE"}`)
 	}
-	e.bsc = bs.NewClient(bs.Options{Clock: e.clock.now})
+	e.bsc = bs.NewClient(bs.Options{Outbound: allowLoopback, Clock: e.clock.now})
 	e.conn = bs.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
-	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
+	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), BookingSystem: e.bsc,
 		Registerer: e.reg, Logger: e.Logger, Clock: e.clock.now})
 	return e
 }
@@ -137,7 +142,7 @@ func (e *env) setInstant(t *testing.T, pid string, instant bool) {
 // routerWith replaces the env's Router by one with opts changed by
 // configure.
 func (e *env) routerWith(configure func(*Options)) {
-	opts := Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{}), BookingSystem: e.bsc,
+	opts := Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), BookingSystem: e.bsc,
 		Registerer: prometheus.NewRegistry(), Logger: e.Logger, Clock: e.clock.now}
 	configure(&opts)
 	e.router = NewRouter(opts)

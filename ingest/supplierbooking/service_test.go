@@ -59,7 +59,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 					if err := svc.ReleaseHold(ctx, p, "req", h.ID); err != nil {
 						t.Fatal(err)
 					}
-					if st := e.simStatuses(h.ID, 2); !all(st, bs.Expired) {
+					if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Expired) {
 						t.Fatalf("simulator statuses %v, want EXPIRED (doc 3: cancelOrder of ON_HOLD)", st)
 					}
 					if got, err := svc.Hold(ctx, p, "req", h.ID); err != nil || got.Status != schemas.HoldReleased {
@@ -71,7 +71,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 				if err != nil || res.Accepted || res.Booking.Status != schemas.BookingOpen || len(res.Booking.Tickets) != 2 {
 					t.Fatalf("booking %+v err %v", res, err)
 				}
-				if st := e.simStatuses(h.ID, 2); !all(st, bs.Confirmed) {
+				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Confirmed) {
 					t.Fatalf("simulator statuses %v, want CONFIRMED", st)
 				}
 				if got, err := svc.Booking(ctx, p, "req", "bk-svc"); err != nil || got.Booking.Status != schemas.BookingOpen {
@@ -81,7 +81,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 				if err != nil || got.Booking.Status != schemas.BookingCancelled {
 					t.Fatalf("cancel %+v err %v", got, err)
 				}
-				if st := e.simStatuses(h.ID, 2); !all(st, bs.Cancelled) {
+				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Cancelled) {
 					t.Fatalf("simulator statuses %v, want CANCELLED", st)
 				}
 				if rec := e.lastBookingChange(t); rec.Change != schemas.ChangeCanceled || rec.CanceledBy != schemas.CanceledByReseller {
@@ -130,11 +130,11 @@ func TestService_PendingBookingResolvesThroughThePoller(t *testing.T) {
 				}
 				poller := processorsbooking.NewPoller(processorsbooking.PollerOptions{Bookings: svc, Logger: e.Logger})
 				poller.Poll(ctx) // nothing decided yet
-				if rec, _ := svc.Record(ctx, "bk-pending"); rec.Booking.Status != schemas.BookingPending || !rec.AwaitingTickets {
+				if rec, _ := svc.Record(ctx, p.ChannelID, "bk-pending"); rec.Booking.Status != schemas.BookingPending || !rec.AwaitingTickets {
 					t.Fatalf("before the decision: %+v", rec)
 				}
 				for i, ok := range tt.accept {
-					if err := e.sim.Decide(BookingUUID(h.ID, i), ok); err != nil {
+					if err := e.sim.Decide(BookingUUID(booking.PartnerID("hold", p.ChannelID, h.ID), i), ok); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -142,7 +142,7 @@ func TestService_PendingBookingResolvesThroughThePoller(t *testing.T) {
 				for deadline := time.Now().Add(10 * time.Second); ; {
 					e.clock.add(2 * pollLease) // the claimed booking is due again
 					poller.Poll(ctx)
-					if rec, err = svc.Record(ctx, "bk-pending"); err != nil {
+					if rec, err = svc.Record(ctx, p.ChannelID, "bk-pending"); err != nil {
 						t.Fatal(err)
 					}
 					if rec.Booking.Status != schemas.BookingPending {
@@ -159,7 +159,7 @@ func TestService_PendingBookingResolvesThroughThePoller(t *testing.T) {
 					t.Fatalf("resolved booking: %d tickets, change %s; want 2, tickets-added", len(rec.Booking.Tickets), rec.Change)
 				}
 				for i, want := range tt.wantSim {
-					if got := e.sim.BookingStatus(BookingUUID(h.ID, i)); got != want {
+					if got := e.sim.BookingStatus(BookingUUID(booking.PartnerID("hold", p.ChannelID, h.ID), i)); got != want {
 						t.Fatalf("simulator booking %d is %s, want %s", i, got, want)
 					}
 				}

@@ -46,8 +46,8 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 		for _, p := range DemoPrincipals() {
 			fmt.Fprintf(&b, "  %-9s %-16s %s\n", p.Role, p.Key, p.Secret)
 		}
-		if cfg.WebhookAllowHTTP || cfg.WebhookAllowPrivate {
-			b.WriteString("  Webhooks to http:// and private/loopback addresses are ALLOWED (SWITCHBACK_WEBHOOK_ALLOW_HTTP/PRIVATE).\n")
+		if cfg.OutboundAllowHTTP || cfg.OutboundAllowPrivate {
+			b.WriteString("  Outbound calls (webhooks, partners, booking systems) to http:// and private/loopback addresses are ALLOWED (SWITCHBACK_OUTBOUND_ALLOW_HTTP/PRIVATE).\n")
 		}
 		if len(cfg.DemoSet) > 0 {
 			fmt.Fprintf(&b, "  The demo data turned on %s (not given): its sink and simulators are on http://127.0.0.1.\n", strings.Join(cfg.DemoSet, ", "))

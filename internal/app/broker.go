@@ -26,7 +26,10 @@ func Broker(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: log})
+	// Development only (the tiers apart on one machine): loopback, and the
+	// principals topic written by processes of this user alone.
+	b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: log,
+		Protected: []string{schemas.TopicPrincipals}, Trust: kafkabroker.TrustUser})
 	if err != nil {
 		return fmt.Errorf("embedded Kafka broker on SWITCHBACK_EMBEDDED_KAFKA_ADDR %s: %w", cfg.EmbeddedKafkaAddr, err)
 	}
@@ -38,6 +41,7 @@ func Broker(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) er
 		return fmt.Errorf("create topics: %w", err)
 	}
 	fmt.Fprintf(stdout, "Kafka-protocol broker on %s (log under %s); SWITCHBACK_KAFKA_BROKERS=%s for the tiers. Ctrl-C stops it.\n", b.Addr(), dir, b.Addr())
+	fmt.Fprintf(stdout, "Development only: loopback, no authentication; %s is written by processes of this user only.\n", schemas.TopicPrincipals)
 	log.Info("broker started", "addr", b.Addr(), "dir", dir, "topics", len(schemas.Topics()))
 	<-ctx.Done()
 	log.Info("broker stopping")

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -36,6 +37,13 @@ func DemoPrincipals() []DemoPrincipal {
 // startDemo runs the demo data (internal/demo) against this process's API
 // with the demo operator and the demo sink subscriber.
 func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*demo.Demo, error) {
+	if !cfg.OutboundAllowHTTP || !cfg.OutboundAllowPrivate {
+		// The outbound policy is never relaxed by demo mode itself: the
+		// operator says so (make run does).
+		return nil, errors.New("demo data: the simulated partner, booking system and webhook sink listen on loopback over http, " +
+			"which the outbound policy refuses; set SWITCHBACK_OUTBOUND_ALLOW_HTTP=true and SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true " +
+			"(make run does), or SWITCHBACK_DEMO_DATA=false")
+	}
 	cred := func(key string) demo.Cred {
 		for _, p := range DemoPrincipals() {
 			if p.Key == key {

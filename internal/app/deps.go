@@ -64,7 +64,10 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 		if err != nil {
 			return nil, err
 		}
-		b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: log.With("part", "kafka")})
+		// Development only: loopback, and the principals topic written by
+		// this process alone (kafkabroker's guard).
+		b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: log.With("part", "kafka"),
+			Protected: []string{schemas.TopicPrincipals}, Trust: kafkabroker.TrustProcess})
 		if err != nil {
 			return nil, fmt.Errorf("embedded Kafka broker on SWITCHBACK_EMBEDDED_KAFKA_ADDR %s: %w", cfg.EmbeddedKafkaAddr, err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/changerequest"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/cronreport"
+	"github.com/switchbackhq/switchback/internal/keyring"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -64,7 +65,9 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	}
 	// One partner client per process: one circuit breaker per partner,
 	// whichever tier calls it.
-	sh.partner = partner.NewClient(partner.Options{Registerer: reg})
+	// Partners, booking systems and webhooks are judged by one outbound
+	// policy (internal/outbound).
+	sh.partner = partner.NewClient(partner.Options{Registerer: reg, Outbound: cfg.Outbound()})
 	// One availability cache service per process too: the query tier's
 	// reads and the ingest tier's refreshes share its in-process copy and
 	// its singleflight.
@@ -74,7 +77,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	// booking system), and one router of holds and bookings over both
 	// kinds of supplier, for the query tier's writes and the process
 	// tier's ticket poller.
-	sh.bookingSystem = bookingsystem.NewClient(bookingsystem.Options{Registerer: reg})
+	sh.bookingSystem = bookingsystem.NewClient(bookingsystem.Options{Registerer: reg, Outbound: cfg.Outbound()})
 	sh.suppliers = supplierbooking.NewRouter(supplierbooking.Options{Catalog: sh.catalog, Partner: sh.partner,
 		BookingSystem: sh.bookingSystem, Registerer: reg, Logger: log})
 	if err := startViews(ctx, d, sh, log, closers, st.failed); err != nil {
@@ -103,6 +106,15 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	return st, nil
 }
 
+// costlyRate maps SWITCHBACK_HISTORY_RATE_LIMIT to httpapi's option: 0
+// (off) is httpapi's negative, its 0 being the default.
+func costlyRate(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // startQuery starts the API tier: the principal table rebuilt from its
 // topic, the fasthttp server and its routes.
 func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) (string, error) {
@@ -125,6 +137,11 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Principals:     store,
 		RateLimit:      cfg.RateLimit,
 		RateBurst:      cfg.RateBurst,
+		// History scans: their own budget and concurrency bound.
+		CostlyRateLimit: costlyRate(cfg.HistoryRateLimit),
+		CostlyRateBurst: cfg.HistoryRateBurst,
+		CostlyPerKey:    cfg.HistoryConcurrency,
+		CostlyTotal:     cfg.HistoryConcurrencyTotal,
 		// 503 while the Redis views are rebuilt; a 4xx is confirmed
 		// against them before it is served.
 		Views: d.views,
@@ -289,25 +306,54 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
+	secrets, err := secretsKeyring(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	// Writers of the registry and the catalog read the view before they
 	// publish: the views guard's epoch fences them (refused while the
 	// views are rebuilt, or if they were lost in between).
 	reg := registry.New(registry.Options{
 		Redis:        d.redis,
 		Publisher:    d.producer,
-		AllowHTTP:    cfg.WebhookAllowHTTP,
-		AllowPrivate: cfg.WebhookAllowPrivate,
+		AllowHTTP:    cfg.OutboundAllowHTTP,
+		AllowPrivate: cfg.OutboundAllowPrivate,
 		Logger:       log.With("part", "registry"),
 		Fence:        d.views,
+		Secrets:      secrets,
 	})
-	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views})
+	// A supplier with holds or bookings that are not final cannot be
+	// deleted: the bookings view (read only here) counts them.
+	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
+		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis}), Secrets: secrets})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
-	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.WebhookAllowHTTP, AllowPrivate: cfg.WebhookAllowPrivate, Timeout: cfg.WebhookTimeout,
+	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.OutboundAllowHTTP, AllowPrivate: cfg.OutboundAllowPrivate, Timeout: cfg.WebhookTimeout,
 		MaxConnsPerHost: max(cfg.DispatchConcurrency, webhook.DefaultMaxConnsPerHost)})
 	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
+}
+
+// secretsKeyring is the keyring sealing secrets at rest (internal/keyring):
+// SWITCHBACK_SECRETS_KEY; in demo mode without it, the fixed public demo
+// key, said in the log; otherwise none, and writes of credentials and
+// securityKeys are refused, said in the log at start.
+func secretsKeyring(cfg config.Config, log *slog.Logger) (*keyring.Keyring, error) {
+	cur := cfg.SecretsKey
+	switch {
+	case cur != nil:
+	case cfg.Demo:
+		cur = keyring.DemoKey()
+		// Info: the demo-mode warning (public demo principals) already says
+		// never to use it in production.
+		log.Info("demo mode: secrets at rest (supplier credentials, rule securityKeys) are sealed with the fixed, public demo key; " +
+			"outside demo mode set SWITCHBACK_SECRETS_KEY")
+	default:
+		log.Warn("SWITCHBACK_SECRETS_KEY is unset: supplier credentials and rule securityKeys cannot be stored, " +
+			"and writes carrying them are refused (503); set it to base64 of 32 random bytes")
+	}
+	return keyring.New(cur, cfg.SecretsKeyPrevious)
 }
 
 // startViews registers every Redis view with the views guard and rebuilds

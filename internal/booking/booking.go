@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/domainerr"
@@ -70,8 +71,23 @@ type Catalog interface {
 	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
 }
 
+// Connections tells which system a supplier's connection reaches (its
+// kind and baseUrl, not its credentials) as an opaque ref. When the
+// Catalog implements it (*catalog.Store does), holds and bookings record
+// the ref they were made through and are never sent to another: a
+// supplier whose connection changed since gets their reads served from
+// the record and their cancels and releases refused
+// (ErrConnectionChanged), rather than silently re-routed.
+type Connections interface {
+	ConnectionRef(ctx context.Context, sid string) (string, error)
+}
+
 // Errors. Their codes map to statuses in query/apierror.
 var (
+	// ErrConnectionChanged: the supplier's connection is not the one the
+	// hold or booking was made through.
+	ErrConnectionChanged = domainerr.New("CONFLICT", "the supplier's connection changed after this was made; "+
+		"it is not sent to the new system (the supplier's operator can restore the connection)")
 	ErrNotFound    = domainerr.New("NOT_FOUND", "not found")
 	ErrConflict    = domainerr.New("CONFLICT", "conflict")
 	ErrUnavailable = domainerr.New("UNAVAILABLE", "holds and bookings are temporarily unavailable")
@@ -171,6 +187,51 @@ func New(opts Options) *Service {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{opts: opts, rdb: opts.Redis, log: opts.Logger.With("part", "booking"), now: opts.Clock}
+}
+
+// connectionRef is the ref of supplier sid's connection now, "" when the
+// Catalog cannot tell.
+func (s *Service) connectionRef(ctx context.Context, sid string) (string, error) {
+	c, ok := s.opts.Catalog.(Connections)
+	if !ok {
+		return "", nil
+	}
+	ref, err := c.ConnectionRef(ctx, sid)
+	if err != nil && !isNotFound(err) {
+		return "", fmt.Errorf("read supplier %s's connection: %w", sid, err)
+	}
+	return ref, nil
+}
+
+// sameConnection is nil when a record made through connection ref
+// recorded may be sent to supplier sid's system now. Older records
+// (without a ref) are not checked.
+func (s *Service) sameConnection(ctx context.Context, sid, recorded string) error {
+	if recorded == "" {
+		return nil
+	}
+	if _, ok := s.opts.Catalog.(Connections); !ok {
+		return nil
+	}
+	cur, err := s.connectionRef(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if cur != recorded { // changed, or the supplier is gone
+		return ErrConnectionChanged
+	}
+	return nil
+}
+
+// PartnerID is the id a hold or booking is known by at the supplier's
+// system: derived from the channel and the reseller's id, because ids
+// are unique within a channel only, and a system that saw the same id
+// from two channels would refuse the second or, worse, answer it with
+// the first's hold. It is the same for a retry, so the system's own
+// idempotency holds.
+func PartnerID(kind, channelID, id string) string {
+	ns := uuid.NewSHA1(uuid.NameSpaceURL, []byte("urn:switchback:reseller-ids"))
+	return uuid.NewSHA1(ns, []byte(kind+"/"+channelID+"/"+id)).String()
 }
 
 // HoldView is the hold as the reseller sees it: its id, and EXPIRED for an

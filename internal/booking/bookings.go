@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -31,7 +32,10 @@ func result(rec schemas.BookingRecord) Result {
 // omitted the response id is a random UUID"). A retry with the same id and
 // data returns the booking of the first request and never makes a second
 // one; concurrent retries wait on the booking's lock. The same id with
-// other data is BAD_REQUEST; another channel's booking id is CONFLICT.
+// other data is BAD_REQUEST. Ids are unique within the channel (another
+// channel's booking of the same id is another booking); the supplier's
+// system gets a derived id (partnerID), and the booking is made through
+// its hold's connection or not at all (ErrConnectionChanged).
 //
 // The hold: holdId is required (400); a hold that is not the channel's is
 // 400; RELEASED, expired or already used by another booking is 409; items
@@ -57,6 +61,9 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	if err := checkID("booking.id", in.ID, false); err != nil {
 		return Result{}, err
 	}
+	if err := checkBookingDates(in, now); err != nil {
+		return Result{}, err
+	}
 	if err := checkID("booking.holdId", in.HoldID, true); err != nil {
 		if in.HoldID == "" {
 			return Result{}, invalid("booking.holdId", "is required: acquire a hold with POST /holds before booking")
@@ -71,20 +78,18 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
-	unlock, err := s.lock(ctx, "b", in.ID)
+	ref := Ref(p.ChannelID, in.ID)
+	unlock, err := s.lock(ctx, "b", ref)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
-	old, ver, err := s.loadBooking(ctx, in.ID)
+	old, ver, err := s.loadBooking(ctx, ref)
 	if err != nil {
 		return Result{}, err
 	}
 	if ver > 0 {
-		switch {
-		case old.ChannelID != p.ChannelID:
-			return Result{}, conflictf("booking id %s is already in use", in.ID)
-		case old.Fingerprint != fp:
+		if old.Fingerprint != fp {
 			return Result{}, badRequestf("booking id %s was already used with different data", in.ID)
 		}
 		return result(old), nil
@@ -92,12 +97,13 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	if err := s.checkVisible(ctx, "booking", p.ChannelID, len(in.Items), item, now); err != nil {
 		return Result{}, err
 	}
-	unlockHold, err := s.lock(ctx, "h", in.HoldID)
+	holdRef := Ref(p.ChannelID, in.HoldID)
+	unlockHold, err := s.lock(ctx, "h", holdRef)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlockHold()
-	hold, hver, err := s.loadHold(ctx, in.HoldID)
+	hold, hver, err := s.loadHold(ctx, holdRef)
 	if err != nil {
 		return Result{}, err
 	}
@@ -115,11 +121,26 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		return Result{}, invalid(fmt.Sprintf("booking.items[%d]", i), "is not covered by hold "+in.HoldID+" (supplier, product, rate, availability, start time and quantity)")
 	}
 
+	if err := s.sameConnection(ctx, sid, hold.Connection); err != nil {
+		return Result{}, fmt.Errorf("create booking on hold %s: %w", in.HoldID, err)
+	}
+	conn := hold.Connection
+	if conn == "" {
+		if conn, err = s.connectionRef(ctx, sid); err != nil {
+			return Result{}, err
+		}
+	}
+
 	out := in
+	out.ID = PartnerID("booking", p.ChannelID, in.ID)
 	out.HoldID = partnerHoldID(hold)
 	got, accepted, err := s.opts.Partner.CreateBooking(ctx, sid, out, reqID)
 	if err != nil {
 		return Result{}, fmt.Errorf("create booking: %w", fromPartner(err))
+	}
+	partnerBooking := got.ID
+	if partnerBooking == "" {
+		partnerBooking = out.ID
 	}
 	// The reseller's ids win over the partner's echo.
 	got.ID, got.HoldID, got.ChannelID = in.ID, in.HoldID, p.ChannelID
@@ -136,8 +157,11 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		got.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: got.Status}}
 	}
 	rec := schemas.BookingRecord{Booking: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
-		Accepted: accepted, AwaitingTickets: accepted && len(got.Tickets) == 0 && got.Status != schemas.BookingCancelled,
+		Connection: conn, Accepted: accepted, AwaitingTickets: accepted && len(got.Tickets) == 0 && got.Status != schemas.BookingCancelled,
 		Change: schemas.ChangeCreated, RequestID: reqID, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	if partnerBooking != in.ID {
+		rec.PartnerBookingID = partnerBooking
+	}
 	hold.BookingID, hold.UpdatedAt, hold.PreviousStatus = in.ID, now.UTC(), hold.Hold.Status
 	if err := s.commit(ctx, now, bookingChange(rec, 1), holdChange(hold, hver+1)); err != nil {
 		return Result{}, err
@@ -145,20 +169,28 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	return result(rec), nil
 }
 
-// Record returns the recorded booking as it is, without asking the
-// partner or checking a channel (processors, tests, operations).
-func (s *Service) Record(ctx context.Context, id string) (schemas.BookingRecord, error) {
-	rec, ver, err := s.loadBooking(ctx, id)
+// Record returns the recorded booking id of channel channelID as it is,
+// without asking the partner (processors, tests, operations).
+func (s *Service) Record(ctx context.Context, channelID, id string) (schemas.BookingRecord, error) {
+	rec, ver, err := s.loadBooking(ctx, Ref(channelID, id))
 	if err == nil && ver == 0 {
 		err = fmt.Errorf("booking %s: %w", id, ErrNotFound)
 	}
 	return rec, err
 }
 
-// ownBooking loads a booking of the principal's channel; another
-// channel's is not found.
+// partnerBookingID is the id the supplier's system knows the booking by.
+func partnerBookingID(rec schemas.BookingRecord) string {
+	if rec.PartnerBookingID != "" {
+		return rec.PartnerBookingID
+	}
+	return rec.Booking.ID
+}
+
+// ownBooking loads a booking of the principal's channel: ids are looked
+// up within it, so another channel's is not even seen.
 func (s *Service) ownBooking(ctx context.Context, p principals.Principal, id string) (schemas.BookingRecord, error) {
-	rec, ver, err := s.loadBooking(ctx, id)
+	rec, ver, err := s.loadBooking(ctx, Ref(p.ChannelID, id))
 	if err != nil {
 		return rec, err
 	}
@@ -180,7 +212,7 @@ func (s *Service) Booking(ctx context.Context, p principals.Principal, reqID, id
 	if rec.Booking.Status == schemas.BookingCancelled {
 		return result(rec), nil
 	}
-	fresh, _, err := s.Refresh(ctx, reqID, id)
+	fresh, _, err := s.Refresh(ctx, reqID, Ref(p.ChannelID, id))
 	if err != nil {
 		s.log.Warn("booking: not refreshed from the partner; serving the recorded one", "booking", id, "err", err)
 		return result(rec), nil
@@ -198,12 +230,13 @@ func (s *Service) CancelBooking(ctx context.Context, p principals.Principal, req
 	if _, err := s.ownBooking(ctx, p, id); err != nil {
 		return Result{}, err
 	}
-	unlock, err := s.lock(ctx, "b", id)
+	ref := Ref(p.ChannelID, id)
+	unlock, err := s.lock(ctx, "b", ref)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
-	rec, ver, err := s.loadBooking(ctx, id)
+	rec, ver, err := s.loadBooking(ctx, ref)
 	if err != nil {
 		return Result{}, err
 	}
@@ -212,6 +245,12 @@ func (s *Service) CancelBooking(ctx context.Context, p principals.Principal, req
 		return result(rec), nil
 	case rec.Booking.Cancelable != nil && !*rec.Booking.Cancelable:
 		return Result{}, conflictf("booking %s is not cancelable", id)
+	}
+	if err := s.sameConnection(ctx, rec.SupplierID, rec.Connection); err != nil {
+		// Never re-routed silently: the cancel would reach another system
+		// (another operator's, were the id ever taken over), and the
+		// booking would read CANCELLED while its supplier never heard.
+		return Result{}, fmt.Errorf("cancel booking %s: %w", id, err)
 	}
 	if err := s.partnerCancel(ctx, rec, reqID); err != nil {
 		return Result{}, fmt.Errorf("cancel booking: %w", fromPartner(err))
@@ -231,29 +270,40 @@ func cancelled(rec *schemas.BookingRecord, now time.Time, by, reqID string) {
 	rec.Change, rec.CanceledBy, rec.AwaitingTickets, rec.RequestID, rec.UpdatedAt = schemas.ChangeCanceled, by, false, reqID, now.UTC()
 }
 
-// Refresh reads a booking from its partner and records what changed
-// there: a cancellation (change canceled, by the partner), the tickets of
-// an accepted booking (change tickets-added), another status (change
-// updated). It reports whether it recorded a change. The booking poller
-// of processors/booking calls it for bookings awaiting tickets.
-func (s *Service) Refresh(ctx context.Context, reqID, id string) (schemas.BookingRecord, bool, error) {
-	rec, ver, err := s.loadBooking(ctx, id)
+// Refresh reads a booking (by its ref, Ref) from its partner and records
+// what changed there: a cancellation (change canceled, by the partner),
+// the tickets of an accepted booking (change tickets-added), another
+// status (change updated). It reports whether it recorded a change. The
+// booking poller of processors/booking calls it for bookings awaiting
+// tickets. A booking whose supplier's connection changed since it was
+// made is not asked for (ErrConnectionChanged) and leaves the poller's
+// set: its tickets cannot come from another system.
+func (s *Service) Refresh(ctx context.Context, reqID, ref string) (schemas.BookingRecord, bool, error) {
+	rec, ver, err := s.loadBooking(ctx, ref)
 	if err != nil || ver == 0 || rec.Booking.Status == schemas.BookingCancelled {
 		if err == nil && ver == 0 {
-			err = fmt.Errorf("booking %s: %w", id, ErrNotFound)
+			err = fmt.Errorf("booking %s: %w", ref, ErrNotFound)
 		}
 		return rec, false, err
 	}
+	if err := s.sameConnection(ctx, rec.SupplierID, rec.Connection); err != nil {
+		if errors.Is(err, ErrConnectionChanged) {
+			if zerr := s.rdb.ZRem(ctx, s.pendingKey(), ref).Err(); zerr != nil {
+				s.log.Warn("booking: could not stop polling a booking whose connection changed", "err", zerr)
+			}
+		}
+		return rec, false, fmt.Errorf("refresh booking %s: %w", rec.Booking.ID, err)
+	}
 	got, err := s.partnerGet(ctx, rec, reqID)
 	if err != nil {
-		return rec, false, fmt.Errorf("refresh booking %s: %w", id, fromPartner(err))
+		return rec, false, fmt.Errorf("refresh booking %s: %w", rec.Booking.ID, fromPartner(err))
 	}
-	unlock, err := s.lock(ctx, "b", id)
+	unlock, err := s.lock(ctx, "b", ref)
 	if err != nil {
 		return rec, false, err
 	}
 	defer unlock()
-	rec, ver, err = s.loadBooking(ctx, id) // what changed while the partner answered
+	rec, ver, err = s.loadBooking(ctx, ref) // what changed while the partner answered
 	if err != nil {
 		return rec, false, err
 	}
@@ -303,7 +353,7 @@ func (s *Service) Refresh(ctx context.Context, reqID, id string) (schemas.Bookin
 func (s *Service) partnerGet(ctx context.Context, rec schemas.BookingRecord, reqID string) (schemas.Booking, error) {
 	op, ok := s.opts.Partner.(OrderPartner)
 	if !ok {
-		return s.opts.Partner.GetBooking(ctx, rec.SupplierID, rec.Booking.ID, reqID)
+		return s.opts.Partner.GetBooking(ctx, rec.SupplierID, partnerBookingID(rec), reqID)
 	}
 	b, err := s.partnerView(ctx, rec)
 	if err != nil {
@@ -316,7 +366,7 @@ func (s *Service) partnerGet(ctx context.Context, rec schemas.BookingRecord, req
 func (s *Service) partnerCancel(ctx context.Context, rec schemas.BookingRecord, reqID string) error {
 	op, ok := s.opts.Partner.(OrderPartner)
 	if !ok {
-		return s.opts.Partner.CancelBooking(ctx, rec.SupplierID, rec.Booking.ID, reqID)
+		return s.opts.Partner.CancelBooking(ctx, rec.SupplierID, partnerBookingID(rec), reqID)
 	}
 	b, err := s.partnerView(ctx, rec)
 	if err != nil {
@@ -325,11 +375,12 @@ func (s *Service) partnerCancel(ctx context.Context, rec schemas.BookingRecord, 
 	return op.CancelBookingOf(ctx, rec.SupplierID, b, reqID)
 }
 
-// partnerView is the recorded booking with the partner's id of its hold,
-// as CreateBooking sent it.
+// partnerView is the recorded booking with the partner's ids of it and
+// of its hold, as CreateBooking sent it.
 func (s *Service) partnerView(ctx context.Context, rec schemas.BookingRecord) (schemas.Booking, error) {
 	b := rec.Booking
-	hold, ver, err := s.loadHold(ctx, b.HoldID)
+	b.ID = partnerBookingID(rec)
+	hold, ver, err := s.loadHold(ctx, Ref(rec.ChannelID, b.HoldID))
 	if err != nil {
 		return b, err
 	}

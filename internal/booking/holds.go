@@ -14,8 +14,11 @@ import (
 // CreateHold validates a reseller's hold, forwards it to the supplier's
 // partner and records the answer. The hold id may be given: a retry with
 // the same id and data returns the hold made by the first request (no
-// second partner call); the same id with other data is BAD_REQUEST, an id
-// of another channel's hold CONFLICT.
+// second partner call); the same id with other data is BAD_REQUEST. Ids
+// are unique within the channel: another channel's hold of the same id is
+// another hold, of which nothing is learnt. The partner is sent an id
+// derived from the channel and the reseller's id (partnerID), and the
+// hold records the connection it was made through.
 func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID string, in schemas.Hold) (schemas.Hold, error) {
 	now := s.now()
 	item := func(i int) (itemRef, int) {
@@ -27,6 +30,9 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 		return schemas.Hold{}, err
 	}
 	if err := checkID("hold.id", in.ID, false); err != nil {
+		return schemas.Hold{}, err
+	}
+	if err := checkHoldDates(in, now); err != nil {
 		return schemas.Hold{}, err
 	}
 	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() || !in.Expires.IsZero() {
@@ -42,39 +48,47 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
-	unlock, err := s.lock(ctx, "h", in.ID)
+	ref := Ref(p.ChannelID, in.ID)
+	unlock, err := s.lock(ctx, "h", ref)
 	if err != nil {
 		return schemas.Hold{}, err
 	}
 	defer unlock()
-	old, ver, err := s.loadHold(ctx, in.ID)
+	old, ver, err := s.loadHold(ctx, ref)
 	if err != nil {
 		return schemas.Hold{}, err
 	}
 	if ver > 0 {
-		switch {
-		case old.ChannelID != p.ChannelID:
-			return schemas.Hold{}, conflictf("hold id %s is already in use", in.ID)
-		case old.Fingerprint != fp:
+		if old.Fingerprint != fp {
 			return schemas.Hold{}, badRequestf("hold id %s was already used with different data", in.ID)
 		}
 		return HoldView(old, now), nil
 	}
+	conn, err := s.connectionRef(ctx, sid)
+	if err != nil {
+		return schemas.Hold{}, err
+	}
+	out := in
+	out.ID = PartnerID("hold", p.ChannelID, in.ID)
 	var got schemas.Hold
 	if op, ok := s.opts.Partner.(OrderPartner); ok {
-		got, err = op.CreateHoldFor(ctx, sid, p.ChannelID, in, reqID)
+		got, err = op.CreateHoldFor(ctx, sid, p.ChannelID, out, reqID)
 	} else {
-		got, err = s.opts.Partner.CreateHold(ctx, sid, in, reqID)
+		got, err = s.opts.Partner.CreateHold(ctx, sid, out, reqID)
 	}
 	if err != nil {
 		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
 	}
 	rec := schemas.HoldRecord{Hold: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
-		CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
-	if got.ID != in.ID {
-		rec.PartnerHoldID = got.ID
-		rec.Hold.ID = in.ID
+		Connection: conn, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
+	partnerHold := got.ID
+	if partnerHold == "" {
+		partnerHold = out.ID
 	}
+	if partnerHold != in.ID {
+		rec.PartnerHoldID = partnerHold
+	}
+	rec.Hold.ID = in.ID
 	if rec.Hold.Status == "" {
 		rec.Hold.Status = schemas.HoldActive
 	}
@@ -98,10 +112,10 @@ func partnerHoldID(rec schemas.HoldRecord) string {
 	return rec.Hold.ID
 }
 
-// ownHold loads a hold of the principal's channel; another channel's is
-// not found (a reseller cannot learn that it exists).
+// ownHold loads a hold of the principal's channel: ids are looked up
+// within it, so another channel's is not even seen.
 func (s *Service) ownHold(ctx context.Context, p principals.Principal, id string) (schemas.HoldRecord, int64, error) {
-	rec, ver, err := s.loadHold(ctx, id)
+	rec, ver, err := s.loadHold(ctx, Ref(p.ChannelID, id))
 	if err != nil {
 		return rec, 0, err
 	}
@@ -120,11 +134,15 @@ func (s *Service) Hold(ctx context.Context, p principals.Principal, reqID, id st
 		return schemas.Hold{}, err
 	}
 	if rec.Hold.Status == schemas.HoldActive {
-		got, err := s.opts.Partner.GetHold(ctx, rec.SupplierID, partnerHoldID(rec), reqID)
+		var got schemas.Hold
+		err := s.sameConnection(ctx, rec.SupplierID, rec.Connection)
+		if err == nil {
+			got, err = s.opts.Partner.GetHold(ctx, rec.SupplierID, partnerHoldID(rec), reqID)
+		}
 		if err != nil {
 			s.log.Warn("booking: hold not refreshed from the partner; serving the recorded one", "hold", id, "err", err)
 		} else if got.Status != "" && (got.Status != rec.Hold.Status || (!got.Expires.IsZero() && !got.Expires.Equal(rec.Hold.Expires))) {
-			if updated, err := s.updateHold(ctx, id, func(r *schemas.HoldRecord) bool {
+			if updated, err := s.updateHold(ctx, Ref(p.ChannelID, id), func(r *schemas.HoldRecord) bool {
 				r.PreviousStatus = r.Hold.Status
 				r.Hold.Status = got.Status
 				if !got.Expires.IsZero() {
@@ -144,20 +162,20 @@ func (s *Service) Hold(ctx context.Context, p principals.Principal, reqID, id st
 	return HoldView(rec, s.now()), nil
 }
 
-// updateHold changes a hold under its lock and commits the next version;
-// edit returns false to change nothing.
-func (s *Service) updateHold(ctx context.Context, id string, edit func(*schemas.HoldRecord) bool) (schemas.HoldRecord, error) {
-	unlock, err := s.lock(ctx, "h", id)
+// updateHold changes a hold (by its ref) under its lock and commits the
+// next version; edit returns false to change nothing.
+func (s *Service) updateHold(ctx context.Context, ref string, edit func(*schemas.HoldRecord) bool) (schemas.HoldRecord, error) {
+	unlock, err := s.lock(ctx, "h", ref)
 	if err != nil {
 		return schemas.HoldRecord{}, err
 	}
 	defer unlock()
-	rec, ver, err := s.loadHold(ctx, id)
+	rec, ver, err := s.loadHold(ctx, ref)
 	if err != nil {
 		return rec, err
 	}
 	if ver == 0 {
-		return rec, fmt.Errorf("hold %s: %w", id, ErrNotFound)
+		return rec, fmt.Errorf("hold: %w", ErrNotFound)
 	}
 	if !edit(&rec) {
 		return rec, nil
@@ -182,12 +200,15 @@ func (s *Service) ReleaseHold(ctx context.Context, p principals.Principal, reqID
 	case rec.BookingID != "":
 		return conflictf("hold %s was used by booking %s; cancel the booking instead", id, rec.BookingID)
 	}
+	if err := s.sameConnection(ctx, rec.SupplierID, rec.Connection); err != nil {
+		return fmt.Errorf("release hold %s: %w", id, err)
+	}
 	err = s.opts.Partner.ReleaseHold(ctx, rec.SupplierID, partnerHoldID(rec), reqID)
 	if err != nil && !isNotFound(err) { // gone at the partner: released there
 		return fmt.Errorf("release hold: %w", fromPartner(err))
 	}
 	now := s.now()
-	_, err = s.updateHold(ctx, id, func(r *schemas.HoldRecord) bool {
+	_, err = s.updateHold(ctx, Ref(p.ChannelID, id), func(r *schemas.HoldRecord) bool {
 		if r.Hold.Status == schemas.HoldReleased {
 			return false
 		}

@@ -15,25 +15,75 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Redis layout (prefix "switchback:booking:"):
+// Redis layout (prefix "switchback:booking:"). Hold and booking ids are
+// the reseller's, unique within its channel only (two resellers may use
+// the same id and learn nothing of each other): records are keyed by
+// their ref, "<channel>/<id>" (neither may contain '/').
 //
-//	h:<id>       hash  v (version) | rec (schemas.HoldRecord JSON)
-//	b:<id>       hash  v (version) | rec (schemas.BookingRecord JSON)
-//	pending      zset  booking ids awaiting tickets -> next poll (unix ms)
-//	lock:h:<id>  string write lock of a hold
-//	lock:b:<id>  string write lock of a booking
-func (s *Service) holdKey(id string) string    { return s.opts.KeyPrefix + "h:" + id }
-func (s *Service) bookingKey(id string) string { return s.opts.KeyPrefix + "b:" + id }
-func (s *Service) pendingKey() string          { return s.opts.KeyPrefix + "pending" }
-func (s *Service) lockKey(kind, id string) string {
-	return s.opts.KeyPrefix + "lock:" + kind + ":" + id
+//	h:<ref>           hash  v (version) | rec (schemas.HoldRecord JSON)
+//	b:<ref>           hash  v (version) | rec (schemas.BookingRecord JSON)
+//	pending           zset  booking refs awaiting tickets -> next poll (unix ms)
+//	open:{<supplier>} zset  "h:<ref>" / "b:<ref>" of the supplier's holds and
+//	                        bookings that are not final -> until when (unix ms, or +inf)
+//	lock:h:<ref>      string write lock of a hold
+//	lock:b:<ref>      string write lock of a booking
+func (s *Service) holdKey(ref string) string    { return s.opts.KeyPrefix + "h:" + ref }
+func (s *Service) bookingKey(ref string) string { return s.opts.KeyPrefix + "b:" + ref }
+func (s *Service) pendingKey() string           { return s.opts.KeyPrefix + "pending" }
+func (s *Service) openKey(sid string) string    { return s.opts.KeyPrefix + "open:{" + sid + "}" }
+func (s *Service) lockKey(kind, ref string) string {
+	return s.opts.KeyPrefix + "lock:" + kind + ":" + ref
+}
+
+// Ref is the key of a hold or booking: its id within its channel. It is
+// the Kafka key of its events and what ClaimDue and Refresh take.
+func Ref(channelID, id string) string { return channelID + "/" + id }
+
+// finishedGrace is how long after its last start time a booking that was
+// neither cancelled nor redeemed still counts as open (its supplier cannot
+// be deleted meanwhile): late cancellations and refunds happen after the
+// activity; past it, the booking no longer blocks anything.
+const finishedGrace = 30 * 24 * time.Hour
+
+// openUntil is the score of a record in its supplier's open set: until
+// when it is not final ("" when it is final now, "+inf" without an end).
+func holdOpenUntil(rec schemas.HoldRecord) string {
+	switch {
+	case rec.Hold.Status != schemas.HoldActive || rec.BookingID != "":
+		return "" // released, expired, or its booking counts instead
+	case rec.Hold.Expires.IsZero():
+		return "+inf"
+	}
+	return strconv.FormatInt(rec.Hold.Expires.UnixMilli(), 10)
+}
+
+func bookingOpenUntil(rec schemas.BookingRecord) string {
+	switch rec.Booking.Status {
+	case schemas.BookingCancelled, schemas.BookingRedeemed:
+		return ""
+	}
+	var last time.Time
+	for _, it := range rec.Booking.Items {
+		if it.StartTime.IsZero() {
+			return "+inf"
+		}
+		if it.StartTime.After(last) {
+			last = it.StartTime
+		}
+	}
+	if last.IsZero() {
+		return "+inf"
+	}
+	return strconv.FormatInt(last.Add(finishedGrace).UnixMilli(), 10)
 }
 
 // applyScript is the versioned upsert: only a newer version is written, so
 // redelivered or replayed events are no-ops. For bookings it also keeps
 // the pending set (KEYS[2]): added (due at ARGV[4], unless already there)
-// while awaiting tickets, removed otherwise.
-// KEYS: entity, pending ("" for holds). ARGV: version, rec, awaiting, due.
+// while awaiting tickets, removed otherwise; and for both the supplier's
+// open set (KEYS[3]): member ARGV[6] scored ARGV[7], removed when final.
+// KEYS: entity, pending ("" for holds), open. ARGV: version, rec,
+// awaiting, due, ref, open member, open until ("" final).
 var applyScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'v')
 if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
@@ -45,38 +95,57 @@ if KEYS[2] ~= '' then
     redis.call('ZREM', KEYS[2], ARGV[5])
   end
 end
+if ARGV[7] == '' then
+  redis.call('ZREM', KEYS[3], ARGV[6])
+else
+  redis.call('ZADD', KEYS[3], ARGV[7], ARGV[6])
+end
 return 1
 `)
 
 // Apply upserts one hold or booking event into Redis if it is newer than
 // what is there. It reports whether it changed anything.
 func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error) {
-	var key, pending, awaiting string
+	var key, pending, awaiting, ref, member, until, sid string
 	switch env.Type {
 	case schemas.EventHold:
 		var rec schemas.HoldRecord
 		if err := json.Unmarshal(env.Data, &rec); err != nil || rec.Hold.ID == "" {
 			return false, fmt.Errorf("hold event %s: %w", env.ID, ErrInvalidEvent)
 		}
-		key, awaiting = s.holdKey(rec.Hold.ID), "0"
+		ref = Ref(rec.ChannelID, rec.Hold.ID)
+		key, awaiting, member, until, sid = s.holdKey(ref), "0", "h:"+ref, holdOpenUntil(rec), rec.SupplierID
 	case schemas.EventBooking:
 		var rec schemas.BookingRecord
 		if err := json.Unmarshal(env.Data, &rec); err != nil || rec.Booking.ID == "" {
 			return false, fmt.Errorf("booking event %s: %w", env.ID, ErrInvalidEvent)
 		}
-		key, pending, awaiting = s.bookingKey(rec.Booking.ID), s.pendingKey(), "0"
+		ref = Ref(rec.ChannelID, rec.Booking.ID)
+		key, pending, awaiting, member, until, sid = s.bookingKey(ref), s.pendingKey(), "0", "b:"+ref, bookingOpenUntil(rec), rec.SupplierID
 		if rec.AwaitingTickets {
 			awaiting = "1"
 		}
 	default:
 		return false, fmt.Errorf("event type %q: %w", env.Type, ErrInvalidEvent)
 	}
-	n, err := applyScript.Run(ctx, s.rdb, []string{key, pending}, env.Version, string(env.Data), awaiting,
-		s.now().UnixMilli(), env.Key).Int()
+	n, err := applyScript.Run(ctx, s.rdb, []string{key, pending, s.openKey(sid)}, env.Version, string(env.Data), awaiting,
+		s.now().UnixMilli(), ref, member, until).Int()
 	if err != nil {
 		return false, fmt.Errorf("apply %s %s: %w: %w", env.Type, env.Key, ErrUnavailable, err)
 	}
 	return n == 1, nil
+}
+
+// OpenBookings counts supplier sid's holds and bookings that are not
+// final: ACTIVE holds before their expiry and not used by a booking,
+// bookings neither CANCELLED nor REDEEMED up to finishedGrace after their
+// last start time. *catalog.Store refuses to delete a supplier with any.
+func (s *Service) OpenBookings(ctx context.Context, sid string) (int, error) {
+	n, err := s.rdb.ZCount(ctx, s.openKey(sid), "("+strconv.FormatInt(s.now().UnixMilli(), 10), "+inf").Result()
+	if err != nil {
+		return 0, fmt.Errorf("count the open holds and bookings of %s: %w: %w", sid, ErrUnavailable, err)
+	}
+	return int(n), nil
 }
 
 // HandleMessage applies one record of TopicHolds or TopicBookings; a
@@ -150,15 +219,15 @@ func (s *Service) load(ctx context.Context, key string, rec any) (int64, error) 
 	return v, nil
 }
 
-func (s *Service) loadHold(ctx context.Context, id string) (schemas.HoldRecord, int64, error) {
+func (s *Service) loadHold(ctx context.Context, ref string) (schemas.HoldRecord, int64, error) {
 	var rec schemas.HoldRecord
-	v, err := s.load(ctx, s.holdKey(id), &rec)
+	v, err := s.load(ctx, s.holdKey(ref), &rec)
 	return rec, v, err
 }
 
-func (s *Service) loadBooking(ctx context.Context, id string) (schemas.BookingRecord, int64, error) {
+func (s *Service) loadBooking(ctx context.Context, ref string) (schemas.BookingRecord, int64, error) {
 	var rec schemas.BookingRecord
-	v, err := s.load(ctx, s.bookingKey(id), &rec)
+	v, err := s.load(ctx, s.bookingKey(ref), &rec)
 	return rec, v, err
 }
 
@@ -207,11 +276,11 @@ func (s *Service) commit(ctx context.Context, now time.Time, changes ...change) 
 }
 
 func holdChange(rec schemas.HoldRecord, version int64) change {
-	return change{typ: schemas.EventHold, topic: schemas.TopicHolds, key: rec.Hold.ID, version: version, data: rec}
+	return change{typ: schemas.EventHold, topic: schemas.TopicHolds, key: Ref(rec.ChannelID, rec.Hold.ID), version: version, data: rec}
 }
 
 func bookingChange(rec schemas.BookingRecord, version int64) change {
-	return change{typ: schemas.EventBooking, topic: schemas.TopicBookings, key: rec.Booking.ID, version: version, data: rec}
+	return change{typ: schemas.EventBooking, topic: schemas.TopicBookings, key: Ref(rec.ChannelID, rec.Booking.ID), version: version, data: rec}
 }
 
 const (
@@ -232,11 +301,12 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// lock takes the write lock of a hold ("h") or booking ("b"), waiting up
-// to lockWait for a writer holding it (a retry racing the first request
-// waits for it and then sees its booking). The returned func releases it.
-func (s *Service) lock(ctx context.Context, kind, id string) (func(), error) {
-	key, token := s.lockKey(kind, id), uuid.NewString()
+// lock takes the write lock of a hold ("h") or booking ("b") by its ref,
+// waiting up to lockWait for a writer holding it (a retry racing the
+// first request waits for it and then sees its booking). The returned
+// func releases it.
+func (s *Service) lock(ctx context.Context, kind, ref string) (func(), error) {
+	key, token := s.lockKey(kind, ref), uuid.NewString()
 	deadline := time.Now().Add(lockWait)
 	backoff := 5 * time.Millisecond
 	for {
@@ -254,7 +324,7 @@ func (s *Service) lock(ctx context.Context, kind, id string) (func(), error) {
 			}, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("another change of %s is in progress: %w", id, ErrUnavailable)
+			return nil, fmt.Errorf("another change of this %s is in progress: %w", map[string]string{"h": "hold", "b": "booking"}[kind], ErrUnavailable)
 		}
 		select {
 		case <-ctx.Done():
@@ -274,8 +344,8 @@ for _, id in ipairs(ids) do redis.call('ZADD', KEYS[1], 'XX', ARGV[3], id) end
 return ids
 `)
 
-// ClaimDue returns up to n bookings awaiting tickets whose poll is due,
-// and pushes their next poll PollLease later.
+// ClaimDue returns up to n bookings awaiting tickets whose poll is due
+// (their refs, for Refresh), and pushes their next poll PollLease later.
 func (s *Service) ClaimDue(ctx context.Context, n int) ([]string, error) {
 	now := s.now()
 	ids, err := claimScript.Run(ctx, s.rdb, []string{s.pendingKey()}, now.UnixMilli(), n,

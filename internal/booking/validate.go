@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -30,6 +31,39 @@ func checkID(field, id string, required bool) error {
 		return invalid(field, fmt.Sprintf("is longer than %d characters", MaxIDLen))
 	case strings.ContainsAny(id, "/?#% \t\r\n"):
 		return invalid(field, "contains characters not allowed in an id")
+	}
+	return nil
+}
+
+// checkHoldDates refuses item times outside the window of internal/bounds
+// (one year back to two years ahead): no hold at year 0001 or 9999, and
+// nothing accepted that a DateTime column downstream could not hold.
+func checkHoldDates(in schemas.Hold, now time.Time) error {
+	for i, it := range in.Items {
+		if !it.At.IsZero() {
+			if err := bounds.Time(fmt.Sprintf("hold.items[%d].at", i), it.At, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkBookingDates does the same for a booking's items, and bounds a
+// traveler's age.
+func checkBookingDates(in schemas.Booking, now time.Time) error {
+	for i, it := range in.Items {
+		f := fmt.Sprintf("booking.items[%d].", i)
+		if !it.StartTime.IsZero() {
+			if err := bounds.Time(f+"startTime", it.StartTime, now); err != nil {
+				return err
+			}
+		}
+		if tr := it.Traveler; tr != nil && tr.Age != nil {
+			if err := bounds.Int(f+"traveler.age", int64(*tr.Age), 0, bounds.MaxAge); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

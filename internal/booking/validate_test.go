@@ -1,9 +1,12 @@
 package booking
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
+	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -97,5 +100,64 @@ func FuzzBookingBody(f *testing.F) {
 				t.Fatalf("accepted item %+v (supplier %q)", it, sid)
 			}
 		}
+		// Dates: within one year back and two years ahead, so that no
+		// DateTime column downstream can wrap (issue 18).
+		if checkBookingDates(b, at) != nil {
+			return
+		}
+		from, until := bounds.Window(at)
+		for _, it := range b.Items {
+			if !it.StartTime.IsZero() && (it.StartTime.Before(from) || it.StartTime.After(until)) {
+				t.Fatalf("accepted start time %s outside %s..%s", it.StartTime, from, until)
+			}
+		}
 	})
+}
+
+// TestDates_OfHoldsAndBookingsAreBounded: issue 18 found holds at years
+// 0001 and 9999 accepted; a time outside one year back to two years ahead
+// is 400 INVALID_FIELD naming the item's field.
+func TestDates_OfHoldsAndBookingsAreBounded(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		at    time.Time
+		field string // "" accepted
+	}{
+		{"tomorrow", now.AddDate(0, 0, 1), ""},
+		{"half a year back", now.AddDate(0, -6, 0), ""},
+		{"almost two years ahead", now.AddDate(2, 0, -1), ""},
+		{"year 0001", time.Date(1, 1, 1, 9, 0, 0, 0, time.UTC), "items[0]"},
+		{"year 9999", time.Date(9999, 12, 31, 9, 0, 0, 0, time.UTC), "items[0]"},
+		{"1970 (a wrapped DateTime)", time.Date(1970, 1, 1, 6, 28, 15, 0, time.UTC), "items[0]"},
+		{"two years and a week ahead", now.AddDate(2, 0, 7), "items[0]"},
+		{"a year and a week back", now.AddDate(-1, 0, -7), "items[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			herr := checkHoldDates(schemas.Hold{Items: []schemas.HoldItem{{At: tt.at}}}, now)
+			berr := checkBookingDates(schemas.Booking{Items: []schemas.BookingItem{{StartTime: tt.at}}}, now)
+			for _, c := range []struct {
+				err   error
+				field string
+			}{{herr, "hold.items[0].at"}, {berr, "booking.items[0].startTime"}} {
+				if tt.field == "" {
+					if c.err != nil {
+						t.Fatalf("%s refused: %v", c.field, c.err)
+					}
+					continue
+				}
+				var fe *domainerr.FieldError
+				if !errors.As(c.err, &fe) || fe.Field != c.field {
+					t.Fatalf("err %v, want INVALID_FIELD on %s", c.err, c.field)
+				}
+			}
+		})
+	}
+	age := 200
+	err := checkBookingDates(schemas.Booking{Items: []schemas.BookingItem{{Traveler: &schemas.Traveler{Age: &age}}}}, now)
+	var fe *domainerr.FieldError
+	if !errors.As(err, &fe) || fe.Field != "booking.items[0].traveler.age" {
+		t.Fatalf("age 200: %v", err)
+	}
 }

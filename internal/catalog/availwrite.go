@@ -106,7 +106,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, s
 	if as == nil {
 		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
 	}
-	if err := validateAvailabilities(as); err != nil {
+	if err := validateAvailabilities(as, s.now()); err != nil {
 		return AvailabilitySet{}, err
 	}
 	if !ValidID(sid) {
@@ -153,6 +153,20 @@ func (s *Store) writeAvailBatches(ctx context.Context) {
 		backoff = min(2*backoff, 50*time.Millisecond)
 	}
 }
+
+// ownerLockScript takes a supplier's write lock like lockScript and
+// returns whether the supplier exists and its owner (what the scope check
+// of a push needs), not its whole record. KEYS: lock, supplier hash.
+// ARGV: token, ttl ms. Returns {"busy"} | {"ok", "1"|"0", owner}.
+var ownerLockScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
+local owner = redis.call('HGET', KEYS[2], 'owner')
+if not owner then
+  if redis.call('HEXISTS', KEYS[2], 'rec') == 1 then return {'ok', '1', ''} end
+  return {'ok', '0', ''}
+end
+return {'ok', '1', owner}
+`)
 
 // PipelinedFence is a Fence whose marker a write reads in its own
 // pipelines, saving the round trips (*views.Guard implements it).
@@ -221,7 +235,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	var markerCmd *redis.StringCmd
 	err = s.execScripts(ctx, func(pipe redis.Pipeliner) {
 		for i, sid := range sids {
-			lockCmds[i] = lockScript.EvalSha(ctx, pipe, []string{s.k.lock(sid), s.k.supplier(sid)}, token, lockTTL.Milliseconds(), fieldRec)
+			lockCmds[i] = ownerLockScript.EvalSha(ctx, pipe, []string{s.k.lock(sid), s.k.supplier(sid)}, token, lockTTL.Milliseconds())
 		}
 		if fence != nil {
 			markerCmd = pipe.Get(ctx, fence.Key())
@@ -239,15 +253,13 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		switch {
 		case err != nil:
 			fail(bySup[sid], unavailable("lock", err))
-		case len(res) == 2 && res[0] == "ok":
+		case len(res) == 3 && res[0] == "ok":
 			held = append(held, sid)
 			var sup *Supplier
-			if res[1] != "" {
-				sup = &Supplier{}
-				if err := json.Unmarshal([]byte(res[1]), sup); err != nil {
-					fail(bySup[sid], fmt.Errorf("decode stored supplier %s: %w", sid, err))
-					continue
-				}
+			if res[1] == "1" {
+				// Scope needs the owner only (canManage): the record
+				// itself is not read.
+				sup = &Supplier{Owner: res[2]}
 			}
 			locked[sid] = sup
 		default:
@@ -472,7 +484,7 @@ func (s *Store) execScripts(ctx context.Context, fill func(redis.Pipeliner)) err
 		fill(pipe)
 		cmds, err := pipe.Exec(ctx)
 		if err != nil && try == 0 && hasNoScript(cmds) {
-			for _, sc := range []*redis.Script{lockScript, releaseScript, applyFieldScript} {
+			for _, sc := range []*redis.Script{lockScript, ownerLockScript, releaseScript, applyFieldScript} {
 				if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 					return err
 				}

@@ -67,7 +67,8 @@ func mustUnmarshal(t *testing.T, s string, v any) {
 }
 
 func window(capacity int) []Availability {
-	start := time.Date(2030, 1, 2, 9, 0, 0, 0, time.UTC)
+	// Within the window of dates the API accepts (internal/bounds).
+	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 1, 1).Add(9 * time.Hour)
 	return []Availability{{ID: "w", Start: start, End: start.Add(2 * time.Hour), Capacity: capacity}}
 }
 

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/keyring"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/testharness"
@@ -64,9 +66,23 @@ func newStore(t *testing.T) (*Store, *recorder, *redis.Client) {
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
 	rec := &recorder{}
-	s := NewStore(Options{Redis: rdb, Publisher: rec})
+	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testKeyring(t)})
 	s.lockWait = 300 * time.Millisecond
 	return s, rec, rdb
+}
+
+// testKeyring seals with a key of the test's own.
+func testKeyring(t *testing.T) *keyring.Keyring {
+	t.Helper()
+	k := make([]byte, keyring.KeySize)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	r, err := keyring.New(k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func supplierIn(id, name string) SupplierInput {
@@ -267,15 +283,15 @@ func TestScope_OperatorSeesOnlyItsSuppliers(t *testing.T) {
 }
 
 func TestCredentials_AreStoredButNeverRendered(t *testing.T) {
-	s, rec, _ := newStore(t)
+	s, rec, rdb := newStore(t)
 	ctx := context.Background()
-	sup, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1"))
-	if err != nil {
+	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); err != nil {
 		t.Fatal(err)
 	}
 	const secret = "tok-s1"
-	if sup.Connection.Credentials.BearerToken != secret {
-		t.Fatal("credentials not stored")
+	sup, err := s.Supplier(ctx, opA, "s1")
+	if err != nil || sup.Connection.Credentials.BearerToken != secret {
+		t.Fatalf("credentials not stored (or not opened for the clients): %v", err)
 	}
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
@@ -300,9 +316,50 @@ func TestCredentials_AreStoredButNeverRendered(t *testing.T) {
 	if !strings.Contains(string(view), `"credentials":{"set":true,"kind":"bearerToken"}`) {
 		t.Errorf("view does not say credentials are set: %s", view)
 	}
-	// The topic carries them (the record of how to reach the system).
-	if envs := rec.envelopes(t); !strings.Contains(string(envs[0].Data), secret) {
-		t.Errorf("event lacks the credentials it must store")
+	// The topic carries them (the record of how to reach the system),
+	// sealed; Redis too (issue 18: secrets at rest).
+	if envs := rec.envelopes(t); strings.Contains(string(envs[0].Data), secret) || !strings.Contains(string(envs[0].Data), `"bearerToken":"sb:v1:`) {
+		t.Errorf("event carries the credentials in clear, or not at all: %s", envs[0].Data)
+	}
+	keys, _ := rdb.Keys(ctx, "*").Result()
+	for _, k := range keys {
+		var vals []string
+		switch typ, _ := rdb.Type(ctx, k).Result(); typ {
+		case "hash":
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				vals = append(vals, f, v)
+			}
+		case "string":
+			vals = append(vals, rdb.Get(ctx, k).Val())
+		case "set":
+			vals = rdb.SMembers(ctx, k).Val()
+		case "zset":
+			vals = rdb.ZRange(ctx, k, 0, -1).Val()
+		}
+		if strings.Contains(strings.Join(vals, "\n"), secret) {
+			t.Errorf("Redis key %s holds the credential in clear", k)
+		}
+	}
+	// A PUT repeating the same credentials changes nothing (no new
+	// version although sealing draws a new nonce).
+	before, _ := s.Supplier(ctx, opA, "s1")
+	after, err := s.PutSupplier(ctx, opA, "s1", supplierIn("s1", "v1"))
+	if err != nil || after.Version != before.Version {
+		t.Errorf("PUT of the same body: version %d -> %d (%v), want unchanged", before.Version, after.Version, err)
+	}
+}
+
+// TestCredentials_WithoutASecretsKeyAreRefused: no key, no credentials
+// stored in clear (issue 18): the write is refused naming the setting.
+func TestCredentials_WithoutASecretsKeyAreRefused(t *testing.T) {
+	s, rec, _ := newStore(t)
+	s.secrets = nil
+	_, err := s.CreateSupplier(context.Background(), opA, supplierIn("s1", "v1"))
+	if !errors.Is(err, keyring.ErrNoKey) || !strings.Contains(err.Error(), "SWITCHBACK_SECRETS_KEY") || strings.Contains(err.Error(), "tok-s1") {
+		t.Fatalf("create without a key: %v", err)
+	}
+	if n := len(rec.envelopes(t)); n != 0 {
+		t.Fatalf("%d events published", n)
 	}
 }
 

@@ -256,7 +256,10 @@ func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
 			args = []any{v, t, del, sid, string(mustJSON(sup)), string(renderV12(sup)), string(renderV13(sup, false)),
 				string(renderV13(sup, true)), sup.Code, sup.PartnerID, sup.Owner}
 		}
-		return scriptCall{applySupplierScript, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner)}, args}, nil
+		if ev.Supplier == nil {
+			args[10] = owner // the tombstone's owner
+		}
+		return scriptCall{applySupplierScript, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner), s.k.tombstone(sid)}, args}, nil
 	case KindProduct:
 		val := ""
 		if ev.Product != nil {

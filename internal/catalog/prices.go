@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
 
@@ -60,8 +61,10 @@ func parseDay(field, s string) (time.Time, error) {
 	return d, nil
 }
 
-// validatePriceSchedule checks the entries and sorts them by From.
-func validatePriceSchedule(es []PriceScheduleEntry) error {
+// validatePriceSchedule checks the entries and sorts them by From; their
+// days are within one year back and two years ahead of now
+// (internal/bounds).
+func validatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
 	if es == nil {
 		return invalid("entries", "is required (an array, possibly empty)")
 	}
@@ -77,6 +80,12 @@ func validatePriceSchedule(es []PriceScheduleEntry) error {
 		}
 		until, err := parseDay(f+".until", e.Until)
 		if err != nil {
+			return err
+		}
+		if err := bounds.Time(f+".from", from, now); err != nil {
+			return err
+		}
+		if err := bounds.Time(f+".until", until, now); err != nil {
 			return err
 		}
 		if until.Before(from) {
@@ -107,7 +116,7 @@ func validatePriceSchedule(es []PriceScheduleEntry) error {
 // replaced entries (read under the supplier's lock), so that the processor
 // finds the changed days from the event alone, whatever it has seen.
 func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
-	if err := validatePriceSchedule(es); err != nil {
+	if err := validatePriceSchedule(es, s.now()); err != nil {
 		return PriceSchedule{}, err
 	}
 	tx, err := s.lockSupplier(ctx, p, sid, true)

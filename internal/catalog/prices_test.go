@@ -34,7 +34,10 @@ func TestValidatePriceSchedule(t *testing.T) {
 		{"bad from", []PriceScheduleEntry{entry("2026-13-01", "2026-12-01")}, "entries[0].from", true},
 		{"bad until", []PriceScheduleEntry{entry("2026-12-01", "tomorrow")}, "entries[0].until", true},
 		{"until before from", []PriceScheduleEntry{entry("2026-12-02", "2026-12-01")}, "entries[0].until", true},
-		{"too long", []PriceScheduleEntry{entry("2026-01-01", "2030-01-01")}, "entries[0].until", true},
+		{"too long (past the window)", []PriceScheduleEntry{entry("2026-01-01", "2030-01-01")}, "entries[0].until", true},
+		{"more than a year back", []PriceScheduleEntry{entry("2025-11-01", "2025-12-01")}, "entries[0].from", true},
+		{"more than two years ahead", []PriceScheduleEntry{entry("2028-12-01", "2028-12-02")}, "entries[0].from", true},
+		{"year 9999", []PriceScheduleEntry{entry("9999-12-01", "9999-12-02")}, "entries[0].from", true},
 		{"missing prices", []PriceScheduleEntry{{From: "2026-12-01", Until: "2026-12-02"}}, "entries[0].prices", true},
 		{"duplicate price id", []PriceScheduleEntry{entry("2026-12-01", "2026-12-02", price("a", "1"), price("a", "2"))}, "entries[0].prices[1].id", true},
 		{"bad amount", []PriceScheduleEntry{entry("2026-12-01", "2026-12-02", price("a", "ten"))}, "entries[0].prices[0].retail.amount", true},
@@ -43,7 +46,7 @@ func TestValidatePriceSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validatePriceSchedule(tt.in)
+			err := validatePriceSchedule(tt.in, fuzzNow)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}

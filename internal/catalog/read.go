@@ -126,10 +126,14 @@ func (s *Store) scopedSupplier(ctx context.Context, p principals.Principal, sid 
 	return &sup, nil
 }
 
-// Supplier returns a supplier p manages.
+// Supplier returns a supplier p manages, its credentials opened (the
+// clients of its system read it through here; secrets.go).
 func (s *Store) Supplier(ctx context.Context, p principals.Principal, sid string) (Supplier, error) {
 	sup, err := s.scopedSupplier(ctx, p, sid, nil)
 	if err != nil {
+		return Supplier{}, err
+	}
+	if err := s.openCredentials(ctx, sup); err != nil {
 		return Supplier{}, err
 	}
 	return *sup, nil

@@ -35,6 +35,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/keyring"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/stream"
 )
 
@@ -64,6 +66,26 @@ type Options struct {
 	// would find its supplier's products "absent" and publish a create of
 	// version 1 over them, in the log of record.
 	Fence Fence
+	// Outbound is the policy a supplier's connection.baseUrl is judged by
+	// when it is written (internal/outbound: https, no literal non-public
+	// address, not localhost); the clients judge it again at every call,
+	// on the address they connect to. The zero value is the strict one.
+	Outbound outbound.Policy
+	// Bookings, when set, counts a supplier's holds and bookings that are
+	// not final: a supplier with any cannot be deleted (ErrConflict), or
+	// the reseller's cancels would follow its id to whoever created it
+	// next. *internal/booking.Service implements it.
+	Bookings OpenBookings
+	// Secrets seals suppliers' credentials at rest (secrets.go). Nil or
+	// without a key: credentials are refused (keyring.ErrNoKey).
+	Secrets *keyring.Keyring
+}
+
+// OpenBookings counts the holds and bookings of a supplier that are not
+// final (internal/booking: ACTIVE unexpired holds, bookings neither
+// CANCELLED nor REDEEMED whose activity is not long over).
+type OpenBookings interface {
+	OpenBookings(ctx context.Context, supplierID string) (int, error)
 }
 
 // Fence reads the epoch of the Redis views: "" while they are lost or
@@ -75,15 +97,18 @@ type Fence interface {
 // Store is the catalog. Safe for concurrent use, across processes too
 // (writes of one supplier are serialised by its lock in Redis).
 type Store struct {
-	rdb    redis.UniversalClient
-	pub    stream.Publisher
-	now    func() time.Time
-	log    *slog.Logger
-	source string
-	k      keys
-	local  keyedMutex
-	fence  Fence
-	availQ availQueue
+	rdb     redis.UniversalClient
+	pub     stream.Publisher
+	now     func() time.Time
+	log     *slog.Logger
+	source  string
+	k       keys
+	local   keyedMutex
+	fence   Fence
+	availQ  availQueue
+	policy  outbound.Policy
+	open    OpenBookings
+	secrets *keyring.Keyring
 
 	lockWait time.Duration
 }
@@ -106,7 +131,8 @@ func NewStore(opts Options) *Store {
 		opts.KeyPrefix = "switchback:catalog:"
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
-		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence}
+		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence,
+		policy: opts.Outbound, open: opts.Bookings, secrets: opts.Secrets}
 }
 
 // keyedMutex queues the writers of one key inside this process, so that
@@ -190,6 +216,7 @@ func (k keys) owned(o string) string            { return k.p + "owner:" + o }
 func (k keys) supplier(s string) string         { return k.p + "s:{" + s + "}" }
 func (k keys) versions(s string) string         { return k.supplier(s) + ":ver" }
 func (k keys) lock(s string) string             { return k.supplier(s) + ":lock" }
+func (k keys) tombstone(s string) string        { return k.supplier(s) + ":tomb" }
 func (k keys) products(s string) string         { return k.supplier(s) + ":products" }
 func (k keys) rates(s, p string) string         { return k.supplier(s) + ":rates:" + p }
 func (k keys) avail(s, p string) string         { return k.supplier(s) + ":avail:" + p }
@@ -260,18 +287,22 @@ local function newer(key, field, v, t)
 end
 `
 
-// applySupplierScript. KEYS: versions, supplier, all, owned.
+// applySupplierScript. KEYS: versions, supplier, all, owned, tombstone.
 // ARGV: v, t, deleted, id, rec, v12, v13, v13c, code, partnerId, owner.
+// A deletion leaves the tombstone: "o:" and the owner of the deleted
+// supplier, whose id stays that operator's (write.go, CreateSupplier).
 var applySupplierScript = redis.NewScript(newerLua + `
 if not newer(KEYS[1], 's', ARGV[1], ARGV[2]) then return 0 end
 if ARGV[3] == '1' then
   redis.call('DEL', KEYS[2])
   redis.call('SREM', KEYS[3], ARGV[4])
   redis.call('SREM', KEYS[4], ARGV[4])
+  redis.call('SET', KEYS[5], 'o:' .. ARGV[11])
 else
   redis.call('HSET', KEYS[2], 'rec', ARGV[5], 'v12', ARGV[6], 'v13', ARGV[7], 'v13c', ARGV[8], 'code', ARGV[9], 'partnerId', ARGV[10], 'owner', ARGV[11])
   redis.call('SADD', KEYS[3], ARGV[4])
   redis.call('SADD', KEYS[4], ARGV[4])
+  redis.call('DEL', KEYS[5])
 end
 return 1
 `)

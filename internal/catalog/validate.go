@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"regexp"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // timezones validate the same on every host
+
+	"github.com/switchbackhq/switchback/internal/bounds"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Limits of operator input (the spec gives only the id length of doc 3).
@@ -208,16 +212,19 @@ func checkValidity(field string, v *Validity) error {
 		return nil
 	}
 	v.From, v.Until = utc(v.From), utc(v.Until)
-	// A time that JSON cannot write back (a year outside 0000-9999 once in
-	// UTC, e.g. "0000-01-01T00:00:00+01:00" is year -1) would fail every
-	// later rendering of the binding: refused here, year 0000 with it, as
-	// no validity means anything there (found by FuzzBindingBody).
+	// A validity is a contract's span: the years 2000 to 2099
+	// (internal/bounds). This also keeps out what JSON cannot write back
+	// (a year outside 0000-9999 once in UTC, e.g.
+	// "0000-01-01T00:00:00+01:00" is year -1, found by FuzzBindingBody)
+	// and what a DateTime column cannot hold.
 	for _, f := range []struct {
 		name string
 		t    time.Time
 	}{{".from", v.From}, {".until", v.Until}} {
-		if !f.t.IsZero() && (f.t.Year() < 1 || f.t.Year() > 9999) {
-			return invalid(field+f.name, "must be a time between the years 0001 and 9999 in UTC")
+		if !f.t.IsZero() {
+			if err := bounds.Validity(field+f.name, f.t); err != nil {
+				return err
+			}
 		}
 	}
 	if !v.From.IsZero() && !v.Until.IsZero() && !v.From.Before(v.Until) {
@@ -238,8 +245,12 @@ func checkHours(field string, hs []Hours) error {
 		h := &hs[i]
 		f := idx(field, i)
 		for j, d := range h.Dates {
-			if _, err := time.Parse(time.DateOnly, d); err != nil || !reDate.MatchString(d) {
+			t, err := time.Parse(time.DateOnly, d)
+			if err != nil || !reDate.MatchString(d) {
 				return invalid(idx(f+".dates", j), "must be a date YYYY-MM-DD")
+			}
+			if err := bounds.Validity(idx(f+".dates", j), t); err != nil {
+				return err
 			}
 		}
 		for j, d := range h.DaysOfWeek {
@@ -337,11 +348,15 @@ func checkConstraints(field string, cs []Constraint) error {
 }
 
 func checkAges(field string, minAge, maxAge *int32) error {
-	if minAge != nil && *minAge < 0 {
-		return invalid(field+".minAge", "must be 0 or more")
+	if minAge != nil {
+		if err := bounds.Int(field+".minAge", int64(*minAge), 0, bounds.MaxAge); err != nil {
+			return err
+		}
 	}
-	if maxAge != nil && *maxAge < 0 {
-		return invalid(field+".maxAge", "must be 0 or more")
+	if maxAge != nil {
+		if err := bounds.Int(field+".maxAge", int64(*maxAge), 0, bounds.MaxAge); err != nil {
+			return err
+		}
 	}
 	if minAge != nil && maxAge != nil && *minAge > *maxAge {
 		return invalid(field+".maxAge", "must be at least minAge")
@@ -480,8 +495,14 @@ func validateSupplier(prefix string, d *SupplierData) error {
 }
 
 // resolveConnection turns the input into the connection to store; cur is
-// the stored one (nil on create).
-func resolveConnection(in *ConnectionInput, cur *Connection) (Connection, error) {
+// the stored one (nil on create). The baseUrl must be admitted by the
+// outbound policy as far as the url alone tells (a literal loopback,
+// private, link-local or metadata address, localhost or plain http are
+// refused on the default settings): refused at registration rather than
+// at the first synchronization, whose report would otherwise be the
+// operator's probe of our network. The clients check again at every call,
+// on the address they connect to.
+func resolveConnection(policy outbound.Policy, in *ConnectionInput, cur *Connection) (Connection, error) {
 	if in == nil {
 		if cur == nil {
 			return Connection{}, invalid("connection", "is required: {kind, baseUrl, credentials}")
@@ -501,6 +522,17 @@ func resolveConnection(in *ConnectionInput, cur *Connection) (Connection, error)
 	u, _ := url.Parse(in.BaseURL)
 	if u.RawQuery != "" || u.Fragment != "" {
 		return Connection{}, invalid("connection.baseUrl", "must not have a query or fragment")
+	}
+	if err := policy.CheckURL(in.BaseURL); err != nil {
+		// The reason names the rule, never the url.
+		var ue *outbound.URLError
+		if errors.As(err, &ue) && errors.Is(err, outbound.ErrRefused) {
+			return Connection{}, invalid("connection.baseUrl", outbound.ErrRefused.Error()+": "+ue.Reason)
+		}
+		if errors.As(err, &ue) {
+			return Connection{}, invalid("connection.baseUrl", ue.Reason)
+		}
+		return Connection{}, invalid("connection.baseUrl", "must be an absolute https URL")
 	}
 	// Doc 3: the endpoint SHOULD NOT end with '/'; every path is appended.
 	out := Connection{Kind: in.Kind, BaseURL: strings.TrimRight(in.BaseURL, "/")}
@@ -570,7 +602,7 @@ func checkMoney(field string, m *Money) error {
 	if m == nil {
 		return nil
 	}
-	if err := checkNumber(field+".amount", m.Amount, -1e15, 1e15); err != nil {
+	if err := checkNumber(field+".amount", m.Amount, -bounds.MaxMoney, bounds.MaxMoney); err != nil {
 		return err
 	}
 	if !reAlpha3.MatchString(m.Currency) {
@@ -589,16 +621,16 @@ func validateRate(prefix string, d *RateData) error {
 	if err := checkName(prefix+"name", d.Name, true); err != nil {
 		return err
 	}
-	switch {
-	case d.Cutoff < 0:
-		return invalid(prefix+"cutoff", "must be 0 or more")
-	case d.HoldablePeriod < 0:
-		return invalid(prefix+"holdablePeriod", "must be 0 or more")
-	case d.MinTravelers < 0:
-		return invalid(prefix+"minTravelers", "must be 0 or more")
-	case d.MaxTravelers < 0:
-		return invalid(prefix+"maxTravelers", "must be 0 or more")
-	case d.MaxTravelers > 0 && d.MaxTravelers < d.MinTravelers:
+	for _, n := range []struct {
+		field  string
+		v, max int
+	}{{"cutoff", d.Cutoff, bounds.MaxPeriodSeconds}, {"holdablePeriod", d.HoldablePeriod, bounds.MaxPeriodSeconds},
+		{"minTravelers", d.MinTravelers, bounds.MaxTravelers}, {"maxTravelers", d.MaxTravelers, bounds.MaxTravelers}} {
+		if err := bounds.Int(prefix+n.field, int64(n.v), 0, int64(n.max)); err != nil {
+			return err
+		}
+	}
+	if d.MaxTravelers > 0 && d.MaxTravelers < d.MinTravelers {
 		return invalid(prefix+"maxTravelers", "must be at least minTravelers")
 	}
 	if err := checkHours(prefix+"hours", d.Hours); err != nil {
@@ -644,12 +676,12 @@ func validatePrices(field string, ps []Price, scope string) error {
 				return invalid(tf+".currency", "must be an ISO 4217 code")
 			}
 			if t.Net != "" {
-				if err := checkNumber(tf+".net", t.Net, -1e15, 1e15); err != nil {
+				if err := checkNumber(tf+".net", t.Net, -bounds.MaxMoney, bounds.MaxMoney); err != nil {
 					return err
 				}
 			}
 			if t.Retail != "" {
-				if err := checkNumber(tf+".retail", t.Retail, -1e15, 1e15); err != nil {
+				if err := checkNumber(tf+".retail", t.Retail, -bounds.MaxMoney, bounds.MaxMoney); err != nil {
 					return err
 				}
 			}
@@ -663,7 +695,10 @@ func validatePrices(field string, ps []Price, scope string) error {
 	return nil
 }
 
-func validateAvailabilities(as []Availability) error {
+// validateAvailabilities checks a rate's availabilities: unique ids, each
+// within one year back and two years ahead of now, capacities within
+// bounds.MaxCapacity (internal/bounds).
+func validateAvailabilities(as []Availability, now time.Time) error {
 	if len(as) > MaxAvailabilities {
 		return invalidf("availabilities", "must have at most %d items", MaxAvailabilities)
 	}
@@ -684,14 +719,22 @@ func validateAvailabilities(as []Availability) error {
 		if a.End.IsZero() {
 			return invalid(f+".end", "is required (RFC 3339)")
 		}
+		if err := bounds.Time(f+".start", a.Start, now); err != nil {
+			return err
+		}
+		if err := bounds.Time(f+".end", a.End, now); err != nil {
+			return err
+		}
 		if !a.Start.Before(a.End) {
 			return invalid(f+".end", "must be after start")
 		}
-		if a.Capacity < 0 {
-			return invalid(f+".capacity", "must be 0 or more")
+		if err := bounds.Int(f+".capacity", int64(a.Capacity), 0, bounds.MaxCapacity); err != nil {
+			return err
 		}
-		if a.MaxCapacity != nil && *a.MaxCapacity < a.Capacity {
-			return invalid(f+".maxCapacity", "must be at least capacity")
+		if a.MaxCapacity != nil {
+			if err := bounds.Int(f+".maxCapacity", int64(*a.MaxCapacity), int64(a.Capacity), bounds.MaxCapacity); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -4,11 +4,73 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
+
+// TestResolveConnection_BaseURLFollowsTheOutboundPolicy: a supplier whose
+// connection.baseUrl the outbound policy refuses by its literal form is
+// refused when written (400 on connection.baseUrl, the url not echoed), on
+// the default settings; with both allow settings on it is accepted (the
+// demo's and tests' simulators on loopback). Names are judged when the
+// clients connect (internal/outbound's Dialer).
+func TestResolveConnection_BaseURLFollowsTheOutboundPolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		url     string
+		refused bool // on the default settings; accepted with both allow settings
+		invalid bool // refused on both
+	}{
+		{name: "public name", url: "https://bookings.example.com/v2"},
+		{name: "loopback", url: "https://127.0.0.1:8443/v2", refused: true},
+		{name: "loopback, plain http", url: "http://127.0.0.1:1/", refused: true},
+		{name: "IPv6 loopback", url: "https://[::1]/v2", refused: true},
+		{name: "private 10/8", url: "https://10.1.2.3/", refused: true},
+		{name: "private 192.168/16", url: "https://192.168.0.10/", refused: true},
+		{name: "metadata", url: "http://169.254.169.254/latest/meta-data", refused: true},
+		{name: "metadata over https", url: "https://169.254.169.254/", refused: true},
+		{name: "IPv6 metadata", url: "https://[fd00:ec2::254]/", refused: true},
+		{name: "IPv4-mapped loopback", url: "https://[::ffff:127.0.0.1]/", refused: true},
+		{name: "IPv4-mapped metadata", url: "https://[::ffff:169.254.169.254]/", refused: true},
+		{name: "CGNAT", url: "https://100.64.0.1/", refused: true},
+		{name: "unspecified", url: "https://0.0.0.0/", refused: true},
+		{name: "localhost", url: "https://localhost:8443/", refused: true},
+		{name: "plain http, public name", url: "http://bookings.example.com/v2", refused: true},
+		{name: "decimal loopback", url: "https://2130706433/", invalid: true},
+		{name: "hex loopback", url: "https://0x7f000001/", invalid: true},
+		{name: "short loopback", url: "https://127.1/", invalid: true},
+		{name: "octal loopback", url: "https://0177.0.0.1/", invalid: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &ConnectionInput{Kind: ConnectionBookingSystem, BaseURL: tt.url, Credentials: &CredentialsInput{BearerToken: "tok"}}
+			for _, c := range []struct {
+				policy outbound.Policy
+				bad    bool
+			}{{outbound.Policy{}, tt.refused || tt.invalid}, {outbound.Policy{AllowHTTP: true, AllowPrivate: true}, tt.invalid}} {
+				_, err := resolveConnection(c.policy, in, nil)
+				if !c.bad {
+					if err != nil {
+						t.Fatalf("%+v: %v, want accepted", c.policy, err)
+					}
+					continue
+				}
+				checkField(t, err, "connection.baseUrl")
+				if strings.Contains(err.Error(), tt.url) {
+					t.Errorf("the refusal %q echoes the url", err)
+				}
+				if tt.refused && !strings.Contains(err.Error(), "refused by the outbound policy") {
+					t.Errorf("the refusal %q does not say it is the outbound policy's", err)
+				}
+			}
+		})
+	}
+}
 
 func TestValidateSupplier_NamesTheField(t *testing.T) {
 	conn := `"connection":{"kind":"partner","baseUrl":"https://x.example"}`
@@ -43,7 +105,7 @@ func TestValidateSupplier_NamesTheField(t *testing.T) {
 			}
 			err := validateSupplier("", &in.SupplierData)
 			if err == nil {
-				_, err = resolveConnection(in.Connection, nil)
+				_, err = resolveConnection(outbound.Policy{}, in.Connection, nil)
 			}
 			checkField(t, err, tt.field)
 		})
@@ -134,7 +196,7 @@ func FuzzSupplierBody(f *testing.F) {
 		if validateSupplier("", &in.SupplierData) != nil {
 			return
 		}
-		conn, err := resolveConnection(in.Connection, nil)
+		conn, err := resolveConnection(outbound.Policy{}, in.Connection, nil)
 		if err != nil {
 			return
 		}
@@ -206,14 +268,29 @@ func FuzzBindingBody(f *testing.F) {
 	})
 }
 
+// fuzzNow is the clock of the fuzz targets and table tests whose dates are
+// judged against the window of internal/bounds.
+var fuzzNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
 func FuzzAvailabilitiesBody(f *testing.F) {
 	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00+01:00","capacity":0,"maxCapacity":0}]}`))
+	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2027-01-01T09:00:00Z","end":"2027-01-01T10:00:00+01:00","capacity":3,"maxCapacity":9}]}`))
+	f.Add([]byte(`{"availabilities":[{"id":"a","start":"0001-01-01T09:00:00Z","end":"9999-01-01T10:00:00Z","capacity":9223372036854775807}]}`))
+	from, until := bounds.Window(fuzzNow)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var in struct {
 			Availabilities []Availability `json:"availabilities"`
 		}
-		if httpapi.DecodeJSON(body, &in) != nil || validateAvailabilities(in.Availabilities) != nil {
+		if httpapi.DecodeJSON(body, &in) != nil || validateAvailabilities(in.Availabilities, fuzzNow) != nil {
 			return
+		}
+		// Accepted: within the window and the capacity bound, so that no
+		// column downstream (DateTime, Int32) can wrap.
+		for _, a := range in.Availabilities {
+			if a.Start.Before(from) || a.End.After(until) || a.Capacity < 0 || a.Capacity > bounds.MaxCapacity ||
+				a.MaxCapacity != nil && *a.MaxCapacity > bounds.MaxCapacity {
+				t.Fatalf("accepted out of bounds: %+v", a)
+			}
 		}
 		for i := range in.Availabilities {
 			in.Availabilities[i].Start, in.Availabilities[i].End = in.Availabilities[i].Start.UTC(), in.Availabilities[i].End.UTC()
@@ -242,7 +319,7 @@ func FuzzPriceScheduleBody(f *testing.F) {
 		var in struct {
 			Entries []PriceScheduleEntry `json:"entries"`
 		}
-		if httpapi.DecodeJSON(body, &in) != nil || validatePriceSchedule(in.Entries) != nil {
+		if httpapi.DecodeJSON(body, &in) != nil || validatePriceSchedule(in.Entries, fuzzNow) != nil {
 			return
 		}
 		// Accepted: sorted, never overlapping, a schedule is no change
@@ -269,4 +346,54 @@ func FuzzPriceScheduleBody(f *testing.F) {
 		ps := PriceSchedule{SupplierID: "s", ProductID: "p", RateID: "r", Entries: in.Entries, Version: 1}
 		roundTrip(t, &ps)
 	})
+}
+
+// TestBounds_DatesAndNumbersOfOperatorBodies: issue 18 found holds at year
+// 0001, 100-year availability windows and capacities of 2^63-1 accepted.
+// Every date and number of the operator's bodies is bounded
+// (internal/bounds) and refused with INVALID_FIELD naming the field.
+func TestBounds_DatesAndNumbersOfOperatorBodies(t *testing.T) {
+	now := fuzzNow
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	big := 1 << 62
+	tests := []struct {
+		name  string
+		err   func() error
+		field string // "" accepted
+	}{
+		{"availability next month", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(30 * 24 * time.Hour), End: at(30*24*time.Hour + time.Hour), Capacity: 5}}, now)
+		}, ""},
+		{"availability at year 0001", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), End: at(time.Hour)}}, now)
+		}, "availabilities[0].start"},
+		{"a 100-year availability", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: now.AddDate(100, 0, 0)}}, now)
+		}, "availabilities[0].end"},
+		{"capacity 2^62", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: big}}, now)
+		}, "availabilities[0].capacity"},
+		{"maxCapacity 2^62", func() error {
+			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: 1, MaxCapacity: &big}}, now)
+		}, "availabilities[0].maxCapacity"},
+		{"cutoff of 2^62 seconds", func() error { return validateRate("", &RateData{Name: "r", Cutoff: big}) }, "cutoff"},
+		{"holdablePeriod over a year", func() error { return validateRate("", &RateData{Name: "r", HoldablePeriod: 400 * 24 * 3600}) }, "holdablePeriod"},
+		{"maxTravelers 2^62", func() error { return validateRate("", &RateData{Name: "r", MaxTravelers: big}) }, "maxTravelers"},
+		{"validity at year 9999", func() error {
+			return checkValidity("valid", &Validity{From: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)})
+		}, "valid.from"},
+		{"validity until 2099", func() error {
+			return checkValidity("valid", &Validity{From: now, Until: time.Date(2099, 12, 31, 0, 0, 0, 0, time.UTC)})
+		}, ""},
+		{"opening-hours date at year 0001", func() error { return checkHours("hours", []Hours{{Dates: []string{"0001-01-01"}}}) }, "hours[0].dates[0]"},
+		{"an amount Decimal(18, 4) cannot hold", func() error {
+			return checkMoney("retail", &Money{Amount: json.Number("1e15"), Currency: "EUR"})
+		}, "retail.amount"},
+		{"an age of 1000", func() error { a := int32(1000); return checkAges("travelerType", nil, &a) }, "travelerType.maxAge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkField(t, tt.err(), tt.field)
+		})
+	}
 }

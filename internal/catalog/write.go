@@ -163,7 +163,12 @@ func samePath(field, given, path string) error {
 
 // CreateSupplier creates a supplier owned by p (an operator; an admin's
 // supplier has no owner and only admins manage it). A given id that
-// exists already is ErrConflict.
+// exists already is ErrConflict, and so is the id of a deleted supplier
+// of another operator (its tombstone): an id is its operator's for ever,
+// so that nothing recorded under it (bookings, reports, history) can be
+// taken over by whoever creates it next. The answer is the same in both
+// cases and never says whose the id is. The operator who deleted it (or
+// an admin) may create it again.
 func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in SupplierInput) (Supplier, error) {
 	owner, err := ownerOf(p)
 	if err != nil {
@@ -172,12 +177,15 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 	if err := validateSupplier("", &in.SupplierData); err != nil {
 		return Supplier{}, err
 	}
-	conn, err := resolveConnection(in.Connection, nil)
+	conn, err := resolveConnection(s.policy, in.Connection, nil)
 	if err != nil {
 		return Supplier{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
+	}
+	if conn.Credentials, err = s.sealCredentials(in.ID, conn.Credentials, nil); err != nil {
+		return Supplier{}, err
 	}
 	tx, err := s.lockSupplier(ctx, p, in.ID, false)
 	if err != nil {
@@ -185,7 +193,15 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 	}
 	defer s.release(ctx, tx.lock)
 	if tx.sup != nil {
-		return Supplier{}, conflict("supplier %s already exists", in.ID)
+		return Supplier{}, conflict("supplier id %s is already in use", in.ID)
+	}
+	tomb, err := s.rdb.Get(ctx, s.k.tombstone(in.ID)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return Supplier{}, unavailable("read the supplier id's tombstone", err)
+	case p.Role != principals.RoleAdmin && tomb != "o:"+owner:
+		return Supplier{}, conflict("supplier id %s is already in use", in.ID)
 	}
 	vs, err := s.versionsOf(ctx, in.ID, verSupplier())
 	if err != nil {
@@ -215,8 +231,11 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 	if err := checkVersion(in.Version, cur.Version); err != nil {
 		return Supplier{}, err
 	}
-	conn, err := resolveConnection(in.Connection, &cur.Connection)
+	conn, err := resolveConnection(s.policy, in.Connection, &cur.Connection)
 	if err != nil {
+		return Supplier{}, err
+	}
+	if conn.Credentials, err = s.sealCredentials(sid, conn.Credentials, &cur.Connection.Credentials); err != nil {
 		return Supplier{}, err
 	}
 	next := Supplier{SupplierData: in.SupplierData, Version: cur.Version, Connection: conn, Owner: cur.Owner}
@@ -234,13 +253,24 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 
 // DeleteSupplier deletes a supplier without products (ErrConflict
 // otherwise: delete its products first, which refuses while they are
-// bound, so no binding is ever left dangling).
+// bound, so no binding is ever left dangling) and without holds or
+// bookings that are not final (ErrConflict: they would lose the system
+// they were made through). Its id stays its operator's (a tombstone).
 func (s *Store) DeleteSupplier(ctx context.Context, p principals.Principal, sid string) error {
 	tx, err := s.lockSupplier(ctx, p, sid, true)
 	if err != nil {
 		return err
 	}
 	defer s.release(ctx, tx.lock)
+	if s.open != nil {
+		n, err := s.open.OpenBookings(ctx, sid)
+		if err != nil {
+			return unavailable("count open bookings", err)
+		}
+		if n > 0 {
+			return conflict("supplier %s still has %d holds or bookings that are not final; they are cancelled, released or redeemed first", sid, n)
+		}
+	}
 	n, err := s.rdb.HLen(ctx, s.k.products(sid)).Result()
 	if err != nil {
 		return unavailable("read products", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/bounds"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -104,6 +105,14 @@ func (in *NewInput) Window(today time.Time) error {
 	end, err := time.Parse(DateLayout, in.EndDate)
 	if err != nil {
 		return invalid("endDate", "must be a date YYYY-MM-DD")
+	}
+	// Within one year back and two years ahead (internal/bounds): the
+	// window is read from the supplier's system and recorded in history.
+	if err := bounds.Time("startDate", start, today); err != nil {
+		return err
+	}
+	if err := bounds.Time("endDate", end, today); err != nil {
+		return err
 	}
 	if !end.After(start) {
 		return invalid("endDate", "must be after startDate (it is exclusive)")

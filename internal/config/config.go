@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchbackhq/switchback/internal/keyring"
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Config is every setting of the binary. Unset external addresses mean
@@ -47,8 +50,17 @@ type Config struct {
 	AdminKey              string
 	AdminSecret           string
 
-	WebhookAllowHTTP    bool
-	WebhookAllowPrivate bool
+	// SecretsKey seals secrets at rest (suppliers' credentials, rules'
+	// securityKeys: internal/keyring); SecretsKeyPrevious opens what the
+	// key before it sealed. Nil: unset.
+	SecretsKey         []byte
+	SecretsKeyPrevious []byte
+
+	// OutboundAllowHTTP and OutboundAllowPrivate relax the outbound
+	// policy (internal/outbound) of every call leaving the process:
+	// webhooks, partners, booking systems, OCTO.
+	OutboundAllowHTTP    bool
+	OutboundAllowPrivate bool
 	// DemoSet lists the settings the demo turned on because they were not
 	// given (DemoNeeds); the banner says so.
 	DemoSet []string
@@ -83,6 +95,15 @@ type Config struct {
 	// Retry-After. 0 turns limiting off.
 	RateLimit int
 	RateBurst int
+
+	// HistoryRateLimit and HistoryRateBurst are the second, smaller budget
+	// of one key on the history routes (ClickHouse scans: deliveries,
+	// replay, availability history); HistoryConcurrency and
+	// HistoryConcurrencyTotal bound those in flight, per key and in all.
+	HistoryRateLimit        int
+	HistoryRateBurst        int
+	HistoryConcurrency      int
+	HistoryConcurrencyTotal int
 }
 
 // Setting describes one configuration variable: its environment name, flag
@@ -164,8 +185,10 @@ func Settings() []Setting {
 		{"SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR", "demo-bookingsystem-addr", "127.0.0.1:18082", "with the demo data: listen address of the simulated booking system (spec doc 3; bearer token demo-booking-token, suppliers S1 and S2)", hostPort(func(c *Config) *string { return &c.DemoBookingSystemAddr })},
 		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
 		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
-		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "false", "allow http:// webhook URLs (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowHTTP })},
-		{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow private, loopback and link-local webhook targets (demo and tests only)", boolean(func(c *Config) *bool { return &c.WebhookAllowPrivate })},
+		{"SWITCHBACK_SECRETS_KEY", "secrets-key", "", "base64 of 32 random bytes: the AES-256-GCM key sealing partner credentials, booking-system tokens and rules' securityKeys before they reach Kafka or Redis; unset outside demo mode, such writes are refused (demo mode uses a fixed, public key)", secretsKey(func(c *Config) *[]byte { return &c.SecretsKey })},
+		{"SWITCHBACK_SECRETS_KEY_PREVIOUS", "secrets-key-previous", "", "the key before SWITCHBACK_SECRETS_KEY, while records it sealed remain (they are read with it and rewritten with the current key)", secretsKey(func(c *Config) *[]byte { return &c.SecretsKeyPrevious })},
+		{"SWITCHBACK_OUTBOUND_ALLOW_HTTP", "outbound-allow-http", "false", "allow http:// urls for every outbound call: webhooks, partners, booking systems, OCTO (demo and tests only; former name SWITCHBACK_WEBHOOK_ALLOW_HTTP, still read)", boolean(func(c *Config) *bool { return &c.OutboundAllowHTTP })},
+		{"SWITCHBACK_OUTBOUND_ALLOW_PRIVATE", "outbound-allow-private", "false", "allow loopback, private, link-local and metadata targets for every outbound call (demo and tests only; former name SWITCHBACK_WEBHOOK_ALLOW_PRIVATE, still read)", boolean(func(c *Config) *bool { return &c.OutboundAllowPrivate })},
 		{"SWITCHBACK_LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *Config, v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":
@@ -233,11 +256,33 @@ func Settings() []Setting {
 		}},
 		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},
 		{"SWITCHBACK_RATE_BURST", "rate-burst", "10000", "requests one API key may send at once above the sustained rate", positiveInt(func(c *Config) *int { return &c.RateBurst })},
+		{"SWITCHBACK_HISTORY_RATE_LIMIT", "history-rate-limit", "20", "sustained requests per second one API key may make to the history routes (ClickHouse scans: deliveries, replay, availability history), besides SWITCHBACK_RATE_LIMIT; 0 turns this budget off", nonNegativeInt(func(c *Config) *int { return &c.HistoryRateLimit })},
+		{"SWITCHBACK_HISTORY_RATE_BURST", "history-rate-burst", "40", "history requests one API key may send at once above its sustained history rate", positiveInt(func(c *Config) *int { return &c.HistoryRateBurst })},
+		{"SWITCHBACK_HISTORY_CONCURRENCY", "history-concurrency", "2", "history requests of one API key in flight at once; more is 429", positiveInt(func(c *Config) *int { return &c.HistoryConcurrency })},
+		{"SWITCHBACK_HISTORY_CONCURRENCY_TOTAL", "history-concurrency-total", "8", "history requests of all keys in flight at once (per query process); more is 429", positiveInt(func(c *Config) *int { return &c.HistoryConcurrencyTotal })},
+	}
+}
+
+// Rename is a setting's former environment name and flag, still read so
+// that deployments written for it keep working.
+type Rename struct {
+	OldEnv, OldFlag string
+	Env             string // the current name
+}
+
+// Renames lists the former names. The webhook allow settings were renamed
+// when they came to cover every outbound call (issue 18).
+func Renames() []Rename {
+	return []Rename{
+		{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "webhook-allow-http", "SWITCHBACK_OUTBOUND_ALLOW_HTTP"},
+		{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE"},
 	}
 }
 
 // Load builds the Config from defaults, then the environment (getenv), then
-// the flags in args. It returns an error naming the first bad setting.
+// the flags in args. It returns an error naming the first bad setting. A
+// former name (Renames) is read where the current one is not set; both set
+// to different values is an error rather than a silent choice.
 func Load(name string, args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	settings := Settings()
@@ -248,15 +293,36 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 			values[s.Env] = v
 		}
 	}
+	for _, r := range Renames() {
+		old := getenv(r.OldEnv)
+		if old == "" {
+			continue
+		}
+		if cur := getenv(r.Env); cur != "" && cur != old {
+			return c, fmt.Errorf("invalid %s: set to %q while its former name %s is %q; set one", r.Env, cur, r.OldEnv, old)
+		}
+		values[r.Env] = old
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	flagValues := make(map[string]*string, len(settings))
 	for _, s := range settings {
 		flagValues[s.Env] = fs.String(s.Flag, "", s.Usage+" (env "+s.Env+", default "+quoteDefault(s.Default)+")")
 	}
+	oldFlags := make(map[string]Rename)
+	oldValues := make(map[string]*string)
+	for _, r := range Renames() {
+		oldFlags[r.OldFlag] = r
+		oldValues[r.OldFlag] = fs.String(r.OldFlag, "", "former name of --"+flagOf(settings, r.Env))
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if r, ok := oldFlags[f.Name]; ok {
+			values[r.Env] = *oldValues[f.Name]
+		}
+	})
 	fs.Visit(func(f *flag.Flag) {
 		for _, s := range settings {
 			if s.Flag == f.Name {
@@ -278,6 +344,11 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 				return true
 			}
 		}
+		for _, r := range Renames() { // given under its former name
+			if r.Env == env && (getenv(r.OldEnv) != "" || *oldValues[r.OldFlag] != "") {
+				return true
+			}
+		}
 		return false
 	}
 	if err := c.demoNeeds(given); err != nil {
@@ -294,7 +365,7 @@ func Load(name string, args []string, getenv func(string) string) (Config, error
 // them on when they are not given, and refuses to start when one is given
 // as false, naming it, rather than looping on a refused setup.
 func DemoNeeds() []string {
-	return []string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE"}
+	return []string{"SWITCHBACK_OUTBOUND_ALLOW_HTTP", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE"}
 }
 
 func (c *Config) demoNeeds(given func(env string) bool) error {
@@ -303,8 +374,8 @@ func (c *Config) demoNeeds(given func(env string) bool) error {
 	}
 	for _, env := range DemoNeeds() {
 		field := map[string]*bool{
-			"SWITCHBACK_WEBHOOK_ALLOW_HTTP":    &c.WebhookAllowHTTP,
-			"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": &c.WebhookAllowPrivate,
+			"SWITCHBACK_OUTBOUND_ALLOW_HTTP":    &c.OutboundAllowHTTP,
+			"SWITCHBACK_OUTBOUND_ALLOW_PRIVATE": &c.OutboundAllowPrivate,
 		}[env]
 		switch {
 		case field == nil:
@@ -327,10 +398,27 @@ func (c Config) validate() error {
 	if c.AdminSecret != "" && len(c.AdminSecret) < 16 {
 		return errors.New("invalid SWITCHBACK_ADMIN_SECRET: must be at least 16 characters")
 	}
+	if c.SecretsKeyPrevious != nil && c.SecretsKey == nil {
+		return errors.New("invalid SWITCHBACK_SECRETS_KEY_PREVIOUS: set only with SWITCHBACK_SECRETS_KEY (the key that replaced it)")
+	}
 	if c.HTTPAddr == c.OpsAddr && !strings.HasSuffix(c.HTTPAddr, ":0") {
 		return errors.New("invalid SWITCHBACK_OPS_ADDR: must differ from SWITCHBACK_HTTP_ADDR")
 	}
 	return nil
+}
+
+func flagOf(settings []Setting, env string) string {
+	for _, s := range settings {
+		if s.Env == env {
+			return s.Flag
+		}
+	}
+	return ""
+}
+
+// Outbound is the outbound policy of every call leaving the process.
+func (c Config) Outbound() outbound.Policy {
+	return outbound.Policy{AllowHTTP: c.OutboundAllowHTTP, AllowPrivate: c.OutboundAllowPrivate}
 }
 
 // EmbeddedClickHousePort is the port of EmbeddedClickHouseAddr (0: a free
@@ -375,6 +463,21 @@ func hostPort(field func(*Config) *string) func(*Config, string) error {
 			return errors.New("must be host:port")
 		}
 		*field(c) = v
+		return nil
+	}
+}
+
+func secretsKey(field func(*Config) *[]byte) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "" {
+			*field(c) = nil
+			return nil
+		}
+		k, err := keyring.ParseKey(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = k
 		return nil
 	}
 }

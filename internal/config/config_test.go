@@ -105,6 +105,87 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+func TestLoad_FormerNamesOfTheOutboundSettingsStillWork(t *testing.T) {
+	tests := []struct {
+		name        string
+		env         map[string]string
+		args        []string
+		http, priv  bool
+		wantErrName string
+	}{
+		{name: "defaults are strict"},
+		{name: "current names", env: map[string]string{"SWITCHBACK_OUTBOUND_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE": "true"}, http: true, priv: true},
+		{name: "former names", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, http: true, priv: true},
+		{name: "former name of one", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, priv: true},
+		{name: "both names agreeing", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP": "true"}, http: true},
+		{name: "both names disagreeing", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP": "false"},
+			wantErrName: "SWITCHBACK_OUTBOUND_ALLOW_HTTP"},
+		{name: "former flag", args: []string{"--webhook-allow-http=true"}, http: true},
+		{name: "current flag wins over the former env", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"},
+			args: []string{"--outbound-allow-private=false"}},
+		{name: "bad value under the former name", env: map[string]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP": "yes please"},
+			wantErrName: "SWITCHBACK_OUTBOUND_ALLOW_HTTP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load("test", tt.args, env(tt.env))
+			if tt.wantErrName != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrName) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErrName)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.OutboundAllowHTTP != tt.http || c.OutboundAllowPrivate != tt.priv {
+				t.Fatalf("http %v private %v, want %v %v", c.OutboundAllowHTTP, c.OutboundAllowPrivate, tt.http, tt.priv)
+			}
+			if p := c.Outbound(); p.AllowHTTP != tt.http || p.AllowPrivate != tt.priv {
+				t.Fatalf("Outbound() = %+v", p)
+			}
+		})
+	}
+}
+
+func TestLoad_SecretsKeyIsBase64Of32BytesAndNeverEchoed(t *testing.T) {
+	good := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" // bytes 0..31
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+	}{
+		{"unset", nil, ""},
+		{"a key", map[string]string{"SWITCHBACK_SECRETS_KEY": good}, ""},
+		{"a key and the previous", map[string]string{"SWITCHBACK_SECRETS_KEY": good, "SWITCHBACK_SECRETS_KEY_PREVIOUS": good}, ""},
+		{"too short", map[string]string{"SWITCHBACK_SECRETS_KEY": "c2hvcnQtYnV0LXNlY3JldA=="}, "SWITCHBACK_SECRETS_KEY"},
+		{"not base64", map[string]string{"SWITCHBACK_SECRETS_KEY": "hunter2 hunter2 hunter2"}, "SWITCHBACK_SECRETS_KEY"},
+		{"previous without a key", map[string]string{"SWITCHBACK_SECRETS_KEY_PREVIOUS": good}, "SWITCHBACK_SECRETS_KEY_PREVIOUS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load("test", nil, env(tt.env))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v := tt.env["SWITCHBACK_SECRETS_KEY"]; v != "" && len(c.SecretsKey) != 32 {
+					t.Fatalf("key of %d bytes", len(c.SecretsKey))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+			}
+			for _, v := range tt.env {
+				if strings.Contains(err.Error(), v) {
+					t.Fatalf("the error echoes the value: %v", err)
+				}
+			}
+		})
+	}
+}
+
 func TestLoad_DemoDataTurnsOnWhatItNeedsOrNamesTheSetting(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -114,8 +195,10 @@ func TestLoad_DemoDataTurnsOnWhatItNeedsOrNamesTheSetting(t *testing.T) {
 		wantSet int
 	}{
 		{"demo data, allow settings not given: turned on", map[string]string{"SWITCHBACK_DEMO": "true"}, "", true, 2},
-		{"demo data, given true: kept", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, "", true, 0},
-		{"demo data, one given false: refused, named", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "false"}, "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE", false, 0},
+		{"demo data, given true: kept", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP": "true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE": "true"}, "", true, 0},
+		{"demo data, given true under the former names: kept", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_WEBHOOK_ALLOW_HTTP": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "true"}, "", true, 0},
+		{"demo data, one given false: refused, named", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE": "false"}, "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE", false, 0},
+		{"demo data, one given false under its former name: refused", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE": "false"}, "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE", false, 0},
 		{"demo without data: untouched", map[string]string{"SWITCHBACK_DEMO": "true", "SWITCHBACK_DEMO_DATA": "false"}, "", false, 0},
 		{"no demo: untouched", nil, "", false, 0},
 	}
@@ -131,13 +214,15 @@ func TestLoad_DemoDataTurnsOnWhatItNeedsOrNamesTheSetting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.WebhookAllowHTTP != tt.wantOn || c.WebhookAllowPrivate != tt.wantOn || len(c.DemoSet) != tt.wantSet {
-				t.Errorf("allow http %v, private %v, set by the demo %v; want %v and %d set", c.WebhookAllowHTTP, c.WebhookAllowPrivate, c.DemoSet, tt.wantOn, tt.wantSet)
+			if c.OutboundAllowHTTP != tt.wantOn || c.OutboundAllowPrivate != tt.wantOn || len(c.DemoSet) != tt.wantSet {
+				t.Errorf("allow http %v, private %v, set by the demo %v; want %v and %d set", c.OutboundAllowHTTP, c.OutboundAllowPrivate, c.DemoSet, tt.wantOn, tt.wantSet)
 			}
 		})
 	}
-	// The flag counts as given too.
-	if _, err := Load("test", []string{"--webhook-allow-http=false"}, env(map[string]string{"SWITCHBACK_DEMO": "true"})); err == nil || !strings.Contains(err.Error(), "SWITCHBACK_WEBHOOK_ALLOW_HTTP") {
-		t.Errorf("--webhook-allow-http=false with the demo: err = %v", err)
+	// The flag counts as given too, under either name.
+	for _, f := range []string{"--outbound-allow-http=false", "--webhook-allow-http=false"} {
+		if _, err := Load("test", []string{f}, env(map[string]string{"SWITCHBACK_DEMO": "true"})); err == nil || !strings.Contains(err.Error(), "SWITCHBACK_OUTBOUND_ALLOW_HTTP") {
+			t.Errorf("%s with the demo: err = %v", f, err)
+		}
 	}
 }

@@ -12,6 +12,8 @@
 package cronreport
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -78,9 +80,12 @@ type Report struct {
 
 	// RunID names the run (one per schedule slot, or per manual trigger);
 	// RequestKey the run's request for this supplier (RunID/supplier).
-	RunID      string    `json:"-"`
-	RequestKey string    `json:"-"`
-	Began      time.Time `json:"-"`
+	RunID      string `json:"-"`
+	RequestKey string `json:"-"`
+	// Offset of the request on its topic: a redelivery of the request is
+	// told from the same request enqueued twice by it.
+	Offset int64     `json:"-"`
+	Began  time.Time `json:"-"`
 	// What the synchronization read.
 	Products, Options, Availabilities int `json:"-"`
 }
@@ -99,6 +104,7 @@ type record struct {
 	ErrorReport      []ErrorItem `json:"errorReport,omitempty"`
 	RunID            string      `json:"runId"`
 	RequestKey       string      `json:"requestKey"`
+	Offset           int64       `json:"offset,omitempty"`
 	Began            time.Time   `json:"began"`
 	Products         int         `json:"products"`
 	Options          int         `json:"options"`
@@ -107,14 +113,33 @@ type record struct {
 
 func (r Report) record() record {
 	return record{ID: r.ID, Inserted: r.Inserted, InsertedMs: r.Inserted.UnixMilli(), ExternalSystemID: r.ExternalSystemID,
-		ErrorCount: r.ErrorCount, ErrorReport: r.ErrorReport, RunID: r.RunID, RequestKey: r.RequestKey, Began: r.Began,
+		ErrorCount: r.ErrorCount, ErrorReport: r.ErrorReport, RunID: r.RunID, RequestKey: r.RequestKey, Offset: r.Offset, Began: r.Began,
 		Products: r.Products, Options: r.Options, Availabilities: r.Availabilities}
 }
 
 func (rec record) report() Report {
 	return Report{Summary: Summary{ID: rec.ID, Inserted: rec.Inserted, ExternalSystemID: rec.ExternalSystemID, ErrorCount: rec.ErrorCount},
-		ErrorReport: rec.ErrorReport, RunID: rec.RunID, RequestKey: rec.RequestKey, Began: rec.Began,
+		ErrorReport: rec.ErrorReport, RunID: rec.RunID, RequestKey: rec.RequestKey, Offset: rec.Offset, Began: rec.Began,
 		Products: rec.Products, Options: rec.Options, Availabilities: rec.Availabilities}
+}
+
+// maxID bounds report ids to the integers JSON readers hold exactly
+// (2^53 - 1): spec doc 3 types the id as an integer.
+const maxID = 1<<53 - 1
+
+// ID is the n-th candidate id of the report of synchronization request
+// requestKey (n is 0 unless an earlier candidate is another report's): a
+// positive integer below 2^53 taken from SHA-256 of the key, so that
+// report ids are opaque, tell an operator nothing of how many reports
+// other operators have (they were one global sequence, issue 18), and are
+// the same when the request is redelivered, without Redis.
+func ID(requestKey string, n int) int64 {
+	h := sha256.Sum256([]byte("cronreport/" + requestKey + "/" + strconv.Itoa(n)))
+	id := int64(binary.BigEndian.Uint64(h[:8]) & maxID)
+	if id == 0 {
+		return 1
+	}
+	return id
 }
 
 // NewErrorReport turns a synchronization's error texts into errorReport

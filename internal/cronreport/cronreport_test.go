@@ -428,3 +428,31 @@ func TestStore_PublishedButNotAppliedIsAppliedNotPublishedAgain(t *testing.T) {
 		t.Fatalf("%d records on the topic, want the one of Put", n)
 	}
 }
+
+// TestID_IsOpaqueStableAndAJSONInteger: report ids come from the request's
+// key, not a global sequence (issue 18): the same for a redelivered
+// request, different across requests and candidates, positive and exact
+// in JSON (below 2^53).
+func TestID_IsOpaqueStableAndAJSONInteger(t *testing.T) {
+	seen := map[int64]string{}
+	for i := range 2000 {
+		key := fmt.Sprintf("cron-20261125T%06dZ/sup-%d", i, i%7)
+		for n := range 2 {
+			id := ID(key, n)
+			if id <= 0 || id >= 1<<53 {
+				t.Fatalf("ID(%q, %d) = %d: not a positive integer below 2^53", key, n, id)
+			}
+			if id != ID(key, n) {
+				t.Fatalf("ID(%q, %d) is not stable", key, n)
+			}
+			if prev, ok := seen[id]; ok {
+				t.Fatalf("ID(%q, %d) = %d, as %s", key, n, id, prev)
+			}
+			seen[id] = fmt.Sprint(key, n)
+		}
+	}
+	// Consecutive requests do not get neighbouring ids.
+	if d := ID("run/a", 0) - ID("run/b", 0); d > -1000 && d < 1000 {
+		t.Fatalf("neighbouring ids: %d", d)
+	}
+}

@@ -17,6 +17,18 @@ func New(code, msg string) error { return &Coded{code: code, msg: msg} }
 func (e *Coded) Error() string     { return e.msg }
 func (e *Coded) ErrorCode() string { return e.code }
 
+// Notice is a Coded error whose message is shown as it is even where the
+// API otherwise replaces messages by a generic one (UNAVAILABLE,
+// INTERNAL: their causes may name dependencies): it tells the caller why
+// and what would get the request through, and holds nothing else.
+type Notice struct{ Coded }
+
+// NewNotice returns a *Notice.
+func NewNotice(code, msg string) error { return &Notice{Coded{code: code, msg: msg}} }
+
+// Notice is the message to show.
+func (e *Notice) Notice() string { return e.msg }
+
 // FieldError is an invalid request that names the offending field, spelled
 // as in the API body, with dots for nesting (config.maxLookAheadDays).
 // errors.Is matches it against any INVALID_FIELD sentinel, so each package

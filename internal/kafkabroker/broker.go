@@ -2,9 +2,12 @@
 // (github.com/twmb/franz-go/pkg/kfake) that embedded mode runs instead of an
 // external cluster: one broker node on a loopback address, with its log and
 // group offsets persisted under a data directory so that they survive
-// restarts. It only serves the protocol; it must not create topics (the
-// stages create theirs explicitly, see schemas.Topics) and it has no
-// authentication, so it must never listen on a public interface.
+// restarts. It is for development only (the demo, tests, the tiers apart
+// on one machine): it refuses any address but loopback, and it has no
+// authentication of its own; protected topics (the principals topic) are
+// written only by trusted connections (guard.go). It only serves the
+// protocol; it must not create topics (the stages create theirs
+// explicitly, see schemas.Topics).
 package kafkabroker
 
 import (
@@ -13,8 +16,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -44,6 +49,13 @@ type Options struct {
 	SyncWrites bool
 	// Logger receives the broker's own logs; nil discards them.
 	Logger *slog.Logger
+	// Protected topics are written only by trusted connections (guard.go):
+	// in Switchback the principals topic, the log of record of API
+	// credentials. Empty: no topic is protected (tests of the broker).
+	Protected []string
+	// Trust says which connections are trusted with the protected topics:
+	// TrustProcess (switchback run) or TrustUser (switchback broker).
+	Trust Trust
 }
 
 // Broker is a running embedded broker.
@@ -66,8 +78,23 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if addr == "" {
 		addr = DefaultAddr
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
 		return nil, fmt.Errorf("start kafka broker: bad address %q: %w", addr, err)
+	}
+	if !Loopback(host) {
+		return nil, fmt.Errorf("start kafka broker: %s is not a loopback address: the embedded broker is for development only, "+
+			"has no authentication and listens on this machine only (run a Kafka cluster for anything else)", addr)
+	}
+	var g *guard
+	if len(opts.Protected) > 0 {
+		if g, err = newGuard(opts.Protected, opts.Trust); err != nil {
+			// Not Linux: a development tool keeps working, and says so.
+			g = nil
+			if opts.Logger != nil {
+				opts.Logger.Warn("embedded kafka broker: protected topics are not guarded on this system", "topics", opts.Protected, "err", err)
+			}
+		}
 	}
 
 	kopts := []kfake.Opt{
@@ -78,7 +105,11 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		// is the only way to honour the configured host.
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 			var lc net.ListenConfig
-			return lc.Listen(ctx, network, addr)
+			ln, err := lc.Listen(ctx, network, addr)
+			if err != nil || g == nil {
+				return ln, err
+			}
+			return guardedListener{Listener: ln, g: g}, nil
 		}),
 		kfake.ClusterID("switchback-embedded"),
 		// No AllowAutoTopicCreation: an auto-created topic gets default
@@ -126,6 +157,16 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		opts.Logger.Info("embedded kafka broker started", "addr", b.addr, "dataDir", opts.DataDir)
 	}
 	return b, nil
+}
+
+// Loopback reports whether host (a name or an address literal) is this
+// machine's loopback: localhost, 127.0.0.0/8 or ::1.
+func Loopback(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // Addr is the host:port clients bootstrap from.

@@ -53,14 +53,15 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	}
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
-	reg := New(Options{Redis: rdb, Publisher: producer})
+	secrets := newTestKeyring(t)
+	reg := New(Options{Redis: rdb, Publisher: producer, Secrets: secrets})
 
 	// A second instance with its own view (Redis database 1), following.
 	opts1 := *opts
 	opts1.DB = 1
 	rdb1 := redis.NewClient(&opts1)
 	t.Cleanup(func() { _ = rdb1.Close() })
-	follower := New(Options{Redis: rdb1})
+	follower := New(Options{Redis: rdb1, Secrets: secrets})
 	followCtx, stopFollow := context.WithCancel(ctx)
 	followDone := make(chan error, 1)
 	go func() { followDone <- follower.Follow(followCtx, brokers) }()
@@ -161,7 +162,7 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	// would make the producer's Close wait out its retries.)
 	dead := stream.NewProducer(stream.ProducerConfig{Brokers: []string{deadAddr(t)}, WriteTimeout: time.Second})
 	t.Cleanup(func() { _ = dead.Close() })
-	down := New(Options{Redis: rdb, Publisher: dead})
+	down := New(Options{Redis: rdb, Publisher: dead, Secrets: newTestKeyring(t)})
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer wcancel()
 	_, err = down.Create(wctx, subA, schemas.TypeProduct, ruleIn("https://hooks.example.com/p", ""))

@@ -28,6 +28,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/keyring"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -104,10 +105,10 @@ type Options struct {
 	// nil makes every write fail with ErrUnavailable (a read-only registry,
 	// e.g. in the dispatcher).
 	Publisher stream.Publisher
-	// AllowHTTP admits http:// webhook urls (SWITCHBACK_WEBHOOK_ALLOW_HTTP).
+	// AllowHTTP admits http:// webhook urls (SWITCHBACK_OUTBOUND_ALLOW_HTTP).
 	AllowHTTP bool
 	// AllowPrivate admits loopback, private and link-local literal IP hosts
-	// and localhost (SWITCHBACK_WEBHOOK_ALLOW_PRIVATE).
+	// and localhost (SWITCHBACK_OUTBOUND_ALLOW_PRIVATE).
 	AllowPrivate bool
 	// Clock gives createdOn/updatedOn and version stamps. Default time.Now.
 	Clock func() time.Time
@@ -126,6 +127,11 @@ type Options struct {
 	// find the slot empty and publish a second rule of a type over the
 	// first (with a new securityKey), in the log of record.
 	Fence Fence
+	// Secrets seals securityKeys at rest (internal/keyring): a rule's key
+	// is sealed before its event is published or stored in Redis, and
+	// opened when the rule is read (by its owner, by the dispatcher).
+	// Nil or without a key: rule writes are refused (keyring.ErrNoKey).
+	Secrets *keyring.Keyring
 }
 
 // Fence reads the epoch of the Redis views: "" while they are lost or
@@ -137,14 +143,15 @@ type Fence interface {
 // Registry is the registry of every subscriber. It is safe for concurrent
 // use, across processes too (the atomicity lives in Redis).
 type Registry struct {
-	rdb    *redis.Client
-	pub    stream.Publisher
-	policy URLPolicy
-	now    func() time.Time
-	log    *slog.Logger
-	source string
-	keys   keys
-	fence  Fence
+	rdb     *redis.Client
+	pub     stream.Publisher
+	policy  URLPolicy
+	now     func() time.Time
+	log     *slog.Logger
+	source  string
+	keys    keys
+	fence   Fence
+	secrets *keyring.Keyring
 	// lockWait is how long a write waits for another write of its slot
 	// (lockWait by default; shorter in tests).
 	lockWait time.Duration
@@ -168,14 +175,15 @@ func New(opts Options) *Registry {
 		opts.KeyPrefix = "switchback:registry:"
 	}
 	return &Registry{
-		rdb:    opts.Redis,
-		pub:    opts.Publisher,
-		policy: URLPolicy{AllowHTTP: opts.AllowHTTP, AllowPrivate: opts.AllowPrivate},
-		now:    opts.Clock,
-		log:    opts.Logger,
-		source: opts.Source,
-		keys:   keys{prefix: opts.KeyPrefix},
-		fence:  opts.Fence,
+		rdb:     opts.Redis,
+		pub:     opts.Publisher,
+		policy:  URLPolicy{AllowHTTP: opts.AllowHTTP, AllowPrivate: opts.AllowPrivate},
+		now:     opts.Clock,
+		log:     opts.Logger,
+		source:  opts.Source,
+		keys:    keys{prefix: opts.KeyPrefix},
+		fence:   opts.Fence,
+		secrets: opts.Secrets,
 
 		lockWait: lockWait,
 	}
@@ -197,7 +205,7 @@ func (r *Registry) Rule(ctx context.Context, subscriber, typ string) (Rule, erro
 	if err != nil {
 		return Rule{}, fmt.Errorf("read %s rule: %w: %w", typ, ErrUnavailable, err)
 	}
-	return decodeStored(typ, s)
+	return r.decodeStored(subscriber, typ, s)
 }
 
 // Rules returns every rule of the subscriber, in the spec's type order
@@ -213,7 +221,7 @@ func (r *Registry) Rules(ctx context.Context, subscriber string) ([]Rule, error)
 		if !ok {
 			continue
 		}
-		rule, err := decodeStored(typ, s)
+		rule, err := r.decodeStored(subscriber, typ, s)
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +270,7 @@ func (r *Registry) RuleWithMetadata(ctx context.Context, subscriber, typ string)
 	if err != nil {
 		return Rule{}, md, fmt.Errorf("read %s rule: %w: %w", typ, ErrUnavailable, err)
 	}
-	rule, err := decodeStored(typ, s)
+	rule, err := r.decodeStored(subscriber, typ, s)
 	return rule, md, err
 }
 
@@ -313,7 +321,15 @@ func (s storedRule) rule() Rule {
 	}
 }
 
-func decodeStored(typ, s string) (Rule, error) {
+// securityKeyAAD binds a sealed securityKey to its rule's slot.
+func securityKeyAAD(subscriber, typ string) string {
+	return "rule/" + subscriber + "/" + typ + "/securityKey"
+}
+
+// decodeStored reads a stored rule and opens its securityKey (a map
+// lookup after the first time: the keyring caches what it opened, and the
+// dispatcher reads a rule per delivery).
+func (r *Registry) decodeStored(subscriber, typ, s string) (Rule, error) {
 	var sr storedRule
 	if err := json.Unmarshal([]byte(s), &sr); err != nil {
 		return Rule{}, fmt.Errorf("decode stored %s rule: %w", typ, err)
@@ -321,7 +337,23 @@ func decodeStored(typ, s string) (Rule, error) {
 	if sr.Type != typ {
 		return Rule{}, fmt.Errorf("stored %s rule has type %q", typ, sr.Type)
 	}
+	key, err := r.secrets.Open(sr.SecurityKey, securityKeyAAD(subscriber, typ))
+	if err != nil {
+		return Rule{}, fmt.Errorf("%s rule of %s: %w", typ, subscriber, err)
+	}
+	sr.SecurityKey = key
 	return sr.rule(), nil
+}
+
+// sealed is the stored form of rule, its securityKey sealed.
+func (r *Registry) sealed(subscriber string, rule Rule) (storedRule, error) {
+	sr := rule.stored()
+	key, err := r.secrets.Seal(sr.SecurityKey, securityKeyAAD(subscriber, rule.Type))
+	if err != nil {
+		return storedRule{}, fmt.Errorf("%s rule: %w", rule.Type, err)
+	}
+	sr.SecurityKey = key
+	return sr, nil
 }
 
 func decodeMetadata(s string) (Metadata, error) {

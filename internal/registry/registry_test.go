@@ -551,7 +551,7 @@ func TestRegistry_RedisDownIsUnavailable(t *testing.T) {
 	// No retries, so that the test does not wait out go-redis's backoff.
 	rdb := redis.NewClient(&redis.Options{Addr: e.mr.Addr(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	e.reg = New(Options{Redis: rdb, Publisher: e.pub})
+	e.reg = New(Options{Redis: rdb, Publisher: e.pub, Secrets: newTestKeyring(t)})
 	e.mr.Close()
 	ctx := t.Context()
 	if _, err := e.reg.Rule(ctx, subA, schemas.TypeSupplier); !errors.Is(err, ErrUnavailable) {

@@ -3,14 +3,13 @@ package registry
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/switchbackhq/switchback/internal/webhook"
+	"github.com/switchbackhq/switchback/internal/bounds"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -238,8 +237,8 @@ func parseConfig(typ string, raw json.RawMessage) (Config, error) {
 			if err != nil {
 				return Config{}, err
 			}
-			if n < 0 {
-				return Config{}, invalid("config."+fieldVacanciesUnder, "must be 0 or more (0 means every change)")
+			if n < 0 || n > bounds.MaxCapacity {
+				return Config{}, invalid("config."+fieldVacanciesUnder, fmt.Sprintf("must be from 0 (every change) to %d", bounds.MaxCapacity))
 			}
 			c.VacanciesUnder = n
 		}
@@ -316,11 +315,15 @@ func printableASCII(s string) bool {
 }
 
 // Check validates a webhook url (spec doc 1: "Public HTTPS webhook
-// endpoint"): absolute, https (http only with AllowHTTP), a host, no
-// credentials or fragment, and, without AllowPrivate, not a loopback,
-// private, link-local or otherwise non-public literal address nor
-// localhost. Names are not resolved here: the dispatcher checks the
-// address it connects to.
+// endpoint"): present, at most MaxURLLen characters, no fragment, and
+// admitted by the outbound policy (internal/outbound: absolute, https
+// unless AllowHTTP, a valid host, no credentials, and without
+// AllowPrivate neither localhost nor a non-public literal address). It is
+// the dispatcher's client's rule, so that registration admits exactly
+// the urls deliveries will be sent to: with a rule of its own the registry
+// once stored a zoned IPv6 literal whose every delivery the client refused
+// (R6, docs/reliability.md). Names are not resolved here: the client
+// checks the address it connects to.
 func (p URLPolicy) Check(raw string) error {
 	const field = "url"
 	if raw == "" {
@@ -329,77 +332,15 @@ func (p URLPolicy) Check(raw string) error {
 	if len(raw) > MaxURLLen {
 		return invalid(field, fmt.Sprintf("must be at most %d characters", MaxURLLen))
 	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Opaque != "" {
-		return invalid(field, "must be an absolute https URL")
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		if !p.AllowHTTP {
-			return invalid(field, "must use https")
-		}
-	default:
-		return invalid(field, "must use https")
-	}
-	if u.User != nil {
-		return invalid(field, "must not contain credentials")
-	}
-	if u.Fragment != "" || strings.Contains(raw, "#") {
+	if strings.Contains(raw, "#") {
 		return invalid(field, "must not contain a fragment")
 	}
-	host := u.Hostname()
-	if host == "" {
-		return invalid(field, "must have a host")
-	}
-	if port := u.Port(); port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return invalid(field, "has an invalid port")
+	if err := (outbound.Policy{AllowHTTP: p.AllowHTTP, AllowPrivate: p.AllowPrivate}).CheckURL(raw); err != nil {
+		var ue *outbound.URLError
+		if errors.As(err, &ue) {
+			return invalid(field, ue.Reason)
 		}
-	} else if strings.HasSuffix(u.Host, ":") {
-		return invalid(field, "has an invalid port")
-	}
-	if addr, err := netip.ParseAddr(host); err == nil {
-		// The dispatcher's client's rule, so that registration admits
-		// exactly the addresses deliveries will be sent to: with a rule of
-		// its own the registry once stored a zoned IPv6 literal whose every
-		// delivery the client refused (R6, docs/reliability.md).
-		if !p.AllowPrivate && !webhook.PublicAddr(addr) {
-			return invalid(field, "must point to a public address, not a loopback, private or link-local one")
-		}
-		return nil
-	}
-	name := strings.TrimSuffix(strings.ToLower(host), ".")
-	if name == "" || !validHostname(name) {
-		return invalid(field, "has an invalid host")
-	}
-	if !p.AllowPrivate && (name == "localhost" || strings.HasSuffix(name, ".localhost")) {
-		return invalid(field, "must point to a public address, not localhost")
+		return invalid(field, "must be an absolute https URL")
 	}
 	return nil
-}
-
-// validHostname admits ASCII DNS names (IDNs in their xn-- form). A name
-// whose last label is numeric is refused: no top-level domain is, and
-// resolvers read such names ("127.1", "0x7f000001") as IP addresses,
-// which would slip past the address check above.
-func validHostname(name string) bool {
-	labels := strings.Split(name, ".")
-	for _, l := range labels {
-		if l == "" || len(l) > 63 {
-			return false
-		}
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	last := labels[len(labels)-1]
-	if strings.HasPrefix(last, "0x") {
-		return false
-	}
-	_, err := strconv.ParseUint(last, 10, 64)
-	return err != nil
 }

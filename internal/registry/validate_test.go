@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchbackhq/switchback/internal/webhook"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -187,7 +187,7 @@ func TestURLPolicy_AllowSwitchesAdmitHTTPAndPrivateTargets(t *testing.T) {
 }
 
 // Registration admits a literal address exactly when the dispatcher's
-// client would send to it (webhook.PublicAddr, R6).
+// client would send to it (outbound.PublicAddr, R6).
 func TestURLPolicy_LiteralAddressesFollowTheDeliveryRule(t *testing.T) {
 	tests := []struct {
 		addr string
@@ -201,8 +201,8 @@ func TestURLPolicy_LiteralAddressesFollowTheDeliveryRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := netip.MustParseAddr(tt.addr)
-		if got := webhook.PublicAddr(a); got != tt.want {
-			t.Fatalf("webhook.PublicAddr(%s) = %v, want %v", tt.addr, got, tt.want)
+		if got := outbound.PublicAddr(a); got != tt.want {
+			t.Fatalf("outbound.PublicAddr(%s) = %v, want %v", tt.addr, got, tt.want)
 		}
 		host := a.String()
 		if a.Is6() {

@@ -97,7 +97,7 @@ func (r *Registry) lockRule(ctx context.Context, subscriber, typ, id string) (sl
 	if err != nil {
 		return slotLock{}, Rule{}, err
 	}
-	cur, err := decodeStored(typ, l.current)
+	cur, err := r.decodeStored(subscriber, typ, l.current)
 	if err != nil {
 		r.release(ctx, subscriber, l)
 		return slotLock{}, Rule{}, err
@@ -111,7 +111,11 @@ func (r *Registry) lockRule(ctx context.Context, subscriber, typ, id string) (sl
 
 func (r *Registry) writeRule(ctx context.Context, subscriber string, l slotLock, event string, rule Rule, now time.Time) (Rule, error) {
 	version := nextVersion(l.version, now)
-	sr := rule.stored()
+	sr, err := r.sealed(subscriber, rule)
+	if err != nil {
+		r.release(ctx, subscriber, l)
+		return Rule{}, err
+	}
 	ev := ruleEvent{Subscriber: subscriber, Type: rule.Type, RuleID: rule.ID, Rule: &sr}
 	if err := r.publish(ctx, l, schemas.TopicRules, RuleKey(subscriber, rule.Type), event, version, now, false, ev); err != nil {
 		r.release(ctx, subscriber, l)

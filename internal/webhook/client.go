@@ -5,28 +5,29 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchbackhq/switchback/internal/outbound"
 )
 
 // Errors of Client.Post. Both are permanent for the URL they were returned
 // for: checked with errors.Is, never by text.
 var (
-	// ErrURLNotAllowed: the URL is malformed, or not https while http is
-	// not allowed (ARCHITECTURE: webhook URLs must be https:// and public
-	// unless SWITCHBACK_WEBHOOK_ALLOW_HTTP / _ALLOW_PRIVATE are on).
+	// ErrURLNotAllowed: the URL is malformed, or refused by what it says
+	// alone (not https, a non-public literal address, localhost) under
+	// the outbound policy (internal/outbound; ARCHITECTURE: webhook URLs
+	// must be https:// and public unless SWITCHBACK_OUTBOUND_ALLOW_HTTP /
+	// _ALLOW_PRIVATE are on). Final: the url will not change.
 	ErrURLNotAllowed = errors.New("webhook: url not allowed")
-	// ErrForbiddenAddress: the host resolved to a private, loopback,
-	// link-local or otherwise non-public address, refused when connecting.
-	ErrForbiddenAddress = errors.New("webhook: target address is not public")
+	// ErrForbiddenAddress is outbound.ErrRefused: the policy refused the
+	// url, or the address the host resolved to when connecting (a
+	// refusal at connect time is retried: DNS answers change).
+	ErrForbiddenAddress = outbound.ErrRefused
 )
 
 // Defaults of Options.
@@ -39,9 +40,9 @@ const (
 
 // Options configure NewClient. Zero values take the defaults.
 type Options struct {
-	// AllowHTTP allows http:// URLs (SWITCHBACK_WEBHOOK_ALLOW_HTTP).
+	// AllowHTTP allows http:// URLs (SWITCHBACK_OUTBOUND_ALLOW_HTTP).
 	AllowHTTP bool
-	// AllowPrivate allows non-public targets (SWITCHBACK_WEBHOOK_ALLOW_PRIVATE).
+	// AllowPrivate allows non-public targets (SWITCHBACK_OUTBOUND_ALLOW_PRIVATE).
 	AllowPrivate bool
 	// Timeout bounds one POST from dial to the last response byte. Default 10s.
 	Timeout time.Duration
@@ -69,10 +70,9 @@ type Header struct{ Key, Value string }
 // and reads at most MaxResponseBody bytes of a response. Safe for
 // concurrent use.
 type Client struct {
-	hc           *fasthttp.Client
-	allowHTTP    bool
-	allowPrivate bool
-	timeout      time.Duration
+	hc      *fasthttp.Client
+	policy  outbound.Policy
+	timeout time.Duration
 }
 
 // NewClient creates a Client.
@@ -93,26 +93,21 @@ func NewClient(opts Options) *Client {
 	if opts.UserAgent == "" {
 		opts.UserAgent = "switchback-webhook"
 	}
-	dialer := &net.Dialer{Timeout: opts.ConnectTimeout, KeepAlive: 30 * time.Second}
-	if !opts.AllowPrivate {
-		// Control runs for every address the dialer tries, after DNS and
-		// before connect: the check applies to the address actually
-		// connected to, whatever the name resolved to.
-		dialer.Control = refuseNonPublic
-	}
+	policy := outbound.Policy{AllowHTTP: opts.AllowHTTP, AllowPrivate: opts.AllowPrivate}
 	hc := &fasthttp.Client{
 		Name: opts.UserAgent,
-		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), min(timeout, opts.ConnectTimeout))
-			defer cancel()
-			return dialer.DialContext(ctx, "tcp", addr)
-		},
+		// The outbound policy judges the address actually connected to,
+		// whatever the name resolved to.
+		DialTimeout:         policy.Dialer(opts.ConnectTimeout),
 		TLSConfig:           opts.TLSConfig,
 		MaxConnsPerHost:     opts.MaxConnsPerHost,
 		MaxIdleConnDuration: 30 * time.Second,
 		ReadTimeout:         opts.Timeout,
 		WriteTimeout:        opts.Timeout,
 		MaxResponseBodySize: opts.MaxResponseBody,
+		// A response fasthttp cannot parse must not put its bytes in an
+		// error (they reach the delivery log).
+		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 		// A POST is not idempotent: the dispatcher decides about retries.
 		MaxIdemponentCallAttempts: 1,
 		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
@@ -120,38 +115,18 @@ func NewClient(opts Options) *Client {
 		// queue behind a saturated host.
 		MaxConnWaitTimeout: opts.ConnectTimeout,
 	}
-	return &Client{hc: hc, allowHTTP: opts.AllowHTTP, allowPrivate: opts.AllowPrivate, timeout: opts.Timeout}
+	return &Client{hc: hc, policy: policy, timeout: opts.Timeout}
 }
 
 // CheckURL reports whether rawURL may be posted to by this client as far as
-// the URL alone tells (scheme, host; a literal IP address is checked too).
-// Names are checked again at connect time. The registry calls it when a rule
-// is written, the client before every POST. The error never contains the
-// URL.
+// the URL alone tells: the outbound policy's CheckURL (internal/outbound),
+// the one the registry applies when a rule is written, so that both admit
+// exactly the same urls. Names are checked again at connect time. The
+// error matches ErrURLNotAllowed, and ErrForbiddenAddress too when it is
+// the policy's refusal; it never contains the URL.
 func (c *Client) CheckURL(rawURL string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// url.Error quotes the URL, which may carry credentials.
-		return fmt.Errorf("%w: malformed", ErrURLNotAllowed)
-	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !c.allowHTTP {
-			return fmt.Errorf("%w: scheme must be https", ErrURLNotAllowed)
-		}
-	default:
-		return fmt.Errorf("%w: scheme must be https", ErrURLNotAllowed)
-	}
-	host := u.Hostname()
-	if host == "" {
-		return fmt.Errorf("%w: no host", ErrURLNotAllowed)
-	}
-	if c.allowPrivate {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && !PublicAddr(ip) {
-		return fmt.Errorf("%w: %s", ErrForbiddenAddress, ip)
+	if err := c.policy.CheckURL(rawURL); err != nil {
+		return fmt.Errorf("%w: %w", ErrURLNotAllowed, err)
 	}
 	return nil
 }
@@ -207,7 +182,8 @@ func (c *Client) Post(ctx context.Context, rawURL string, body []byte, headers .
 func describe(err error) error {
 	switch {
 	case errors.Is(err, ErrForbiddenAddress):
-		return err
+		// The same words whatever the target: no address, no probe.
+		return fmt.Errorf("webhook: %w", ErrForbiddenAddress)
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout):
 		return fmt.Errorf("webhook: timeout: %w", err)
 	default:
@@ -242,72 +218,4 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 		return 0, false
 	}
 	return max(t.Sub(now), 0), true
-}
-
-// refuseNonPublic is the dialer's Control: it runs with the resolved
-// address about to be connected to.
-func refuseNonPublic(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: unparsable address", ErrForbiddenAddress)
-	}
-	if !PublicAddr(ap.Addr()) {
-		return fmt.Errorf("%w: %s", ErrForbiddenAddress, ap.Addr())
-	}
-	return nil
-}
-
-// nonPublic lists special-purpose ranges (IANA special-purpose registries)
-// that netip's predicates do not cover and that must never be a webhook
-// target.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // CGNAT shared space
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // TEST-NET-1
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
-	netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
-	netip.MustParsePrefix("100::/64"),        // discard-only
-	netip.MustParsePrefix("2001::/32"),       // Teredo (tunnels to anything)
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
-}
-
-var (
-	nat64   = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFo = netip.MustParsePrefix("2002::/16")
-)
-
-// PublicAddr reports whether ip is a publicly routable unicast address: not
-// loopback, private (RFC 1918, ULA fc00::/7), link-local (169.254/16 with
-// the cloud metadata address, fe80::/10), unspecified, multicast, CGNAT or
-// another special-purpose range. IPv4-mapped and NAT64/6to4 addresses are
-// judged by the IPv4 address they embed.
-func PublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if ip.Zone() != "" {
-		return false // zoned addresses are link-scoped
-	}
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() ||
-		ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() ||
-		ip.IsMulticast() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	if ip.Is6() {
-		b := ip.As16()
-		switch {
-		case nat64.Contains(ip):
-			return PublicAddr(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixToFo.Contains(ip):
-			return PublicAddr(netip.AddrFrom4([4]byte(b[2:6])))
-		}
-	}
-	return true
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,36 +94,6 @@ func TestClient_RefusesNonPublicTargetsUnlessAllowed(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestPublicAddr(t *testing.T) {
-	tests := []struct {
-		ip   string
-		want bool
-	}{
-		{"8.8.8.8", true},
-		{"2606:4700:4700::1111", true},
-		{"100.63.255.255", true},
-		{"100.128.0.0", true},
-		{"10.0.0.1", false},
-		{"172.31.255.255", false},
-		{"169.254.169.254", false},
-		{"198.18.0.1", false},
-		{"255.255.255.255", false},
-		{"64:ff9b::a00:1", false},  // NAT64 of 10.0.0.1
-		{"64:ff9b::808:808", true}, // NAT64 of 8.8.8.8
-		{"2002:7f00:1::", false},   // 6to4 of 127.0.0.1
-		{"fe80::1%eth0", false},
-		{"ff02::1", false},
-		{"::", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.ip, func(t *testing.T) {
-			if got := webhook.PublicAddr(netip.MustParseAddr(tt.ip)); got != tt.want {
-				t.Errorf("PublicAddr(%s) = %v, want %v", tt.ip, got, tt.want)
-			}
-		})
-	}
 }
 
 func TestClient_RefusesHTTPUnlessAllowed(t *testing.T) {

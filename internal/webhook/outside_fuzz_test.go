@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/webhook"
 )
 
@@ -65,7 +66,7 @@ func FuzzCheckURL(f *testing.F) {
 		if perr != nil || u.Scheme != "https" || u.Hostname() == "" {
 			t.Fatalf("%q accepted: not an https url with a host (%v)", raw, perr)
 		}
-		if a, err := netip.ParseAddr(u.Hostname()); err == nil && !webhook.PublicAddr(a) {
+		if a, err := netip.ParseAddr(u.Hostname()); err == nil && !outbound.PublicAddr(a) {
 			t.Fatalf("%q accepted: %s is not public", raw, a)
 		}
 	})

@@ -223,6 +223,9 @@ func decode(value []byte) (input, bool, error) {
 	if in, ok := decodeSnapshotFast(value); ok {
 		return in, true, nil
 	}
+	if in, ok := decodePushFast(value); ok {
+		return in, true, nil
+	}
 	return decodeJSON(value)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"time"
 
+	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/jsonwire"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -106,6 +107,130 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 	}
 	return input{env: env, sid: s.sid, pid: s.pid, rid: s.rid, scope: Span{From: s.start.UTC(), To: s.end.UTC()},
 		source: "partner", version: s.retrieved.UnixNano(), slots: s.slots}, true
+}
+
+// decodePushFast decodes an operator's push (a catalog availability
+// event, catalog.availability.upserted) in one pass, as decodeSnapshotFast
+// does a snapshot, with the checks catalog.DecodeEvent makes of it; any
+// other record, or an unusual one, answers ok=false and takes decodeJSON.
+// FuzzDecode checks both paths agree whenever this one accepts.
+func decodePushFast(value []byte) (input, bool) {
+	r := jsonwire.NewReader(value)
+	var env schemas.Envelope
+	var data []byte
+	seenTime := false
+	ok := r.Object(func(key []byte) bool {
+		switch string(key) {
+		case "id":
+			env.ID, _ = r.Str()
+		case "type":
+			env.Type, _ = r.Str()
+		case "key":
+			env.Key, _ = r.Str()
+		case "source":
+			env.Source, _ = r.Str()
+		case "version":
+			env.Version = r.Int()
+		case "time":
+			if seenTime {
+				return false
+			}
+			seenTime = true
+			env.Time = r.Time()
+		case "data":
+			if data != nil {
+				return false
+			}
+			data = r.Raw()
+		default:
+			return false // deleted included: a push is never a deletion
+		}
+		return r.OK()
+	})
+	pushType := catalogstore.EventType(catalogstore.KindAvailability, false)
+	if !ok || !r.End() || env.Type != pushType || env.Version <= 0 || data == nil {
+		return input{}, false
+	}
+	env.Data = data
+	d := jsonwire.NewReader(data)
+	var kind, sid, pid, rid, setSid, setPid, setRid string
+	var setVersion int64
+	var slots []Slot
+	seenSet, seenSlots := false, false
+	ok = d.Object(func(key []byte) bool {
+		switch string(key) {
+		case "kind":
+			kind, _ = d.Str()
+		case "supplierId":
+			sid, _ = d.Str()
+		case "productId":
+			pid, _ = d.Str()
+		case "rateId":
+			rid, _ = d.Str()
+		case "availability":
+			if seenSet {
+				return false
+			}
+			seenSet = true
+			return d.Object(func(key []byte) bool {
+				switch string(key) {
+				case "supplierId":
+					setSid, _ = d.Str()
+				case "productId":
+					setPid, _ = d.Str()
+				case "rateId":
+					setRid, _ = d.Str()
+				case "version":
+					setVersion = d.Int()
+				case "availabilities":
+					if seenSlots || d.Peek() != '[' {
+						return false
+					}
+					seenSlots = true
+					slots = make([]Slot, 0, bytes.Count(data[d.Pos():], []byte(`"capacity"`)))
+					return d.Array(func() bool {
+						var a Slot
+						ok := d.Object(func(key []byte) bool {
+							switch string(key) {
+							case "id":
+								d.Str()
+							case "start":
+								a.Start = d.Time()
+							case "end":
+								a.End = d.Time()
+							case "capacity":
+								a.Vacancies = int(d.Int())
+							case "maxCapacity":
+								d.Int()
+							default:
+								return false
+							}
+							return d.OK()
+						})
+						slots = append(slots, Slot{Start: a.Start.UTC(), End: a.End.UTC(), Vacancies: a.Vacancies})
+						return ok
+					})
+				default:
+					return false
+				}
+				return d.OK()
+			})
+		default:
+			return false
+		}
+		return d.OK()
+	})
+	if !ok || !d.End() || !seenSet || kind != string(catalogstore.KindAvailability) {
+		return input{}, false
+	}
+	if !catalogstore.ValidID(sid) || !catalogstore.ValidID(pid) || !catalogstore.ValidID(rid) ||
+		setSid != sid || setPid != pid || setRid != rid || setVersion != env.Version || env.Key != sid+"/"+pid+"/"+rid {
+		return input{}, false
+	}
+	if len(slots) == 0 {
+		slots = nil // as the encoding/json path leaves it
+	}
+	return input{env: env, sid: sid, pid: pid, rid: rid, scope: Everything, source: "push", version: env.Version, slots: slots}, true
 }
 
 type snapshotWire struct {

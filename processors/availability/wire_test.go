@@ -85,3 +85,35 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodePush: whatever the push fast path accepts, the encoding/json
+// path (catalog.DecodeEvent) accepts too and decodes to the same input.
+func FuzzDecodePush(f *testing.F) {
+	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":3,"time":"2026-11-25T10:00:00.000123Z","source":"catalog","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[{"id":"w","start":"2026-12-01T09:00:00Z","end":"2026-12-01T11:00:00Z","capacity":10,"maxCapacity":12}],"version":3}}}`))
+	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":1,"time":"2026-11-25T10:00:00Z","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[],"version":1}}}`))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		fast, ok := decodePushFast(value)
+		if !ok {
+			return
+		}
+		slow, ok, err := decodeJSON(value)
+		if err != nil || !ok {
+			t.Fatalf("the encoding/json path refuses what the fast path took: ok %v, %v", ok, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("fast %+v\nslow %+v", fast, slow)
+		}
+	})
+}
+
+func TestDecodePushFast_TakesThePlainPush(t *testing.T) {
+	v := []byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":3,"time":"2026-11-25T10:00:00.000123Z","source":"catalog","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[{"id":"w","start":"2026-12-01T09:00:00Z","end":"2026-12-01T11:00:00Z","capacity":10}],"version":3}}}`)
+	fast, ok := decodePushFast(v)
+	if !ok || len(fast.slots) != 1 || fast.slots[0].Vacancies != 10 || fast.version != 3 {
+		t.Fatalf("fast path on a plain push: %+v %v", fast, ok)
+	}
+	slow, _, err := decodeJSON(v)
+	if err != nil || !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("fast %+v\nslow %+v (%v)", fast, slow, err)
+	}
+}

@@ -97,7 +97,7 @@ func runProcessor(t *testing.T, p *Processor) {
 func TestComponent_BindingLifecycleReachesTheNotificationTopic(t *testing.T) {
 	e := catalogtest.Start(t, catalogtest.Options{Kafka: true})
 	ctx := context.Background()
-	reg := registry.New(registry.Options{Redis: e.Redis, Publisher: e.Producer, AllowHTTP: true, AllowPrivate: true})
+	reg := registry.New(registry.Options{Redis: e.Redis, Publisher: e.Producer, AllowHTTP: true, AllowPrivate: true, Secrets: e.Keyring})
 	for _, r := range []struct {
 		sub, typ string
 	}{
@@ -178,6 +178,7 @@ func TestRebuild_FlushAndReplayGiveIdenticalReads(t *testing.T) {
 	e := catalogtest.Start(t, catalogtest.Options{Kafka: true})
 	ctx := context.Background()
 	tomorrow := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
+	tomorrowPlusHour := time.Now().Add(25 * time.Hour).UTC().Format(time.RFC3339)
 	// A history with updates, deletes, both binding APIs, windows and tags.
 	steps := []struct {
 		who          catalogtest.Cred
@@ -195,7 +196,7 @@ func TestRebuild_FlushAndReplayGiveIdenticalReads(t *testing.T) {
 		{e.Operator, "DELETE", catalogtest.Ch + "/suppliers/s1/products/p3", "", 204},
 		{e.Operator, "PUT", catalogtest.Ch + "/suppliers/s1/products/p1/rates/r2", catalogtest.RateBody("r2", "B v2"), 200},
 		{e.Operator, "DELETE", catalogtest.Ch + "/suppliers/s1/products/p1/rates/r3", "", 204},
-		{e.Operator, "PUT", catalogtest.Ch + "/suppliers/s1/products/p1/rates/r1/availabilities", `{"availabilities":[{"id":"a1","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z","capacity":3}]}`, 200},
+		{e.Operator, "PUT", catalogtest.Ch + "/suppliers/s1/products/p1/rates/r1/availabilities", `{"availabilities":[{"id":"a1","start":"` + tomorrow + `","end":"` + tomorrowPlusHour + `","capacity":3}]}`, 200},
 		{e.Operator, "POST", catalogtest.Ch + "/suppliers/s1/products/p1/channels/chan-a", `{"rateIds":["r1"],"priceTags":["b2b"],"priceAt":"PRICE_AT_SALE"}`, 201},
 		{e.Operator, "PUT", catalogtest.Op + "/suppliers/s1/products/p1/bindings/chan-a", `{"optionIds":["r1","r2"]}`, 200},
 		{e.Operator, "POST", catalogtest.Ch + "/suppliers/s1/products/p2/channels/chan-b", `{"valid":{"from":"` + tomorrow + `"}}`, 201},

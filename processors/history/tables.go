@@ -263,6 +263,9 @@ func (b *tables) addRecord(value []byte, ref recordRef, recordTime time.Time) (u
 	// field order, a payload of the wrong shape) falls through to the
 	// two-step path, which decides.
 	if typ := peekType(value); typ != "" {
+		if b.addRecordFast(value, typ, ref, recordTime) {
+			return ""
+		}
 		if k, ok := kinds[typ]; ok && k.decodeEnvelope(b, value, typ, ref, recordTime) {
 			return ""
 		}

@@ -207,10 +207,14 @@ func From(err error) *Error {
 	default:
 		out = &Error{Code: Internal, Cause: err}
 	}
-	switch out.Code {
-	case Internal:
+	var notice interface{ Notice() string }
+	switch {
+	case (out.Code == Internal || out.Code == Unavailable) && errors.As(err, &notice):
+		// A message meant for the caller (domainerr.Notice).
+		out.Message, out.Data = notice.Notice(), nil
+	case out.Code == Internal:
 		out.Message, out.Data = messageInternal, nil
-	case Unavailable:
+	case out.Code == Unavailable:
 		out.Message, out.Data = messageUnavailable, nil
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
 
@@ -90,6 +91,30 @@ func TestBody_WireShape(t *testing.T) {
 			b, err := json.Marshal(tt.err.Body("r-1"))
 			if err != nil || string(b) != tt.want {
 				t.Fatalf("body = %s (%v), want %s", b, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestFrom_NoticeKeepsItsMessage: an UNAVAILABLE or INTERNAL cause is
+// replaced by a generic message (it may name dependencies), except a
+// domainerr.Notice, which is written for the caller (the missing secrets
+// key of issue 18).
+func TestFrom_NoticeKeepsItsMessage(t *testing.T) {
+	notice := domainerr.NewNotice("UNAVAILABLE", "set SWITCHBACK_SECRETS_KEY")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"notice", fmt.Errorf("supplier s1: %w", notice), "set SWITCHBACK_SECRETS_KEY"},
+		{"plain unavailable", fmt.Errorf("redis at 10.0.0.7: %w", domainerr.New("UNAVAILABLE", "redis at 10.0.0.7 down")), messageUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := From(tt.err)
+			if got.Code != Unavailable || got.Message != tt.want {
+				t.Fatalf("From = %s %q, want UNAVAILABLE %q", got.Code, got.Message, tt.want)
 			}
 		})
 	}

@@ -21,11 +21,16 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
@@ -91,7 +96,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) service(deadline time.Duration) *Service {
-	return New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Timeout: 2 * time.Second}),
+	return New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
 		Publisher: e.pub, Clock: e.clock.Now, Deadline: deadline})
 }
 

@@ -82,7 +82,7 @@ func partnerCallOf(t *testing.T, m stream.Message) (schemas.Envelope, schemas.Pa
 func TestPartnerCallHistory_OneEventPerCallInTheSnapshotBatch(t *testing.T) {
 	e := newEnv(t)
 	pub := &batches{}
-	s := New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Timeout: 2 * time.Second}),
+	s := New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
 		Publisher: pub, Clock: e.clock.Now, Deadline: 2 * time.Second})
 	ctx := context.Background()
 	for range 2 {
@@ -127,7 +127,7 @@ func TestPartnerCallHistory_OneEventPerCallInTheSnapshotBatch(t *testing.T) {
 func TestPartnerCallHistory_FailedCallDoesNotHoldTheRead(t *testing.T) {
 	e := newEnv(t)
 	pub := &batches{hold: make(chan struct{})}
-	s := New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Timeout: 2 * time.Second}),
+	s := New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
 		Publisher: pub, Clock: e.clock.Now, Deadline: 5 * time.Second})
 	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
 	start := time.Now()

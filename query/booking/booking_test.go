@@ -15,6 +15,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	bookingsvc "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -23,6 +24,10 @@ import (
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
+
+// allowLoopback is the outbound policy of these tests: their simulators
+// listen on loopback over http, which the default policy refuses.
+var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 const (
 	sup, prod, rateA, rateB = "sup-bk", "prod-bk", "rate-a", "rate-b"
@@ -82,7 +87,7 @@ func start(t *testing.T, cfg partnersim.TxConfig) *env {
 	t.Cleanup(ps.Close)
 	e.svc = bookingsvc.New(bookingsvc.Options{
 		Redis: e.Redis, Publisher: e.Rec, Catalog: e.Store, Logger: e.Logger, PollLease: 10 * time.Millisecond,
-		Partner: partner.Suppliers{Client: partner.NewClient(partner.Options{}), Catalog: e.Store},
+		Partner: partner.Suppliers{Client: partner.NewClient(partner.Options{Outbound: allowLoopback}), Catalog: e.Store},
 		Clock:   func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) },
 	})
 	l.svc = e.svc
@@ -270,10 +275,25 @@ func TestHoldsAndBookings_OnlyTheirChannelSeesThem(t *testing.T) {
 	if status, _ := e.Do(t, "GET", bookings+"/bk-iso", e.Operator, ""); status != 403 {
 		t.Errorf("operator: %d, want 403", status)
 	}
-	// A second hold with the same id from another channel is refused.
-	status, b := e.Do(t, "POST", holds, e.Reseller2, holdBody("hold-iso", rateB, 1))
-	if status != 409 {
-		t.Errorf("hold id of another channel: %d %s", status, b)
+	// Ids are unique per channel (issue 18): another channel's hold and
+	// booking of the same ids are theirs, made at the partner under other
+	// ids, and learn nothing of the first.
+	got := decode(t, e.Must(t, 201, "POST", holds, e.Reseller2, holdBody("hold-iso", rateB, 1)))
+	if hold := got["hold"].(map[string]any); hold["id"] != "hold-iso" || hold["status"] != schemas.HoldActive {
+		t.Errorf("the other channel's hold-iso: %v", got)
+	}
+	e.Must(t, 201, "POST", bookings, e.Reseller2, bookingBody("bk-iso", "hold-iso", rateB, 1, ""))
+	if mine := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller1, "")); mine["booking"].(map[string]any)["items"].([]any)[0].(map[string]any)["rateId"] != rateA {
+		t.Errorf("channel A's bk-iso changed: %v", mine)
+	}
+	theirs := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller2, ""))
+	if theirs["booking"].(map[string]any)["items"].([]any)[0].(map[string]any)["rateId"] != rateB {
+		t.Errorf("channel B's bk-iso: %v", theirs)
+	}
+	// Cancelling one leaves the other.
+	e.Must(t, 200, "PUT", bookings+"/cancel/bk-iso", e.Reseller2, "")
+	if mine := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller1, "")); mine["booking"].(map[string]any)["status"] == schemas.BookingCancelled {
+		t.Errorf("cancelling channel B's bk-iso cancelled channel A's: %v", mine)
 	}
 }
 
@@ -335,7 +355,7 @@ func TestCancelBooking_ProducesTheCanceledNotification(t *testing.T) {
 		t.Fatalf("cancel answer = %v", got)
 	}
 	e.Must(t, 200, "PUT", bookings+"/cancel/bk-cancel", e.Reseller1, "") // idempotent
-	if b, _ := e.sim.Booking("bk-cancel"); b.Status != schemas.BookingCancelled {
+	if b, _ := e.sim.Booking(bookingsvc.PartnerID("booking", catalogtest.ChannelA, "bk-cancel")); b.Status != schemas.BookingCancelled {
 		t.Fatalf("partner booking status = %s", b.Status)
 	}
 	rs := rules{
@@ -363,7 +383,7 @@ func TestCancelDiscoveredFromThePartner_IsNotified(t *testing.T) {
 	e := start(t, partnersim.TxConfig{})
 	h := e.hold(t, "", 1)
 	e.Must(t, 201, "POST", bookings, e.Reseller1, bookingBody("bk-pc", h, rateA, 1, ""))
-	e.sim.CancelBooking("bk-pc")
+	e.sim.CancelBooking(bookingsvc.PartnerID("booking", catalogtest.ChannelA, "bk-pc"))
 	got := decode(t, e.Must(t, 200, "GET", bookings+"/bk-pc", e.Reseller1, ""))
 	if got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
 		t.Fatalf("booking = %v", got)
@@ -388,7 +408,7 @@ func TestAcceptedBooking_PolledUntilTicketsThenTicketsAdded(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		poller.Poll(context.Background())
-		rec, err := e.svc.Record(context.Background(), "bk-202")
+		rec, err := e.svc.Record(context.Background(), catalogtest.ChannelA, "bk-202")
 		if err != nil {
 			t.Fatal(err)
 		}

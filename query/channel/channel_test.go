@@ -1,12 +1,15 @@
 package channel_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
 )
 
 const (
@@ -81,6 +84,9 @@ func run(t *testing.T, e *catalogtest.Env, steps []step) {
 
 func TestOperatorSetup_EveryEndpointAndStatus(t *testing.T) {
 	e := catalogtest.Start(t, catalogtest.Options{})
+	// Availability and price dates within the window of internal/bounds.
+	d1 := time.Now().UTC().AddDate(0, 1, 0).Format(time.DateOnly)
+	d2 := time.Now().UTC().AddDate(0, 1, 30).Format(time.DateOnly)
 	sup := ch + "/suppliers/s1"
 	prod := sup + "/products/p1"
 	rate := prod + "/rates/r1"
@@ -179,17 +185,17 @@ func TestOperatorSetup_EveryEndpointAndStatus(t *testing.T) {
 
 		// Availabilities.
 		{name: "put availabilities", method: "PUT", path: rate + "/availabilities", who: op,
-			body: `{"availabilities":[{"id":"a1","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z","capacity":5,"maxCapacity":10}]}`,
+			body: `{"availabilities":[{"id":"a1","start":"` + d1 + `T09:00:00Z","end":"` + d1 + `T10:00:00Z","capacity":5,"maxCapacity":10}]}`,
 			want: http.StatusOK, contains: []string{`"rateId":"r1"`, `"version":1`, `"capacity":5`}},
 		{name: "availability ending before its start is 400", method: "PUT", path: rate + "/availabilities", who: op,
-			body: `{"availabilities":[{"id":"a1","start":"2030-01-01T09:00:00Z","end":"2030-01-01T08:00:00Z","capacity":5}]}`, want: http.StatusBadRequest, field: "availabilities[0].end"},
+			body: `{"availabilities":[{"id":"a1","start":"` + d1 + `T09:00:00Z","end":"` + d1 + `T08:00:00Z","capacity":5}]}`, want: http.StatusBadRequest, field: "availabilities[0].end"},
 		{name: "availabilities of an unknown rate are 404", method: "PUT", path: prod + "/rates/nope/availabilities", who: op, body: `{"availabilities":[]}`, want: http.StatusNotFound},
 		{name: "get availabilities", method: "GET", path: rate + "/availabilities", who: op, want: http.StatusOK, contains: []string{`"id":"a1"`}},
 		{name: "the same availabilities again keep version 1", method: "PUT", path: rate + "/availabilities", who: op,
-			body: `{"availabilities":[{"id":"a1","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z","capacity":5,"maxCapacity":10}]}`,
+			body: `{"availabilities":[{"id":"a1","start":"` + d1 + `T09:00:00Z","end":"` + d1 + `T10:00:00Z","capacity":5,"maxCapacity":10}]}`,
 			want: http.StatusOK, contains: []string{`"version":1`}},
 		{name: "changed availabilities are version 2", method: "PUT", path: rate + "/availabilities", who: op,
-			body: `{"availabilities":[{"id":"a1","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00Z","capacity":4,"maxCapacity":10}]}`,
+			body: `{"availabilities":[{"id":"a1","start":"` + d1 + `T09:00:00Z","end":"` + d1 + `T10:00:00Z","capacity":4,"maxCapacity":10}]}`,
 			want: http.StatusOK, contains: []string{`"version":2`, `"capacity":4`}},
 		{name: "another operator cannot put availabilities", method: "PUT", path: rate + "/availabilities", who: op2, body: `{"availabilities":[]}`, want: http.StatusNotFound},
 		{name: "another operator cannot delete the rate", method: "DELETE", path: rate, who: op2, want: http.StatusNotFound},
@@ -197,10 +203,10 @@ func TestOperatorSetup_EveryEndpointAndStatus(t *testing.T) {
 
 		// Price schedules.
 		{name: "put price schedule", method: "PUT", path: rate + "/priceschedule", who: op,
-			body: `{"entries":[{"from":"2030-01-01","until":"2030-01-31","prices":[{"id":"x","retail":{"amount":12,"currency":"EUR"}}]}]}`,
-			want: http.StatusOK, contains: []string{`"rateId":"r1"`, `"version":1`, `"from":"2030-01-01"`}},
+			body: `{"entries":[{"from":"` + d1 + `","until":"` + d2 + `","prices":[{"id":"x","retail":{"amount":12,"currency":"EUR"}}]}]}`,
+			want: http.StatusOK, contains: []string{`"rateId":"r1"`, `"version":1`, `"from":"` + d1 + `"`}},
 		{name: "changed price schedule is version 2", method: "PUT", path: rate + "/priceschedule", who: op,
-			body: `{"entries":[{"from":"2030-01-01","until":"2030-01-31","prices":[{"id":"x","retail":{"amount":13,"currency":"EUR"}}]}]}`,
+			body: `{"entries":[{"from":"` + d1 + `","until":"` + d2 + `","prices":[{"id":"x","retail":{"amount":13,"currency":"EUR"}}]}]}`,
 			want: http.StatusOK, contains: []string{`"version":2`}},
 		{name: "price schedule without entries is 400", method: "PUT", path: rate + "/priceschedule", who: op, body: `{}`, want: http.StatusBadRequest, field: "entries"},
 		{name: "price schedule with a bad date is 400", method: "PUT", path: rate + "/priceschedule", who: op,
@@ -301,12 +307,17 @@ func TestCredentials_NeverInResponsesOrLogs(t *testing.T) {
 			t.Errorf("log carries credential %s", c)
 		}
 	}
-	// They are stored: the supplier's system can be reached.
-	var stored bool
+	// They are stored, sealed (issue 18): never in clear on the topic,
+	// and the supplier's system can be reached with them.
 	for _, m := range e.Rec.Messages() {
-		stored = stored || strings.Contains(string(m.Value), token)
+		for _, c := range []string{key, secret, token} {
+			if strings.Contains(string(m.Value), c) {
+				t.Errorf("a credential is on the topic in clear: %s", m.Value)
+			}
+		}
 	}
-	if !stored {
-		t.Error("the new bearer token is not on the topic")
+	sup1, err := e.Store.Supplier(context.Background(), principals.Principal{Role: principals.RoleAdmin}, "s1")
+	if err != nil || sup1.Connection.Credentials.BearerToken != token {
+		t.Errorf("the new bearer token is not stored (or not opened for the clients): %v", err)
 	}
 }

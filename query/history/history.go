@@ -52,9 +52,11 @@ var (
 // only /registry/v1.1/deliveries there.
 func Register(s *httpapi.Server, conn driver.Conn, own Ownership, rep Replayer) {
 	h := handlers{store: store{conn: conn}, own: own, rep: rep}
-	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodGet, "/deliveries", resellers, h.deliveries)
-	s.Group(httpapi.BaseRegistryV11).Handle(http.MethodPost, "/deliveries/replay", resellers, h.replay)
-	s.Group(httpapi.BaseOperatorV2).Handle(http.MethodGet, "/history/availability", operators, h.availability)
+	// History scans ClickHouse: costly routes, with their own smaller
+	// budget per key and a concurrency bound (query/httpapi, costly.go).
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries", resellers, h.deliveries)
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodPost, "/deliveries/replay", resellers, h.replay)
+	s.Group(httpapi.BaseOperatorV2).HandleCostly(http.MethodGet, "/history/availability", operators, h.availability)
 }
 
 type handlers struct {

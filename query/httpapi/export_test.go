@@ -9,6 +9,9 @@ func SetClock(s *Server, now func() time.Time) {
 	if s.limiter != nil {
 		s.limiter.epoch = now()
 	}
+	if s.costly != nil {
+		s.costly.epoch = now()
+	}
 }
 
 // RateLimitBuckets is the number of buckets the limiter holds, and

@@ -58,7 +58,7 @@ const (
 	testBurst = 3
 )
 
-func startLimited(t *testing.T, opts httpapi.Options) *limitEnv {
+func startLimited(t *testing.T, opts httpapi.Options, routes ...func(*httpapi.Server)) *limitEnv {
 	t.Helper()
 	ctx := context.Background()
 	store := principals.NewStore(&recorder{})
@@ -84,6 +84,9 @@ func startLimited(t *testing.T, opts httpapi.Options) *limitEnv {
 	ok := func(r *httpapi.Request) error { return r.JSON(http.StatusOK, map[string]bool{"ok": true}) }
 	s.Group(httpapi.BaseResellerV13).Handle(http.MethodGet, "/items/{id}", nil, ok)
 	s.Group(httpapi.BaseAdminV1).Handle(http.MethodGet, "/ping", nil, ok)
+	for _, r := range routes {
+		r(s)
+	}
 	e.srv = s
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -105,6 +105,17 @@ type Options struct {
 	// together). Default 262144, about 9 MiB at the high-water mark.
 	RateLimitKeys int
 
+	// CostlyRateLimit and CostlyRateBurst are the second budget of one
+	// key on costly routes (HandleCostly: history scans in ClickHouse),
+	// charged besides the general one (SWITCHBACK_HISTORY_RATE_LIMIT,
+	// _BURST). 0: DefaultCostlyRateLimit and 2 x the limit; negative: no
+	// costly bucket (the concurrency bound stays).
+	CostlyRateLimit, CostlyRateBurst int
+	// CostlyPerKey and CostlyTotal bound the costly requests in flight,
+	// of one key and of all (SWITCHBACK_HISTORY_CONCURRENCY, _TOTAL).
+	// Defaults DefaultCostlyPerKey and DefaultCostlyTotal.
+	CostlyPerKey, CostlyTotal int
+
 	// Views, when set, guards every route against Redis views that are
 	// being rebuilt (views.go). Nil: no guard (tests of other layers).
 	Views Views
@@ -125,7 +136,11 @@ type Server struct {
 	// limiter is nil when Options.RateLimit is 0. now is time.Now but for
 	// tests of refill (export_test.go), which must not sleep.
 	limiter *limiter
-	now     func() time.Time
+	// costly and gate: the second budget and the concurrency bound of
+	// costly routes (costly.go).
+	costly *limiter
+	gate   *gate
+	now    func() time.Time
 
 	// base is the parent of every request's Context. It is a stdlib
 	// context rather than the fasthttp RequestCtx: deriving from a
@@ -168,6 +183,11 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), now: time.Now, conns: newConns()}
 	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, s.now())
+	if opts.CostlyRateLimit == 0 {
+		opts.CostlyRateLimit = DefaultCostlyRateLimit
+	}
+	s.costly = newLimiter(opts.CostlyRateLimit, opts.CostlyRateBurst, opts.RateLimitKeys, s.now())
+	s.gate = newGate(opts.CostlyPerKey, opts.CostlyTotal)
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(Request) }
 
@@ -194,6 +214,10 @@ func New(opts Options) *Server {
 		WriteTimeout:          opts.WriteTimeout,
 		IdleTimeout:           opts.IdleTimeout,
 		NoDefaultServerHeader: true,
+		// A request fasthttp cannot parse (no Host, two Content-Lengths,
+		// a bad Transfer-Encoding, a bare CR...) must never put its raw
+		// header buffer, X-API-Secret included, into an error or a log line.
+		SecureErrorLogMessage: true,
 		CloseOnShutdown:       true,
 		Logger:                fasthttpLogger{log},
 	}
@@ -212,6 +236,7 @@ type route struct {
 	pattern string // full path pattern, e.g. /admin/v1/principals/{id}
 	roles   []principals.Role
 	h       HandlerFunc
+	costly  bool // a history scan: its own budget and concurrency bound (costly.go)
 	m       *routeMetrics
 	limited prometheus.Counter // refused by the rate limit, of the route's group
 	// fenced: the handler's store checks the views' epoch itself, in its
@@ -237,7 +262,7 @@ func (rt *route) allows(role principals.Role) bool {
 // admits every authenticated principal. Every route requires credentials.
 // Register all routes before Serve; a duplicate route panics.
 func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
-	s.handle(method, pattern, roles, h, false)
+	s.handle(method, pattern, roles, h, routeKind{})
 }
 
 // HandleFenced is Handle for a write whose store fences itself against a
@@ -245,15 +270,19 @@ func (s *Server) Handle(method, pattern string, roles []principals.Role, h Handl
 // 503 when it changed): the hot writes, which then save the marker read
 // the server makes before every other write.
 func (s *Server) HandleFenced(method, pattern string, roles []principals.Role, h HandlerFunc) {
-	s.handle(method, pattern, roles, h, true)
+	s.handle(method, pattern, roles, h, routeKind{fenced: true})
 }
 
-func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, fenced bool) {
+// routeKind is what a route is besides its pattern: fenced (HandleFenced)
+// or costly (HandleCostly, costly.go).
+type routeKind struct{ fenced, costly bool }
+
+func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, kind routeKind) {
 	if s.started.Load() {
 		panic("httpapi: Handle after Serve: register every route first")
 	}
-	rt := &route{method: method, pattern: pattern, roles: roles, h: h, m: s.metrics.route(pattern, method),
-		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: fenced}
+	rt := &route{method: method, pattern: pattern, roles: roles, h: h, costly: kind.costly, m: s.metrics.route(pattern, method),
+		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: kind.fenced}
 	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
 }
 
@@ -410,6 +439,14 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 		r.Error(apierror.New(apierror.Forbidden, "role "+string(p.Role)+" may not use this route"))
 		return
 	}
+	if rt.costly {
+		release, wait, ok := s.admitCostly(key, r.start)
+		if !ok {
+			s.rateLimited(r, rt, wait)
+			return
+		}
+		defer release()
+	}
 	v := s.opts.Views
 	if v == nil {
 		if err := rt.h(r); err != nil {
@@ -488,13 +525,54 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	m := s.metrics.unmatched(ctx.Method())
 	m.observe(e.Status(), time.Since(start))
 	s.accessLog(ctx.Method(), m.pattern, e.Status(), time.Since(start), id, "")
-	s.log.LogAttrs(context.Background(), slog.LevelDebug, "request rejected before routing", slog.String("reqId", id), slog.String("err", err.Error()))
+	// The kind only: fasthttp's error may quote what it read of the
+	// request, credentials included.
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "request rejected before routing", slog.String("reqId", id),
+		slog.Int("status", e.Status()), slog.String("reason", e.Message))
 }
 
-// fasthttpLogger sends fasthttp's own messages (accept errors and the
-// like) to slog instead of the standard logger.
+// fasthttpLogger sends fasthttp's own messages (accept errors, a
+// connection that could not be served) to slog instead of the standard
+// logger. Only the message's form and its addresses and numbers are kept:
+// an error is replaced by its kind, and any other value by "…", because
+// fasthttp's errors may quote the bytes it read (a malformed request's
+// header buffer holds X-API-Secret) whatever SecureErrorLogMessage says of
+// the paths it covers. A connection that could not be served is the
+// client's fault: Debug, so that a flood of garbage cannot fill the log.
 type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Warn("fasthttp: " + fmt.Sprintf(format, args...))
+	safe := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case error:
+			safe[i] = transportErrorKind(v)
+		case net.Addr, int, int64, uint, uint64, time.Duration:
+			safe[i] = v
+		default:
+			safe[i] = "…"
+		}
+	}
+	level := slog.LevelWarn
+	if strings.HasPrefix(format, "error when serving connection") {
+		level = slog.LevelDebug
+	}
+	f.l.Log(context.Background(), level, "fasthttp: "+fmt.Sprintf(format, safe...))
+}
+
+// transportErrorKind names a connection-level error without its text.
+func transportErrorKind(err error) string {
+	var small *fasthttp.ErrSmallBuffer
+	var nerr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return "request body too large"
+	case errors.As(err, &small):
+		return "request headers too large"
+	case errors.As(err, &nerr) && nerr.Timeout():
+		return "timeout"
+	case errors.Is(err, net.ErrClosed):
+		return "connection closed"
+	}
+	return "malformed request or connection error (details withheld: they may quote the request)"
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -175,7 +176,8 @@ func start(t *testing.T, o envOptions) *env {
 	rdb := redis.NewClient(&redis.Options{Addr: e.mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	e.pub = &recorder{}
-	e.reg = registry.New(registry.Options{Redis: rdb, Publisher: e.pub, AllowHTTP: !o.strict, AllowPrivate: !o.strict})
+	e.reg = registry.New(registry.Options{Redis: rdb, Publisher: e.pub, AllowHTTP: !o.strict, AllowPrivate: !o.strict,
+		Secrets: catalogtest.NewKeyring(t)})
 	e.sink = newSink(t)
 
 	s := httpapi.New(httpapi.Options{Principals: store})

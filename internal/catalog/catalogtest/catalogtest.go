@@ -9,6 +9,7 @@ package catalogtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/keyring"
+	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/testharness"
@@ -128,10 +131,26 @@ type Env struct {
 	Principals *principals.Store
 	Logs       *SyncBuffer
 	Logger     *slog.Logger
+	// Keyring seals the catalog's credentials (a key of this test's own).
+	Keyring *keyring.Keyring
 
 	Admin, Operator, Operator2, Reseller1, Reseller1b, Reseller2 Cred
 
 	client *http.Client
+}
+
+// NewKeyring is a keyring with a random key, for tests that store secrets.
+func NewKeyring(t testing.TB) *keyring.Keyring {
+	t.Helper()
+	k := make([]byte, keyring.KeySize)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	r, err := keyring.New(k, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // Start starts everything and registers its stop with t.Cleanup.
@@ -175,7 +194,12 @@ func Start(t testing.TB, opts Options) *Env {
 		e.Rec = &Recorder{}
 		pub = e.Rec
 	}
-	e.Store = catalog.NewStore(catalog.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger})
+	// The tests' simulated partners and booking systems listen on
+	// loopback over http: the outbound policy is relaxed explicitly.
+	// Credentials are sealed at rest with a key of the test's own.
+	e.Keyring = NewKeyring(t)
+	e.Store = catalog.NewStore(catalog.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger,
+		Outbound: outbound.Policy{AllowHTTP: true, AllowPrivate: true}, Secrets: e.Keyring})
 
 	e.Principals = principals.NewStore(&Recorder{})
 	mk := func(key string, role principals.Role, ch string) Cred {

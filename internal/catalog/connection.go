@@ -1,0 +1,29 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/switchbackhq/switchback/internal/principals"
+)
+
+// Ref names the system a connection reaches: its kind and baseUrl, not
+// its credentials (rotating them reaches the same system). Holds and
+// bookings record the Ref of their supplier's connection when they are
+// made, so that a later change of the connection does not silently send
+// their reads and cancels to another system (internal/booking).
+func (c Connection) Ref() string {
+	h := sha256.Sum256([]byte(c.Kind + "\n" + c.BaseURL))
+	return hex.EncodeToString(h[:12])
+}
+
+// ConnectionRef is the Ref of supplier sid's connection (any supplier:
+// the caller is our own holds and bookings service, not a principal).
+func (s *Store) ConnectionRef(ctx context.Context, sid string) (string, error) {
+	sup, err := s.scopedSupplier(ctx, principals.Principal{Role: principals.RoleAdmin}, sid, nil)
+	if err != nil {
+		return "", err
+	}
+	return sup.Connection.Ref(), nil
+}
