@@ -163,6 +163,23 @@ func (b Booking) StartTime() time.Time {
 	return t
 }
 
+// Lead is a copy of the booking's lead traveler (spec doc 2, ticket
+// leadTraveler: "copy of the lead traveler"): the traveler of an item
+// marked isLead, else the customer ("primary traveler") as a lead
+// traveler; nil when the booking names neither.
+func (b Booking) Lead() *Traveler {
+	for _, it := range b.Items {
+		if it.Traveler != nil && it.Traveler.IsLead {
+			t := *it.Traveler
+			return &t
+		}
+	}
+	if c := b.Customer; c != nil && *c != (Customer{}) {
+		return &Traveler{FirstName: c.FirstName, LastName: c.LastName, Email: c.Email, Phone: c.Phone, IsLead: true}
+	}
+	return nil
+}
+
 // Event types on TopicHolds and TopicBookings. Every event carries the
 // entity's full state (the topics are compacted, keyed by the id), with
 // Envelope.Version incremented at each change of the entity.

@@ -2,6 +2,7 @@ package bookingsim
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -532,6 +533,13 @@ func (s *Server) book(cfg Config, sid string, in createBody, now time.Time, rend
 	}
 	if in.HoldExpirationMinutes < 1 || len(in.UnitItems) == 0 {
 		return nil, badRequest("BAD_REQUEST", "holdExpirationMinutes ≥ 1 and unitItems are required")
+	}
+	// The option's restrictions (OCTO's minUnits, maxUnits), refused as
+	// OCTO's example refuses them.
+	if n := len(in.UnitItems); cfg.MinUnits > 0 && n < cfg.MinUnits {
+		return nil, badRequest("UNPROCESSABLE_ENTITY", fmt.Sprintf("Validation failed: Minimum tickets is %d", cfg.MinUnits))
+	} else if cfg.MaxUnits > 0 && n > cfg.MaxUnits {
+		return nil, badRequest("UNPROCESSABLE_ENTITY", fmt.Sprintf("Validation failed: Maximum tickets is %d", cfg.MaxUnits))
 	}
 	for _, u := range in.UnitItems {
 		if !hasUnit(o, u.UnitID) {

@@ -65,8 +65,19 @@ const (
 // Range is an opening range [From, To) in hours of the local day.
 type Range struct{ From, To int }
 
-// Unit is a unit type of every option (OCTO: id and type).
+// Unit is a unit type of every option (OCTO: id and type). Its
+// restrictions (ages) follow its type (unitRestrictions).
 type Unit struct{ ID, Type string }
+
+// OCTOExampleUnits are OCTO's example units (octotravel/octo-types
+// src/openapi.yaml, the product examples), for Config.Units. The
+// example's child repeats the adult's id in the product (its unit items
+// and prices name child_797e…): it is given that id here.
+var OCTOExampleUnits = []Unit{
+	{"adult_697e3ce8-1860-4cbf-80ad-95857df1f640", "ADULT"},
+	{"child_797e3ce8-1860-4cbf-80ad-95857df1f640", "CHILD"},
+	{"infant_897e3ce8-1860-4cbf-80ad-95857df1f640", "INFANT"},
+}
 
 // Config configures a Server. Zero values take the defaults.
 type Config struct {
@@ -78,10 +89,27 @@ type Config struct {
 	ProductsPerSupplier int
 	// OptionsPerProduct. Default 2.
 	OptionsPerProduct int
-	// Units of every option. Default "adult" (ADULT) and "child" (CHILD).
-	// Changed with Update, the next answers and bookings take the new ones
-	// (a booking system that renamed its units).
+	// Units of every option. Default "adult" (ADULT) and "child" (CHILD);
+	// OCTOExampleUnits are OCTO's example ones. Changed with Update, the
+	// next answers and bookings take the new ones (a booking system that
+	// renamed its units).
 	Units []Unit
+	// MinUnits and MaxUnits are every option's restrictions (OCTO's
+	// minUnits and maxUnits: units per booking; 0 is none). A booking of
+	// fewer or more units is refused: 400 UNPROCESSABLE_ENTITY. Default:
+	// none in the v2 dialect, OCTO's example (0 and 9) in the OCTO one.
+	MinUnits, MaxUnits int
+	// CutoffHours is every option's cancellation cutoff (OCTO's
+	// cancellationCutoffAmount in hours). Default 1, OCTO's example.
+	CutoffHours int
+	// OCTOClosedDays (DialectOCTO): OPENING_HOURS options are CLOSED on
+	// about one day in nine (a stop-sell), which OCTO allows and doc 3
+	// does not (its OPENING_HOURS products MUST be FREESALE).
+	OCTOClosedDays bool
+	// OCTOOptionIDs (DialectOCTO) names the first option of every product
+	// DEFAULT, as OCTO's examples (and many OCTO systems) do, so that
+	// every product has an option of that id; the others stay <P>-O<n>.
+	OCTOOptionIDs bool
 	// TimeZone of every product (tz name). Default "UTC".
 	TimeZone string
 	// UTCTimes sends availability times in UTC ("...Z") instead of the
@@ -163,6 +191,12 @@ func New(cfg Config) *Server {
 	if len(cfg.Units) == 0 {
 		cfg.Units = []Unit{{"adult", "ADULT"}, {"child", "CHILD"}}
 	}
+	if cfg.MaxUnits == 0 && cfg.Dialect == DialectOCTO {
+		cfg.MaxUnits = 9
+	}
+	if cfg.CutoffHours == 0 {
+		cfg.CutoffHours = 1
+	}
 	if cfg.TimeZone == "" {
 		cfg.TimeZone = "UTC"
 	}
@@ -232,16 +266,52 @@ type (
 		Endpoint string            `json:"endpoint"`
 		Contact  map[string]string `json:"contact"`
 	}
+	// wireUnit, wireOption: doc 3 counts their fields without showing
+	// them; they take OCTO's names and shapes (restrictions, cancellation
+	// cutoff; pricingFrom with the octo/pricing capability), in both
+	// dialects.
 	wireUnit struct {
-		ID           string `json:"id"`
-		InternalName string `json:"internalName"`
-		Type         string `json:"type"`
+		ID                    string           `json:"id"`
+		InternalName          string           `json:"internalName"`
+		Reference             *string          `json:"reference"`
+		Type                  string           `json:"type"`
+		Restrictions          unitRestrictions `json:"restrictions"`
+		RequiredContactFields []string         `json:"requiredContactFields"`
+		PricingFrom           []wirePricing    `json:"pricingFrom,omitempty"`
+	}
+	unitRestrictions struct {
+		MinAge        int      `json:"minAge"`
+		MaxAge        int      `json:"maxAge"`
+		IDRequired    bool     `json:"idRequired"`
+		MinQuantity   *int     `json:"minQuantity"`
+		MaxQuantity   *int     `json:"maxQuantity"`
+		PaxCount      int      `json:"paxCount"`
+		AccompaniedBy []string `json:"accompaniedBy"`
+	}
+	optionRestrictions struct {
+		MinUnits *int `json:"minUnits"`
+		MaxUnits *int `json:"maxUnits"`
+	}
+	wirePricing struct {
+		Original          int64  `json:"original"`
+		Retail            int64  `json:"retail"`
+		Net               *int64 `json:"net"`
+		Currency          string `json:"currency"`
+		CurrencyPrecision int    `json:"currencyPrecision"`
+		IncludedTaxes     []any  `json:"includedTaxes"`
 	}
 	wireOption struct {
-		ID           string     `json:"id"`
-		Default      bool       `json:"default"`
-		InternalName string     `json:"internalName"`
-		Units        []wireUnit `json:"units"`
+		ID                          string             `json:"id"`
+		Default                     bool               `json:"default"`
+		InternalName                string             `json:"internalName"`
+		Reference                   *string            `json:"reference"`
+		AvailabilityLocalStartTimes []string           `json:"availabilityLocalStartTimes"`
+		CancellationCutoff          string             `json:"cancellationCutoff"`
+		CancellationCutoffAmount    int                `json:"cancellationCutoffAmount"`
+		CancellationCutoffUnit      string             `json:"cancellationCutoffUnit"`
+		RequiredContactFields       []string           `json:"requiredContactFields"`
+		Restrictions                optionRestrictions `json:"restrictions"`
+		Units                       []wireUnit         `json:"units"`
 	}
 	wireProduct struct {
 		ID                  string       `json:"id"`
@@ -296,21 +366,127 @@ func (cfg Config) product(sid, pid string) (product, bool) {
 		DeliveryFormats: []string{"QR_CODE"}, DeliveryMethods: []string{"TICKET", "VOUCHER"},
 		RedemptionMethod: "DIGITAL", Capabilities: []any{},
 	}
+	if cfg.Dialect == DialectOCTO {
+		// OCTO's own values (its example product): its delivery formats
+		// are PDF_URL, QRCODE, CODE128, PKPASS_URL and AZTECCODE.
+		p.Locale, p.Reference = "en-GB", "LEYE-GA-"+pid
+		p.DeliveryFormats, p.DeliveryMethods = []string{"QRCODE"}, []string{"TICKET"}
+	}
 	units := make([]wireUnit, 0, len(cfg.Units))
 	for _, u := range cfg.Units {
-		name := u.ID
-		if name != "" {
-			name = strings.ToUpper(name[:1]) + name[1:]
-		}
-		units = append(units, wireUnit{ID: u.ID, InternalName: name, Type: u.Type})
+		units = append(units, wireUnit{ID: u.ID, InternalName: unitName(u), Type: u.Type, Restrictions: unitRestrictionsOf(cfg, u),
+			RequiredContactFields: []string{"firstName"}})
+	}
+	var minUnits, maxUnits *int
+	if cfg.MinUnits > 0 {
+		minUnits = &cfg.MinUnits
+	} else {
+		zero := 0
+		minUnits = &zero
+	}
+	if cfg.MaxUnits > 0 {
+		maxUnits = &cfg.MaxUnits
+	}
+	cutoff := "1 hour"
+	if cfg.CutoffHours != 1 {
+		cutoff = fmt.Sprintf("%d hours", cfg.CutoffHours)
 	}
 	for o := 1; o <= cfg.OptionsPerProduct; o++ {
+		id := fmt.Sprintf("%s-O%d", pid, o)
+		if o == 1 && cfg.Dialect == DialectOCTO && cfg.OCTOOptionIDs {
+			id = "DEFAULT"
+		}
+		starts := []string{"00:00"}
+		if typ == "START_TIME" {
+			starts = starts[:0]
+			for _, h := range cfg.SlotHours {
+				starts = append(starts, fmt.Sprintf("%02d:00", h))
+			}
+		}
 		p.Options = append(p.Options, wireOption{
-			ID: fmt.Sprintf("%s-O%d", pid, o), Default: o == 1, InternalName: fmt.Sprintf("Option %d", o),
+			ID: id, Default: o == 1, InternalName: fmt.Sprintf("Option %d", o), AvailabilityLocalStartTimes: starts,
+			CancellationCutoff: cutoff, CancellationCutoffAmount: cfg.CutoffHours, CancellationCutoffUnit: "hour",
+			RequiredContactFields: []string{"firstName"}, Restrictions: optionRestrictions{MinUnits: minUnits, MaxUnits: maxUnits},
 			Units: units,
 		})
 	}
 	return product{supplierID: sid, wire: p}, true
+}
+
+// unitName is a unit's internalName: OCTO's example names for its types.
+func unitName(u Unit) string {
+	if u.Type == "" {
+		return u.ID
+	}
+	t := strings.ToLower(u.Type)
+	return strings.ToUpper(t[:1]) + t[1:]
+}
+
+// unitRestrictionsOf are the restrictions of a unit: OCTO's example ages
+// of its type (ADULT 18–99, CHILD 3–12, INFANT 0–3 accompanied by the
+// first adult unit), one to ten of it per booking, one person each.
+func unitRestrictionsOf(cfg Config, u Unit) unitRestrictions {
+	one, ten := 1, 10
+	r := unitRestrictions{MinAge: 0, MaxAge: 99, MinQuantity: &one, MaxQuantity: &ten, PaxCount: 1, AccompaniedBy: []string{}}
+	switch u.Type {
+	case "ADULT":
+		r.MinAge, r.MaxAge = 18, 99
+	case "CHILD":
+		r.MinAge, r.MaxAge = 3, 12
+	case "INFANT":
+		r.MinAge, r.MaxAge = 0, 3
+		for _, a := range cfg.Units {
+			if a.Type == "ADULT" {
+				r.AccompaniedBy = []string{a.ID}
+				break
+			}
+		}
+	}
+	return r
+}
+
+// withPricing is p with the octo/pricing capability's fields: every unit's
+// pricingFrom and the product's currencies. The OCTO dialect prices its
+// example units as OCTO's example does (EUR and USD; child and infant
+// units of other ids take the child's and infant's by type); the v2
+// dialect prices each unit at its retailPrice of the month of now, in EUR.
+func withPricing(cfg Config, p wireProduct, now time.Time) wireProduct {
+	p.Options = append([]wireOption(nil), p.Options...)
+	for i := range p.Options {
+		o := &p.Options[i]
+		o.Units = append([]wireUnit(nil), o.Units...)
+		for j := range o.Units {
+			u := &o.Units[j]
+			if cfg.Dialect == DialectOCTO {
+				u.PricingFrom = octoExamplePricing(u.Type)
+				continue
+			}
+			retail := retailPrice(cfg, o.ID, u.ID, now)
+			net := retail * 8 / 10
+			u.PricingFrom = []wirePricing{{Original: retail, Retail: retail, Net: &net, Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []any{}}}
+		}
+	}
+	return p
+}
+
+// octoExamplePricing is the pricingFrom of OCTO's example units (its
+// "Products with octo/pricng (pricing per unit)" example, values as
+// given: the adult's net is 8000 there).
+func octoExamplePricing(typ string) []wirePricing {
+	n := func(v int64) *int64 { return &v }
+	two := func(original, retail, net int64) []wirePricing {
+		return []wirePricing{
+			{Original: original, Retail: retail, Net: n(net), Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []any{}},
+			{Original: original, Retail: retail, Net: n(net), Currency: "USD", CurrencyPrecision: 2, IncludedTaxes: []any{}},
+		}
+	}
+	switch typ {
+	case "CHILD":
+		return two(500, 500, 400)
+	case "INFANT":
+		return two(0, 0, 0)
+	}
+	return two(1000, 1000, 8000)
 }
 
 func (cfg Config) supplierNumber(sid string) (int, bool) {
@@ -353,13 +529,20 @@ func (s *Server) slots(cfg Config, p product, oid string, from, to time.Time, no
 	for d := from; d.Before(to); d = d.AddDate(0, 0, 1) {
 		day := time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, loc)
 		if p.wire.AvailabilityType == "OPENING_HOURS" {
+			// Doc 3: FREESALE on every opening range. OCTO allows any
+			// status there (OCTOClosedDays: a stop-sell now and then).
+			status, vacancies := "FREESALE", (*int)(nil)
+			if cfg.Dialect == DialectOCTO && cfg.OCTOClosedDays && hash(cfg.Seed, oid, day.Unix(), -2)%9 == 0 {
+				zero := 0
+				status, vacancies = "CLOSED", &zero
+			}
 			if cfg.Dialect == DialectOCTO && cfg.OCTOOpeningHoursByDay {
-				out = append(out, slot{id: day.Format(time.RFC3339), start: day, end: day.AddDate(0, 0, 1), status: "FREESALE", ranges: cfg.OpeningRanges})
+				out = append(out, slot{id: day.Format(time.RFC3339), start: day, end: day.AddDate(0, 0, 1), status: status, vacancies: vacancies, ranges: cfg.OpeningRanges})
 				continue
 			}
 			for _, r := range cfg.OpeningRanges {
 				st := day.Add(time.Duration(r.From) * time.Hour)
-				out = append(out, slot{id: st.Format(time.RFC3339), start: st, end: day.Add(time.Duration(r.To) * time.Hour), status: "FREESALE"})
+				out = append(out, slot{id: st.Format(time.RFC3339), start: st, end: day.Add(time.Duration(r.To) * time.Hour), status: status, vacancies: vacancies})
 			}
 			continue
 		}
@@ -544,7 +727,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, cfg Config, fail 
 	rest := parts[2:]
 	switch {
 	case len(rest) == 1 && rest[0] == "products" && r.Method == http.MethodGet:
-		s.serveProducts(w, cfg, sid)
+		s.serveProducts(w, r, cfg, sid)
 	case len(rest) == 1 && rest[0] == "availability" && r.Method == http.MethodGet:
 		s.serveAvailability(w, r, cfg, sid, fail)
 	case len(rest) == 1 && rest[0] == "availability" && r.Method == http.MethodPost:
@@ -575,8 +758,27 @@ func (s *Server) serveSuppliers(w http.ResponseWriter, r *http.Request, cfg Conf
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) serveProducts(w http.ResponseWriter, cfg Config, sid string) {
-	writeJSON(w, http.StatusOK, productList(cfg, sid))
+// serveProducts is GET /suppliers/{s}/products; with "octo/pricing" in
+// X-Capabilities the units carry their pricingFrom (OCTO's capability,
+// doc 3's header).
+func (s *Server) serveProducts(w http.ResponseWriter, r *http.Request, cfg Config, sid string) {
+	ps := productList(cfg, sid)
+	if hasCapability(r.Header.Get("X-Capabilities"), "octo/pricing") {
+		for i := range ps {
+			ps[i] = withPricing(cfg, ps[i], cfg.Clock())
+		}
+	}
+	writeJSON(w, http.StatusOK, ps)
+}
+
+// hasCapability reports whether the comma-delimited list names c.
+func hasCapability(list, c string) bool {
+	for _, x := range strings.Split(list, ",") {
+		if strings.TrimSpace(x) == c {
+			return true
+		}
+	}
+	return false
 }
 
 // productList is the products of supplier sid, with cfg's product

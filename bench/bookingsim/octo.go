@@ -93,6 +93,19 @@ type (
 		Capabilities         []any `json:"capabilities,omitempty"`
 		AvailabilityRequired bool  `json:"availabilityRequired"`
 		AllowFreesale        bool  `json:"allowFreesale"`
+		// With the octo/pricing capability (OCTO's example values).
+		DefaultCurrency     string   `json:"defaultCurrency,omitempty"`
+		AvailableCurrencies []string `json:"availableCurrencies,omitempty"`
+		PricingPer          string   `json:"pricingPer,omitempty"`
+	}
+	octoTicket struct {
+		RedemptionMethod string               `json:"redemptionMethod"`
+		UTCRedeemedAt    *string              `json:"utcRedeemedAt"`
+		DeliveryOptions  []octoDeliveryOption `json:"deliveryOptions"`
+	}
+	octoDeliveryOption struct {
+		DeliveryFormat string `json:"deliveryFormat"`
+		DeliveryValue  string `json:"deliveryValue"`
 	}
 	octoContact struct {
 		FullName     *string  `json:"fullName"`
@@ -113,7 +126,7 @@ type (
 		Status            string      `json:"status"`
 		UTCRedeemedAt     *string     `json:"utcRedeemedAt"`
 		Contact           octoContact `json:"contact"`
-		Ticket            any         `json:"ticket"`
+		Ticket            *octoTicket `json:"ticket"`
 	}
 	octoBookingAvailability struct {
 		ID                 string             `json:"id"`
@@ -189,7 +202,8 @@ func (sl slot) octoExtras() octoExtras {
 		for _, r := range sl.ranges {
 			x.openingHours = append(x.openingHours, octoOpeningHours{From: fmt.Sprintf("%02d:00", r.From), To: fmt.Sprintf("%02d:00", r.To)})
 		}
-	case sl.status == "FREESALE":
+	case sl.status == "FREESALE" || sl.capacity == nil:
+		// An opening range (FREESALE, or a CLOSED day of one).
 		x.openingHours = []octoOpeningHours{{From: sl.start.Format("15:04"), To: sl.end.Format("15:04")}}
 	}
 	return x
@@ -232,7 +246,7 @@ func (s *Server) serveOCTO(w http.ResponseWriter, r *http.Request, cfg Config, f
 	case len(rest) == 1 && rest[0] == "products" && get:
 		out := []octoProduct{}
 		for _, p := range productList(cfg, sid) {
-			out = append(out, octoProduct{wireProduct: p, AvailabilityRequired: true})
+			out = append(out, octoProductOf(r, cfg, p))
 		}
 		writeJSON(w, http.StatusOK, out)
 	case len(rest) == 2 && rest[0] == "products" && get:
@@ -241,7 +255,7 @@ func (s *Server) serveOCTO(w http.ResponseWriter, r *http.Request, cfg Config, f
 			fail(http.StatusBadRequest, "INVALID_PRODUCT_ID", "unknown product")
 			return
 		}
-		writeJSON(w, http.StatusOK, octoProduct{wireProduct: p.wire, AvailabilityRequired: true})
+		writeJSON(w, http.StatusOK, octoProductOf(r, cfg, p.wire))
 	case len(rest) == 1 && rest[0] == "availability" && post:
 		s.serveOCTOAvailability(w, r, cfg, sid, fail)
 	case len(rest) == 1 && rest[0] == "bookings" && post:
@@ -251,6 +265,18 @@ func (s *Server) serveOCTO(w http.ResponseWriter, r *http.Request, cfg Config, f
 	default:
 		fail(http.StatusNotFound, "NOT_FOUND", "no such route")
 	}
+}
+
+// octoProductOf is p in OCTO's shape, with the octo/pricing capability's
+// fields when the request asks for it (OCTO's example: USD by default, USD
+// and EUR, per unit).
+func octoProductOf(r *http.Request, cfg Config, p wireProduct) octoProduct {
+	out := octoProduct{wireProduct: p, AvailabilityRequired: true, AllowFreesale: true}
+	if capabilities(r)["octo/pricing"] {
+		out.wireProduct = withPricing(cfg, p, cfg.Clock())
+		out.DefaultCurrency, out.AvailableCurrencies, out.PricingPer = "USD", []string{"USD", "EUR"}, "UNIT"
+	}
+	return out
 }
 
 // baseURL is the configured endpoint, else the request's scheme and host.
@@ -480,8 +506,14 @@ func (b *simBooking) octoWire(cfg Config) octoBooking {
 		w.Cancellation = &octoCancellation{Refund: "FULL", Reason: opt(b.cancelReason), UTCCancelledAt: *utc(b.cancelledAt)}
 	}
 	for i, u := range b.req.UnitItems {
-		w.UnitItems = append(w.UnitItems, octoUnitItem{UUID: b.unitUUIDs[i], ResellerReference: opt(u.ResellerReference),
-			SupplierReference: &ref, UnitID: u.UnitID, Status: b.status, Contact: octoContact{Locales: []string{}}})
+		it := octoUnitItem{UUID: b.unitUUIDs[i], ResellerReference: opt(u.ResellerReference),
+			SupplierReference: &ref, UnitID: u.UnitID, Status: b.status, Contact: octoContact{Locales: []string{}}}
+		if b.status == "CONFIRMED" {
+			// Delivery TICKET: one QR code per unit (OCTO's example ticket).
+			it.Ticket = &octoTicket{RedemptionMethod: "DIGITAL", DeliveryOptions: []octoDeliveryOption{
+				{DeliveryFormat: "QRCODE", DeliveryValue: fmt.Sprintf("%s-%d", ref, i+1)}}}
+		}
+		w.UnitItems = append(w.UnitItems, it)
 	}
 	if cfg.breaks(BreakStatus) {
 		w.Status = "MAYBE"

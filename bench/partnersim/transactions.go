@@ -273,7 +273,7 @@ func tickets(b schemas.Booking) []schemas.Ticket {
 			Barcode:        json.RawMessage(fmt.Sprintf(`{"format":"QR_CODE","value":"SIM-%s-%d"}`, b.ID, i+1)),
 			BookingItemIDs: []string{it.ID},
 			Guests:         []schemas.Guest{{Count: max(it.Quantity, 1), TypeCode: "ADULT", TypeName: "Adult"}},
-			Status:         "VALID",
+			Status:         schemas.BookingOpen, // valid for redemption (docs/decisions.md: ticket statuses)
 		})
 	}
 	return out

@@ -90,8 +90,11 @@ func TestE2E_HoldBookCancelAndTicketsAddedWebhooks(t *testing.T) {
 	if n := sim.BookingsCreated(); n != 1 {
 		t.Fatalf("partner bookings = %d, want 1", n)
 	}
-	if status, got, _ := reseller.do("PUT", "/v1.2/bookings/cancel/e2e-booking-1", ""); status != 200 || got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
-		t.Fatalf("cancel: %d %v", status, got)
+	if status, got, _ := reseller.do("PUT", "/v1.2/bookings/cancel/e2e-booking-1", ""); status != 204 || got != nil {
+		t.Fatalf("cancel: %d %v, want 204 without a body", status, got)
+	}
+	if status, got, _ := reseller.do("GET", "/v1.2/bookings/e2e-booking-1", ""); status != 200 || got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
+		t.Fatalf("cancelled booking: %d %v", status, got)
 	}
 	got := sk.waitFor(t, "/booking", 1, 30*time.Second)
 	specVerify(t, key, got[0])

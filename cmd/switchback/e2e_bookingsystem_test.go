@@ -131,9 +131,11 @@ func TestE2E_BookingSystemSupplierSyncsAndBooks(t *testing.T) {
 			if n := sim.Bookings(); n != 1 {
 				t.Fatalf("bookings at the booking system = %d, want 1", n)
 			}
-			status, got, _ = reseller.do("PUT", "/v1.2/bookings/cancel/bs-e2e-1", "")
-			if status != 200 || got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
+			if status, got, _ = reseller.do("PUT", "/v1.2/bookings/cancel/bs-e2e-1", ""); status != 204 {
 				t.Fatalf("cancel: %d %v", status, got)
+			}
+			if status, got, _ = reseller.do("GET", "/v1.2/bookings/bs-e2e-1", ""); status != 200 || got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
+				t.Fatalf("cancelled booking: %d %v", status, got)
 			}
 			hooks := sk.waitFor(t, "/booking", 1, 30*time.Second)
 			specVerify(t, rule["securityKey"].(string), hooks[0])

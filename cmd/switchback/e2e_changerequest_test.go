@@ -68,7 +68,7 @@ func TestE2E_ChangeNotificationRefreshesAndNotifies(t *testing.T) {
 		{operator, q + "&startDate=2026-12-01", 400, "endDate"},
 		{operator, q + "&endDate=2026-12-01", 400, "startDate"},
 		{operator, "/operator/v2/notifications?productId=" + prod, 400, "supplierId"},
-		{otherOp, q, 404, ""},
+		{otherOp, q, 400, "supplierId"}, // doc 3 lists 400, 401, 403, 500: another operator's supplier is a bad parameter
 		{reseller, q, 403, ""},
 	} {
 		if status, body, _ := c.who.do("POST", c.path, ""); status != c.want || !strings.Contains(fmt.Sprint(body), c.wantInBody) {

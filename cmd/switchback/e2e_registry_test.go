@@ -20,6 +20,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/contract"
 	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -154,6 +155,22 @@ type client struct {
 
 func (c client) do(method, path, body string) (int, map[string]any, []any) {
 	c.t.Helper()
+	status, raw := c.raw(method, path, body)
+	var obj map[string]any
+	var arr []any
+	if len(raw) > 0 && raw[0] == '[' {
+		_ = json.Unmarshal(raw, &arr)
+	} else if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &obj)
+	}
+	return status, obj, arr
+}
+
+// raw sends a request and returns the status and body. Every JSON answer
+// of the e2e suite goes through it, and none may hold a duplicate key
+// (strict parsers refuse the document; encoding/json keeps the last).
+func (c client) raw(method, path, body string) (int, []byte) {
+	c.t.Helper()
 	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	req.Header.Set("X-API-Key", c.key)
 	req.Header.Set("X-API-Secret", c.secret)
@@ -163,14 +180,12 @@ func (c client) do(method, path, body string) (int, map[string]any, []any) {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var obj map[string]any
-	var arr []any
-	if len(raw) > 0 && raw[0] == '[' {
-		_ = json.Unmarshal(raw, &arr)
-	} else if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &obj)
+	if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		if dup := testharness.DuplicateKey(raw); dup != "" {
+			c.t.Errorf("%s %s: the answer has a duplicate JSON key %s: %s", method, path, dup, raw)
+		}
 	}
-	return resp.StatusCode, obj, arr
+	return resp.StatusCode, raw
 }
 
 // publish writes notification events to the binary's broker, as the

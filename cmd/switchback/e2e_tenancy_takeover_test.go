@@ -81,8 +81,10 @@ func (w *tenancyWorld) takeover(t *testing.T) (checks, wrong int) {
 	check(moved.Conns.Load() == 0, "the system the connection moved to got %d connections, want 0", moved.Conns.Load())
 	w.must(w.opA, "PUT", chSup, strings.Replace(body(simSrv.URL), `"credentials":{"apiKey":"`+key+`","apiSecret":"`+secret+`"}`, `"credentials":{"set":true}`, 1), 200)
 	r = w.do(t, w.resA, "PUT", "/v1.2/bookings/cancel/"+book, "")
+	check(r.status == 204 && len(r.raw) == 0, "cancel with the connection restored: %d %s, want 204", r.status, r.raw)
+	r = w.do(t, w.resA, "GET", "/v1.2/bookings/"+book, "")
 	check(r.status == 200 && nestedString(r.obj(), "booking", "status") == schemas.BookingCancelled,
-		"cancel with the connection restored: %d %s, want 200 CANCELLED", r.status, r.raw)
+		"read after the cancel: %d %s, want 200 CANCELLED", r.status, r.raw)
 
 	// Final now: deleted; the id stays A's.
 	r = w.do(t, w.opA, "DELETE", chSup, "")

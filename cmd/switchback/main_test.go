@@ -136,6 +136,7 @@ func startBinary(t *testing.T, extra ...string) *proc {
 		"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR="+p.clickhouse,
 		"SWITCHBACK_DEMO_SINK_ADDR="+freeAddr(t),
 		"SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR="+freeAddr(t),
+		"SWITCHBACK_DEMO_PARTNER_ADDR="+freeAddr(t),
 		"SWITCHBACK_HTTP_ADDR="+p.api,
 		"SWITCHBACK_OPS_ADDR="+p.ops,
 		"SWITCHBACK_DEMO=true",

@@ -29,7 +29,9 @@
 // synchronization"), delete catalog products or rates (an item gone from
 // the booking system is reported and its availability emptied, never
 // deleted while it may be bound), overwrite what only the operator sets
-// (names, descriptions, prices of a rate…), or log, count or return a
+// (names, descriptions, codes of products and rates, a rate's prices when
+// the booking system states none: MergeProduct, MergeRate), or log, count
+// or return a
 // credential (connections are built by bookingsystem.ConnectionFor and
 // only ever printed through Connection.String).
 package bookingsync
@@ -62,13 +64,14 @@ type Catalog interface {
 	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
 	PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error)
 	PriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.PriceSchedule, error)
-	PutPriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string, es []catalog.PriceScheduleEntry) (catalog.PriceSchedule, error)
+	PutPriceScheduleIn(ctx context.Context, p principals.Principal, batch, sid, pid, rid string, es []catalog.PriceScheduleEntry) (catalog.PriceSchedule, error)
 }
 
 // Client is what the package reads of a booking system;
 // *bookingsystem.Client implements it.
 type Client interface {
 	Products(ctx context.Context, conn bookingsystem.Connection, supplierID string, capabilities []string) ([]bookingsystem.Product, []bookingsystem.Problem, error)
+	Product(ctx context.Context, conn bookingsystem.Connection, supplierID, productID string, capabilities []string) (bookingsystem.Product, []bookingsystem.Problem, error)
 	Availability(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.AvailabilityRequest) ([]bookingsystem.Availability, []bookingsystem.Problem, error)
 	PriceSchedule(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.PriceScheduleRequest) ([]bookingsystem.PriceEntry, []bookingsystem.Problem, error)
 }
@@ -150,7 +153,7 @@ func New(o Options) *Syncer {
 // Outcome is what a change-notification refresh did: the items it
 // refreshed (availabilities read, or rates whose price schedule was
 // written) and the ones that failed, each as one readable reason that
-// starts with the entity ("option O1: ...").
+// starts with the entity and its ids ("option S1/P1/O1: ...").
 type Outcome struct {
 	Items    int
 	Failures []string

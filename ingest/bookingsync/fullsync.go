@@ -81,19 +81,6 @@ func MergeProduct(bp bookingsystem.Product, cur *catalog.Product) catalog.Produc
 	return catalog.ProductInput{ProductData: d, Version: &version}
 }
 
-// NewRate is the rate created for an option the catalog does not have
-// yet. A doc 3 option carries nothing a rate shows (its internalName MUST
-// NOT be shown either, its units are the booking's concern): the rate is
-// the option's id, its PlaceholderName, no prices (price-schedule mode
-// writes them) and the zero terms, which the operator sets. An option
-// already stored is never rewritten: nothing of it belongs to the booking
-// system but its id.
-func NewRate(o bookingsystem.Option) catalog.RateInput {
-	var zero int64
-	return catalog.RateInput{RateData: catalog.RateData{ID: o.ID, Name: PlaceholderName("Option", o.ID, o.InternalName),
-		Prices: []catalog.Price{}}, Version: &zero}
-}
-
 // nonEmpty keeps the catalog's spelling of an empty list (absent), so an
 // unchanged product compares equal byte for byte.
 func nonEmpty(s []string) []string {
@@ -158,7 +145,7 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 	var valid []bookingsystem.Product
 	for _, bp := range bps {
 		if !catalog.ValidID(bp.ID) {
-			m.errs = append(m.errs, fmt.Sprintf("product %q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", shortID(bp.ID)))
+			m.errs = append(m.errs, fmt.Sprintf("product %s/%q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", m.sup.ID, shortID(bp.ID)))
 			m.s.metrics.products.WithLabelValues("failed").Inc()
 			continue
 		}
@@ -197,7 +184,7 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 			var fe *catalog.FieldError
 			if errors.As(err, &fe) {
 				if i, field, ok := itemIndex(fe.Field, "products"); ok && i < len(chunk) {
-					m.errs = append(m.errs, fmt.Sprintf("product %s: the catalog refuses it: %s %s", chunk[i].ID, field, fe.Reason))
+					m.errs = append(m.errs, fmt.Sprintf("product %s: the catalog refuses it: %s %s", productRef(m.sup.ID, chunk[i].ID), field, fe.Reason))
 					m.s.metrics.products.WithLabelValues("failed").Inc()
 					chunk = append(chunk[:i:i], chunk[i+1:]...)
 					continue
@@ -213,7 +200,7 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 				return out, fmt.Errorf("supplier %s: write products: %w", m.sup.ID, err)
 			}
 			for _, bp := range chunk {
-				m.errs = append(m.errs, fmt.Sprintf("product %s: write: %v", bp.ID, err))
+				m.errs = append(m.errs, fmt.Sprintf("product %s: write: %v", productRef(m.sup.ID, bp.ID), err))
 				m.s.metrics.products.WithLabelValues("failed").Inc()
 			}
 			break
@@ -222,50 +209,59 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 	return out, nil
 }
 
-// upsertOptions creates the options of l the catalog lacks as rates and
-// returns the options that are rates now (present) and the product's rates
-// that are no longer among its options (gone). The error is fatal only.
+// upsertOptions writes the options of l as rates (MergeRate: the new
+// ones created, the stored ones whose booking-system terms changed
+// updated, the others left alone) and returns the options that are rates
+// now (present) and the product's rates that are no longer among its
+// options (gone). The error is fatal only.
 func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []string, err error) {
 	sid, pid := m.sup.ID, l.stored.ID
 	rates, err := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
 	if err != nil {
 		if fatal(ctx, err) {
-			return nil, nil, fmt.Errorf("product %s: read rates: %w", pid, err)
+			return nil, nil, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), err)
 		}
-		m.errs = append(m.errs, fmt.Sprintf("product %s: read rates: %v", pid, err))
+		m.errs = append(m.errs, fmt.Sprintf("product %s: read rates: %v", productRef(sid, pid), err))
 		return nil, nil, nil
 	}
-	have := make(map[string]bool, len(rates))
+	stored := make(map[string]catalog.Rate, len(rates))
 	for _, r := range rates {
-		have[r.ID] = true
+		stored[r.ID] = r
 	}
 	offered := make(map[string]bool, len(l.bp.Options))
-	var missing []bookingsystem.Option
+	var writes []bookingsystem.Option
 	for _, o := range l.bp.Options {
 		if !catalog.ValidID(o.ID) {
-			m.errs = append(m.errs, fmt.Sprintf("option %q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", shortID(o.ID)))
+			m.errs = append(m.errs, fmt.Sprintf("option %s/%s/%q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", sid, pid, shortID(o.ID)))
 			continue
 		}
-		offered[o.ID] = true
-		if have[o.ID] {
-			present = append(present, o.ID)
-		} else {
-			missing = append(missing, o)
+		if offered[o.ID] {
+			continue // the client rejects a product whose options repeat an id
 		}
+		offered[o.ID] = true
+		if cur, ok := stored[o.ID]; ok && sameTerms(MergeRate(l.bp, o, &cur), cur) {
+			present = append(present, o.ID)
+			continue
+		}
+		writes = append(writes, o)
 	}
 	for _, r := range rates {
 		if !offered[r.ID] {
 			gone = append(gone, r.ID)
 		}
 	}
-	for len(missing) > 0 {
-		n := min(len(missing), catalog.MaxBulk)
-		chunk := missing[:n]
-		missing = missing[n:]
+	for len(writes) > 0 {
+		n := min(len(writes), catalog.MaxBulk)
+		chunk := writes[:n]
+		writes = writes[n:]
 		for attempt := 0; len(chunk) > 0; attempt++ {
 			ins := make([]catalog.RateInput, len(chunk))
 			for i, o := range chunk {
-				ins[i] = NewRate(o)
+				var cur *catalog.Rate
+				if r, ok := stored[o.ID]; ok {
+					cur = &r
+				}
+				ins[i] = MergeRate(l.bp, o, cur)
 			}
 			_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
 			if err == nil {
@@ -277,38 +273,35 @@ func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []st
 			var fe *catalog.FieldError
 			if errors.As(err, &fe) {
 				if i, field, ok := itemIndex(fe.Field, "rates"); ok && i < len(chunk) {
-					m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", chunk[i].ID, field, fe.Reason))
+					m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", optionRef(sid, pid, chunk[i].ID), field, fe.Reason))
+					if _, had := stored[chunk[i].ID]; had {
+						present = append(present, chunk[i].ID) // still a rate: its availability is refreshed
+					}
 					chunk = append(chunk[:i:i], chunk[i+1:]...)
 					continue
 				}
 			}
 			if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
-				// Created meanwhile (by the operator, or another run):
-				// it exists, which is all a new option needs.
+				// Written meanwhile (by the operator, or another run):
+				// merged again with what is stored now.
 				rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
 				if rerr != nil {
-					return present, gone, fmt.Errorf("product %s: read rates: %w", pid, rerr)
+					return present, gone, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), rerr)
 				}
-				exists := map[string]bool{}
+				clear(stored)
 				for _, r := range rs {
-					exists[r.ID] = true
+					stored[r.ID] = r
 				}
-				var rest []bookingsystem.Option
-				for _, o := range chunk {
-					if exists[o.ID] {
-						present = append(present, o.ID)
-					} else {
-						rest = append(rest, o)
-					}
-				}
-				chunk = rest
 				continue
 			}
 			if fatal(ctx, err) {
-				return present, gone, fmt.Errorf("product %s: write rates: %w", pid, err)
+				return present, gone, fmt.Errorf("product %s: write rates: %w", productRef(sid, pid), err)
 			}
 			for _, o := range chunk {
-				m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", o.ID, err))
+				m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", optionRef(sid, pid, o.ID), err))
+				if _, had := stored[o.ID]; had {
+					present = append(present, o.ID)
+				}
 			}
 			break
 		}
@@ -323,10 +316,11 @@ func shortID(id string) string {
 	return id
 }
 
-// productProblem is the error text of a product the client rejected.
-func productProblem(p bookingsystem.Problem) string {
+// productProblem is the error text of a product of supplier sid the
+// client rejected.
+func productProblem(sid string, p bookingsystem.Problem) string {
 	if catalog.ValidID(p.ID) {
-		return fmt.Sprintf("product %s: rejected by data rule %s (spec doc 3); not synchronized", p.ID, p.Rule)
+		return fmt.Sprintf("product %s: rejected by data rule %s; not synchronized", productRef(sid, p.ID), p.Rule)
 	}
 	return fmt.Sprintf("%s rejected by data rule %s (spec doc 3); not synchronized", problemItem(p), p.Rule)
 }
@@ -340,8 +334,9 @@ func productProblem(p bookingsystem.Problem) string {
 // schedule data is not synchronized by it").
 //
 // What was read is counted (Result.Products, Options, Availabilities).
-// Item-level failures are Result.Errors entries ("product P1: ...",
-// "option O1: ...") and the rest still syncs: a product the client
+// Item-level failures are Result.Errors entries ("product S1/P1: ...",
+// "option S1/P1/O1: ...": supplier, product and option ids) and the rest
+// still syncs: a product the client
 // rejects by a data rule, one the catalog refuses, an option whose read
 // fails. A product or option the booking system no longer returns is kept
 // in the catalog (it may be bound to channels; deleting it is the
@@ -358,7 +353,7 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 	if err != nil {
 		return res, err
 	}
-	prods, problems, err := s.o.Client.Products(ctx, conn, sid, nil)
+	prods, problems, err := s.o.Client.Products(ctx, conn, sid, Capabilities)
 	if err != nil {
 		return res, fmt.Errorf("supplier %s: read products: %w", sid, err)
 	}
@@ -369,7 +364,7 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 		offered[p.ID] = true
 	}
 	for _, p := range problems {
-		res.Errors = append(res.Errors, productProblem(p))
+		res.Errors = append(res.Errors, productProblem(sid, p))
 		offered[p.ID] = true // rejected, not gone: its catalog data is left as it is
 		s.metrics.products.WithLabelValues("failed").Inc()
 	}
@@ -422,7 +417,7 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 		}
 		for _, oid := range gone {
 			res.Errors = append(res.Errors, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
-				oid, l.stored.ID, window[0].Start, window[0].End))
+				optionRef(sid, l.stored.ID, oid), l.stored.ID, window[0].Start, window[0].End))
 			t.optionID = oid
 			jobs = append(jobs, job{t: t, window: window, gone: true})
 		}
@@ -433,13 +428,13 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 		t := target{conn: conn, sup: sup, prod: p, loc: s.location(p.TimeZone)}
 		window := windowOf(t)
 		res.Errors = append(res.Errors, fmt.Sprintf("product %s: no longer offered by the booking system; kept in the catalog (delete or unbind it there), its availability from %s until %s emptied",
-			p.ID, window[0].Start, window[0].End))
+			productRef(sid, p.ID), window[0].Start, window[0].End))
 		rates, err := s.o.Catalog.Rates(ctx, admin, sid, p.ID)
 		if err != nil {
 			if fatal(ctx, err) {
-				return res, fmt.Errorf("product %s: read rates: %w", p.ID, err)
+				return res, fmt.Errorf("product %s: read rates: %w", productRef(sid, p.ID), err)
 			}
-			res.Errors = append(res.Errors, fmt.Sprintf("product %s: read rates: %v", p.ID, err))
+			res.Errors = append(res.Errors, fmt.Sprintf("product %s: read rates: %v", productRef(sid, p.ID), err))
 			continue
 		}
 		for _, r := range rates {

@@ -50,8 +50,14 @@ func TestSyncSupplier_NewProductsAndOptionsLandWithPlaceholderNames(t *testing.T
 		!slices.Equal(p.DeliveryMethods, []string{"TICKET", "VOUCHER"}) || p.RedemptionMethod != "DIGITAL" {
 		t.Fatalf("product %+v", p)
 	}
+	// The option's terms of sale from the booking system (MergeRate): a
+	// cutoff of 1 hour, holds of DefaultHoldablePeriod, no unit bound, a
+	// price per unit with its traveler type.
 	rates, err := e.Store.Rates(ctx, admin, sid, "S1-P2")
-	if err != nil || len(rates) != 2 || rates[0].ID != "S1-P2-O1" || rates[0].Name != "S1-P2-O1" || rates[0].OptionID != "S1-P2-O1" || len(rates[0].Prices) != 0 {
+	if err != nil || len(rates) != 2 || rates[0].ID != "S1-P2-O1" || rates[0].Name != "S1-P2-O1" || rates[0].OptionID != "S1-P2-O1" ||
+		!rates[0].Cancelable || rates[0].Cutoff != 60 || !rates[0].Holdable || rates[0].HoldablePeriod != DefaultHoldablePeriod ||
+		rates[0].MinTravelers != 1 || rates[0].MaxTravelers != 0 || len(rates[0].Prices) != 2 || rates[0].Prices[0].ID != "adult" ||
+		rates[0].Prices[0].TravelerType.AgeBand != "ADULT" || *rates[0].Prices[0].TravelerType.MinAge != 18 || rates[0].Prices[0].Retail.Currency != "EUR" {
 		t.Fatalf("rates %+v %v", rates, err)
 	}
 	free := e.availabilities(t, "S1-P2", "S1-P2-O1")
@@ -75,7 +81,7 @@ func TestSyncSupplier_NewProductsAndOptionsLandWithPlaceholderNames(t *testing.T
 	statuses := map[string]bool{}
 	for i, a := range read {
 		statuses[a.Status] = true
-		if stored[i].ID != bookingsystem.CatalogAvailabilityID(a.ID) || stored[i].Capacity != Capacity(a) || !stored[i].Start.Equal(a.LocalDateTimeStart) {
+		if stored[i].ID != bookingsystem.CatalogAvailabilityID(sid, "S1-P1", "S1-P1-O2", a.ID) || stored[i].SystemID != a.ID || stored[i].Capacity != Capacity(a) || !stored[i].Start.Equal(a.LocalDateTimeStart) {
 			t.Fatalf("availability %d: stored %+v, read %+v", i, stored[i], a)
 		}
 	}
@@ -134,9 +140,18 @@ func TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields(t *tes
 			}
 		})
 	}
+	// A stored rate keeps the operator's fields; its terms of sale are
+	// the booking system's (MergeRate).
 	rateAfter, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1")
-	if jsonString(rateAfter) != jsonString(rateBefore) {
-		t.Errorf("a stored rate was rewritten:\n%s\n%s", jsonString(rateBefore), jsonString(rateAfter))
+	if rateAfter.Name != "Morning walk" || rateAfter.HoldablePeriod != rateBefore.HoldablePeriod || rateAfter.Cutoff != 60 ||
+		rateAfter.MaxTravelers != 0 || rateAfter.Version != rateBefore.Version+1 || len(rateAfter.Prices) != 2 || rateAfter.Prices[0].ID != "adult" {
+		t.Errorf("stored rate after the sync:\n%s\nbefore:\n%s", jsonString(rateAfter), jsonString(rateBefore))
+	}
+	if again, _ := e.sync(t, e.syncer(nil), 2); len(again.Errors) != 0 {
+		t.Fatal(again.Errors)
+	}
+	if r, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1"); r.Version != rateAfter.Version {
+		t.Errorf("an unchanged option rewrote its rate: version %d → %d", rateAfter.Version, r.Version)
 	}
 	if r, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O2"); r.Name != "S1-P1-O2" {
 		t.Errorf("the missing option was not created: %+v", r)
@@ -214,7 +229,7 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 		{
 			name:    "a product the client rejects by a data rule",
 			sim:     bookingsim.Config{Break: []string{bookingsim.BreakAvailabilityTyp}},
-			wantErr: []string{"product S1-PX"}, landed: "S1-P1", notLanded: "S1-PX",
+			wantErr: []string{"product S1/S1-PX"}, landed: "S1-P1", notLanded: "S1-PX",
 		},
 		{
 			name: "a product whose availability reads fail",
@@ -224,7 +239,7 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 				}
 				return 0
 			},
-			wantErr: []string{"option S1-P3-O1", "option S1-P3-O2"}, landed: "S1-P1", notLanded: "S1-P3",
+			wantErr: []string{"option S1/S1-P3/S1-P3-O1", "option S1/S1-P3/S1-P3-O2"}, landed: "S1-P1", notLanded: "S1-P3",
 		},
 		{
 			name: "a product the catalog refuses (a locale that is no BCP 47 tag)",
@@ -238,7 +253,7 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 				}
 				return body
 			},
-			wantErr: []string{"product S1-P2"}, landed: "S1-P4", notLanded: "S1-P2",
+			wantErr: []string{"product S1/S1-P2"}, landed: "S1-P4", notLanded: "S1-P2",
 		},
 		{
 			name: "availabilities the client rejects (a status outside doc 3's list)",
@@ -248,7 +263,7 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 				}
 				return body
 			},
-			wantErr: []string{"option S1-P1-O2"}, landed: "S1-P1",
+			wantErr: []string{"option S1/S1-P1/S1-P1-O2"}, landed: "S1-P1",
 		},
 	}
 	for _, tt := range tests {
@@ -337,7 +352,7 @@ func TestSyncSupplier_GoneItemsAreKeptReportedAndEmptied(t *testing.T) {
 		it := cronreport.ParseError(text)
 		named[it.Entity+" "+it.ID] = true
 	}
-	for _, w := range []string{"product S1-P4", "option S1-P1-O2", "option S1-P3-O2"} {
+	for _, w := range []string{"product S1/S1-P4", "option S1/S1-P1/S1-P1-O2", "option S1/S1-P3/S1-P3-O2"} {
 		if !named[w] {
 			t.Errorf("not reported: %s (%q)", w, res.Errors)
 		}
@@ -381,12 +396,17 @@ func TestSyncSupplier_OCTODialect(t *testing.T) {
 	if err != nil || len(res.Errors) != 0 || res.Products != 4 || res.Availabilities == 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
+	// OCTO's ids are local date-times, the same for every option: the
+	// catalog's are UUIDs of supplier, product, option and that id, which
+	// is kept beside them.
 	as := e.availabilities(t, "S1-P1", "S1-P1-O1")
-	if len(as) == 0 || !strings.HasPrefix(as[0].ID, "b64.") {
-		t.Fatalf("OCTO availability ids (local date-times) must be stored reversibly: %+v", as)
+	if len(as) == 0 || as[0].ID != bookingsystem.CatalogAvailabilityID(sid, "S1-P1", "S1-P1-O1", as[0].SystemID) ||
+		!strings.HasPrefix(as[0].SystemID, e.clock.today(0)) || as[0].MaxCapacity == nil {
+		t.Fatalf("OCTO availabilities: %+v", as)
 	}
-	if got := bookingsystem.SystemAvailabilityID(as[0].ID); !strings.HasPrefix(got, e.clock.today(0)) {
-		t.Fatalf("id %s maps back to %s", as[0].ID, got)
+	other := e.availabilities(t, "S1-P1", "S1-P1-O2")
+	if len(other) == 0 || other[0].SystemID != as[0].SystemID || other[0].ID == as[0].ID {
+		t.Fatalf("two options' availabilities of one upstream id share a catalog id: %+v %+v", as[0], other)
 	}
 }
 

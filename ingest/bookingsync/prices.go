@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
@@ -141,6 +142,9 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 		return Outcome{}, fmt.Errorf("product %s: read the price schedule: %w", pid, err)
 	}
 	var out Outcome
+	// One write of the product's rates: their notifications are one per
+	// subscriber and window (catalog.Event.Batch), not one per rate.
+	batch := uuid.NewString()
 	byOption := map[string][]bookingsystem.PriceEntry{}
 	for _, e := range entries {
 		byOption[e.OptionID] = append(byOption[e.OptionID], e)
@@ -152,11 +156,11 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 			// No option id, or one cut by the client (over 64
 			// characters): which option it belongs to is unknown.
 			unattributed = true
-			out.Failures = append(out.Failures, fmt.Sprintf("%s rejected by data rule %s (spec doc 3)", problemItem(p), p.Rule))
+			out.Failures = append(out.Failures, fmt.Sprintf("product %s: %s rejected by data rule %s", productRef(sid, pid), problemItem(p), p.Rule))
 			continue
 		}
 		rejected[p.ID] = true
-		out.Failures = append(out.Failures, fmt.Sprintf("option %s: %s rejected by data rule %s (spec doc 3); its schedule is not written", p.ID, problemItem(p), p.Rule))
+		out.Failures = append(out.Failures, fmt.Sprintf("option %s: %s rejected by data rule %s; its schedule is not written", optionRef(sid, pid, p.ID), problemItem(p), p.Rule))
 	}
 	known := make(map[string]bool, len(rates))
 	for _, r := range rates {
@@ -170,20 +174,20 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 	}
 	slices.Sort(extra)
 	for _, oid := range extra {
-		out.Failures = append(out.Failures, fmt.Sprintf("option %s: priced by the booking system but not a rate of product %s in the catalog (a full synchronization creates it); not written", oid, pid))
+		out.Failures = append(out.Failures, fmt.Sprintf("option %s: priced by the booking system but not a rate of product %s in the catalog (a full synchronization creates it); not written", optionRef(sid, pid, oid), pid))
 	}
 	for _, r := range rates {
 		switch {
 		case unattributed:
-			out.Failures = append(out.Failures, fmt.Sprintf("option %s: not written: a rejected price entry names no option, so it may be this one's", r.ID))
+			out.Failures = append(out.Failures, fmt.Sprintf("option %s: not written: a rejected price entry names no option, so it may be this one's", optionRef(sid, pid, r.ID)))
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			continue
 		case rejected[r.ID]:
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			continue
 		}
-		if err := s.writePriceSchedule(ctx, sid, pid, r.ID, byOption[r.ID], startDate, until); err != nil {
-			out.Failures = append(out.Failures, fmt.Sprintf("option %s: %v", r.ID, err))
+		if err := s.writePriceSchedule(ctx, batch, sid, pid, r.ID, byOption[r.ID], startDate, until); err != nil {
+			out.Failures = append(out.Failures, fmt.Sprintf("option %s: %v", optionRef(sid, pid, r.ID), err))
 			s.metrics.priceSchedules.WithLabelValues("failed").Inc()
 			if fatal(ctx, err) {
 				return out, err
@@ -198,8 +202,9 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 	return out, nil
 }
 
-// writePriceSchedule replaces the rate's schedule over [from, until].
-func (s *Syncer) writePriceSchedule(ctx context.Context, sid, pid, rid string, es []bookingsystem.PriceEntry, from, until string) error {
+// writePriceSchedule replaces the rate's schedule over [from, until], as
+// part of the write batch.
+func (s *Syncer) writePriceSchedule(ctx context.Context, batch, sid, pid, rid string, es []bookingsystem.PriceEntry, from, until string) error {
 	fresh := make([]catalog.PriceScheduleEntry, 0, len(es))
 	for _, e := range es {
 		ce, err := ScheduleEntry(e)
@@ -212,7 +217,7 @@ func (s *Syncer) writePriceSchedule(ctx context.Context, sid, pid, rid string, e
 	if err != nil {
 		return fmt.Errorf("read stored price schedule: %w", err)
 	}
-	if _, err := s.o.Catalog.PutPriceSchedule(ctx, admin, sid, pid, rid, replaceWindow(cur.Entries, fresh, from, until)); err != nil {
+	if _, err := s.o.Catalog.PutPriceScheduleIn(ctx, admin, batch, sid, pid, rid, replaceWindow(cur.Entries, fresh, from, until)); err != nil {
 		return fmt.Errorf("write price schedule: %w", err)
 	}
 	return nil

@@ -181,17 +181,17 @@ func TestRefreshPriceSchedule_RejectedEntriesAreNeverHalfApplied(t *testing.T) {
 					e["unitPricing"].([]any)[0].(map[string]any)["retail"] = -1
 				}
 				return false
-			}, nil, 1, []string{"option S1-P1-O2: priceEntry"}},
+			}, nil, 1, []string{"option S1/S1-P1/S1-P1-O2: priceEntry"}},
 		{"an entry without option id: nothing written",
 			func(e map[string]any) bool {
 				if e["optionId"] == "S1-P1-O1" && e["localDateStart"] == "2026-12-01" {
 					delete(e, "optionId")
 				}
 				return false
-			}, nil, 0, []string{"priceEntry", "option S1-P1-O1: not written", "option S1-P1-O2: not written"}},
+			}, nil, 0, []string{"priceEntry", "option S1/S1-P1/S1-P1-O1: not written", "option S1/S1-P1/S1-P1-O2: not written"}},
 		{"an option the catalog lacks: reported, the others written",
 			nil, []map[string]any{{"optionId": "S1-P1-O9", "localDateStart": "2026-12-01", "localDateEnd": "2026-12-02", "unitPricing": []any{}}},
-			2, []string{"option S1-P1-O9: priced by the booking system but not a rate"}},
+			2, []string{"option S1/S1-P1/S1-P1-O9: priced by the booking system but not a rate"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,9 +265,9 @@ func TestRefreshPriceSchedule_OCTORejectedPricesBlockTheirOptionOnly(t *testing.
 		failsWith string
 	}{
 		{"a negative price on an O2 availability", func(avs []any) { price(avs[0])["retail"] = -1 },
-			`option S1-P1-O2: availability 0 ("S1-P1-O2", availability `},
+			`option S1/S1-P1/S1-P1-O2: availability 0 ("S1-P1-O2", availability `},
 		{"two O2 slots of one day with other prices", func(avs []any) { price(avs[1])["retail"] = price(avs[0])["retail"].(float64) + 1 },
-			`option S1-P1-O2: priceEntry 0 ("S1-P1-O2", date `},
+			`option S1/S1-P1/S1-P1-O2: priceEntry 0 ("S1-P1-O2", date `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

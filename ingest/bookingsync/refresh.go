@@ -17,19 +17,40 @@ import (
 const FreesaleCapacity = 1_000_000
 
 // Capacity maps a doc 3 availability to the catalog's capacity: FREESALE
-// unlimited (FreesaleCapacity), AVAILABLE and LIMITED their vacancies (0
-// when the booking system sent none), SOLD_OUT and CLOSED 0 (not for sale
-// now; doc 3: they may reopen, which the next refresh will see).
+// unlimited (FreesaleCapacity), AVAILABLE and LIMITED their vacancies
+// (OCTO, which makes vacancies nullable: else its capacity; 0 when the
+// booking system sent neither), SOLD_OUT and CLOSED 0 (not for sale now;
+// doc 3: they may reopen, which the next refresh will see).
 func Capacity(a bookingsystem.Availability) int {
 	switch a.Status {
 	case bookingsystem.Freesale:
 		return FreesaleCapacity
 	case bookingsystem.Available, bookingsystem.Limited:
-		if a.Vacancies != nil {
+		switch {
+		case a.Vacancies != nil:
 			return *a.Vacancies
+		case a.Capacity != nil:
+			return *a.Capacity
 		}
 	}
 	return 0
+}
+
+// CatalogAvailability is the catalog's availability of a, an availability
+// of option oid of product pid of supplier sid as the client read it: the
+// id a UUID derived from the four (bookingsystem.CatalogAvailabilityID:
+// unique across rates and products, the same at every re-read), the
+// booking system's id kept as SystemID, times in UTC, Capacity, and
+// maxCapacity OCTO's capacity (the slot's total) when it is at least the
+// capacity (doc 2: "optional maximum capacity"; v2 sends none).
+func CatalogAvailability(sid, pid, oid string, a bookingsystem.Availability) catalog.Availability {
+	out := catalog.Availability{ID: bookingsystem.CatalogAvailabilityID(sid, pid, oid, a.ID), SystemID: a.ID,
+		Start: a.LocalDateTimeStart.UTC(), End: a.LocalDateTimeEnd.UTC(), Capacity: Capacity(a)}
+	if a.Capacity != nil && *a.Capacity >= out.Capacity && a.Status != bookingsystem.Freesale {
+		m := *a.Capacity
+		out.MaxCapacity = &m
+	}
+	return out
 }
 
 // target is one option to refresh, with what the refresh needs of its
@@ -43,6 +64,9 @@ type target struct {
 }
 
 func (t target) item() Item { return Item{t.sup.ID, t.prod.ID, t.optionID} }
+
+// ref names the option in error texts (optionRef).
+func (t target) ref() string { return optionRef(t.sup.ID, t.prod.ID, t.optionID) }
 
 // today is the product's local date at now.
 func (t target) today(now time.Time) string { return now.In(t.loc).Format(time.DateOnly) }
@@ -61,7 +85,7 @@ type optionResult struct {
 // the catalog, whoever asked: each run of days is read (doc 3, GET
 // /suppliers/{s}/availability, one call per run), and the rate's
 // availabilities of the days read are replaced by what the booking system
-// answered (statuses mapped by Capacity, ids by
+// answered (CatalogAvailability: statuses mapped by Capacity, ids by
 // bookingsystem.CatalogAvailabilityID); every other stored availability is
 // kept. Days are local dates of the product's time zone (an availability
 // belongs to the local date it starts on). The set is written sorted by
@@ -92,7 +116,7 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 	}()
 	fail := func(err error) optionResult {
 		res.err = err
-		res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.optionID, err))
+		res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), err))
 		return res
 	}
 	if len(runs) == 0 {
@@ -133,13 +157,13 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 				failed = append(failed, run)
 			}
 			if len(runs) == 1 {
-				res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.optionID, err))
+				res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), err))
 			} else {
-				res.failures = append(res.failures, fmt.Sprintf("option %s: %s..%s: %v", t.optionID, run.Start, run.End, err))
+				res.failures = append(res.failures, fmt.Sprintf("option %s: %s..%s: %v", t.ref(), run.Start, run.End, err))
 			}
 			continue
 		}
-		res.failures = append(res.failures, problemTexts(t.optionID, problems)...)
+		res.failures = append(res.failures, problemTexts(t.ref(), problems)...)
 		res.problems += len(problems)
 		read = append(read, avs...)
 		replaced = append(replaced, run)
@@ -148,7 +172,7 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 		if err := s.writeAvailabilities(ctx, t, replaced, read); err != nil {
 			res.read = 0
 			res.err = err
-			res.failures = append(res.failures, fmt.Sprintf("option %s: write availabilities: %v", t.optionID, err))
+			res.failures = append(res.failures, fmt.Sprintf("option %s: write availabilities: %v", t.ref(), err))
 			failed = append(failed, replaced...)
 			replaced = nil
 		} else {
@@ -221,9 +245,9 @@ func (s *Syncer) writeAvailabilities(ctx context.Context, t target, replaced []D
 	next := make([]catalog.Availability, 0, len(cur.Availabilities)+len(read))
 	ids := make(map[string]bool, len(read))
 	for _, a := range read {
-		id := bookingsystem.CatalogAvailabilityID(a.ID)
-		ids[id] = true
-		next = append(next, catalog.Availability{ID: id, Start: a.LocalDateTimeStart.UTC(), End: a.LocalDateTimeEnd.UTC(), Capacity: Capacity(a)})
+		ca := CatalogAvailability(t.sup.ID, t.prod.ID, t.optionID, a)
+		ids[ca.ID] = true
+		next = append(next, ca)
 	}
 	for _, a := range cur.Availabilities {
 		day := a.Start.In(t.loc).Format(time.DateOnly)
@@ -256,7 +280,7 @@ func sameAvailabilities(a, b []catalog.Availability) bool {
 	}
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.ID != y.ID || !x.Start.Equal(y.Start) || !x.End.Equal(y.End) || x.Capacity != y.Capacity ||
+		if x.ID != y.ID || x.SystemID != y.SystemID || !x.Start.Equal(y.Start) || !x.End.Equal(y.End) || x.Capacity != y.Capacity ||
 			(x.MaxCapacity == nil) != (y.MaxCapacity == nil) || (x.MaxCapacity != nil && *x.MaxCapacity != *y.MaxCapacity) {
 			return false
 		}
@@ -273,10 +297,11 @@ func inRuns(runs []DayRange, day string) bool {
 	return false
 }
 
-// problemTexts are the failures of an option's rejected availabilities:
-// one per data rule, with how many broke it and the first of them (an
-// answer can reject hundreds of items for one cause).
-func problemTexts(optionID string, ps []bookingsystem.Problem) []string {
+// problemTexts are the failures of an option's rejected availabilities
+// (option: its optionRef): one per data rule, with how many broke it and
+// the first of them (an answer can reject hundreds of items for one
+// cause).
+func problemTexts(option string, ps []bookingsystem.Problem) []string {
 	var rules []string
 	first := map[string]bookingsystem.Problem{}
 	count := map[string]int{}
@@ -290,10 +315,10 @@ func problemTexts(optionID string, ps []bookingsystem.Problem) []string {
 	out := make([]string, 0, len(rules))
 	for _, r := range rules {
 		if count[r] == 1 {
-			out = append(out, fmt.Sprintf("option %s: %s rejected by data rule %s (spec doc 3)", optionID, problemItem(first[r]), r))
+			out = append(out, fmt.Sprintf("option %s: %s rejected by data rule %s", option, problemItem(first[r]), r))
 			continue
 		}
-		out = append(out, fmt.Sprintf("option %s: %d items rejected by data rule %s (spec doc 3), the first %s", optionID, count[r], r, problemItem(first[r])))
+		out = append(out, fmt.Sprintf("option %s: %d items rejected by data rule %s, the first %s", option, count[r], r, problemItem(first[r])))
 	}
 	return out
 }
@@ -327,40 +352,28 @@ func (s *Syncer) resolve(ctx context.Context, sid string) (catalog.Supplier, boo
 // RefreshProduct is a change notification in standard mode for a
 // booking-system supplier (spec doc 3: "polls the operator's booking
 // system at once for the Supplier and Product, including availabilities"):
-// the product is read from the booking system and merged into the catalog
-// with its options (as SyncSupplier does), then every rate of the product
-// that is one of its options is refreshed over [startDate, endDate)
-// (local dates, end exclusive). An error is a failure of the whole
-// request; a failed option is one Failures entry.
+// the product is read from the booking system (an OCTO one: GET
+// /products/{id}; doc 3 has no read of one product, so a v2 one: the
+// supplier's list) and merged into the catalog with its options (as
+// SyncSupplier does), then every rate of the product that is one of its
+// options is refreshed over [startDate, endDate) (local dates, end
+// exclusive). An error is a failure of the whole request; a failed option
+// is one Failures entry.
 func (s *Syncer) RefreshProduct(ctx context.Context, sid, pid, startDate, endDate string) (Outcome, error) {
 	sup, conn, err := s.resolve(ctx, sid)
 	if err != nil {
 		return Outcome{}, err
 	}
 	var out Outcome
-	prods, problems, err := s.o.Client.Products(ctx, conn, sid, nil)
+	bp, err := s.readProduct(ctx, conn, sid, pid)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("product %s: read the booking system's products: %w", pid, err)
-	}
-	var bp *bookingsystem.Product
-	for i := range prods {
-		if prods[i].ID == pid {
-			bp = &prods[i]
-		}
-	}
-	if bp == nil {
-		for _, p := range problems {
-			if p.ID == pid {
-				return Outcome{}, fmt.Errorf("product %s: rejected by data rule %s (spec doc 3)", pid, p.Rule)
-			}
-		}
-		return Outcome{}, fmt.Errorf("product %s: not offered by the supplier's booking system", pid)
+		return Outcome{}, err
 	}
 	m := s.newMerge(sup)
 	if err := m.loadProducts(ctx); err != nil {
 		return Outcome{}, err
 	}
-	ls, err := m.upsertProducts(ctx, []bookingsystem.Product{*bp})
+	ls, err := m.upsertProducts(ctx, []bookingsystem.Product{bp})
 	out.Failures = append(out.Failures, m.errs...)
 	m.errs = nil
 	if err != nil {
@@ -389,7 +402,7 @@ func (s *Syncer) RefreshProduct(ctx context.Context, sid, pid, startDate, endDat
 	}
 	for _, oid := range gone {
 		out.Failures = append(out.Failures, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
-			oid, pid, startDate, endDate))
+			optionRef(sid, pid, oid), pid, startDate, endDate))
 		t.optionID = oid
 		r := s.refreshOption(ctx, t, run, TriggerChangeRequest, true)
 		out.Failures = append(out.Failures, r.failures...)
@@ -400,4 +413,39 @@ func (s *Syncer) RefreshProduct(ctx context.Context, sid, pid, startDate, endDat
 	s.log.Info("product refreshed from its booking system", "supplier", sid, "product", pid, "from", startDate, "until", endDate,
 		"options", len(present), "gone", len(gone), "availabilities", out.Items, "failures", len(out.Failures), "connection", conn.String())
 	return out, nil
+}
+
+// readProduct reads one product of the supplier's booking system: GET
+// /products/{id} of an OCTO one, the supplier's product list of a v2 one
+// (doc 3 has no read of one product). Not offered, or rejected by a data
+// rule, is an error naming the product.
+func (s *Syncer) readProduct(ctx context.Context, conn bookingsystem.Connection, sid, pid string) (bookingsystem.Product, error) {
+	ref := productRef(sid, pid)
+	if conn.Dialect == bookingsystem.DialectOCTO {
+		bp, problems, err := s.o.Client.Product(ctx, conn, sid, pid, Capabilities)
+		switch {
+		case errors.Is(err, bookingsystem.ErrNotFound):
+			return bp, fmt.Errorf("product %s: not offered by the supplier's booking system", ref)
+		case err != nil:
+			return bp, fmt.Errorf("product %s: read it from the booking system: %w", ref, err)
+		case len(problems) > 0:
+			return bp, fmt.Errorf("product %s: rejected by data rule %s", ref, problems[0].Rule)
+		}
+		return bp, nil
+	}
+	prods, problems, err := s.o.Client.Products(ctx, conn, sid, Capabilities)
+	if err != nil {
+		return bookingsystem.Product{}, fmt.Errorf("product %s: read the booking system's products: %w", ref, err)
+	}
+	for _, p := range prods {
+		if p.ID == pid {
+			return p, nil
+		}
+	}
+	for _, p := range problems {
+		if p.ID == pid {
+			return bookingsystem.Product{}, fmt.Errorf("product %s: rejected by data rule %s", ref, p.Rule)
+		}
+	}
+	return bookingsystem.Product{}, fmt.Errorf("product %s: not offered by the supplier's booking system", ref)
 }

@@ -73,7 +73,7 @@ func TestRefreshProduct_ReplacesOnlyTheWindowInLocalDates(t *testing.T) {
 	}
 	now := map[string]int{}
 	for _, a := range read {
-		now[bookingsystem.CatalogAvailabilityID(a.ID)] = Capacity(a)
+		now[bookingsystem.CatalogAvailabilityID(sid, "S1-P1", "S1-P1-O1", a.ID)] = Capacity(a)
 	}
 	changed := 0
 	for day, as := range after {
@@ -118,7 +118,7 @@ func TestRefreshProduct_RejectedItemsAreReportedTheRestApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Failures) != 1 || !strings.HasPrefix(out.Failures[0], "option S1-P1-O1: availability 0") || !strings.Contains(out.Failures[0], "vacancies_negative") {
+	if len(out.Failures) != 1 || !strings.HasPrefix(out.Failures[0], "option S1/S1-P1/S1-P1-O1: availability 0") || !strings.Contains(out.Failures[0], "vacancies_negative") {
 		t.Fatalf("failures %q", out.Failures)
 	}
 	if as := e.availabilities(t, "S1-P1", "S1-P1-O1"); len(as) != 2 {
@@ -139,9 +139,9 @@ func TestRefreshProduct_WholeFailures(t *testing.T) {
 		name, pid, want string
 		fault           faultFunc
 	}{
-		{"not offered", "S1-P9", "product S1-P9: not offered by the supplier's booking system", nil},
-		{"rejected by a data rule", "S1-PX", "product S1-PX: rejected by data rule availability_type", nil},
-		{"the products cannot be read", "S1-P1", "product S1-P1: read the booking system's products", func(*http.Request) int { return 500 }},
+		{"not offered", "S1-P9", "product S1/S1-P9: not offered by the supplier's booking system", nil},
+		{"rejected by a data rule", "S1-PX", "product S1/S1-PX: rejected by data rule availability_type", nil},
+		{"the products cannot be read", "S1-P1", "product S1/S1-P1: read the booking system's products", func(*http.Request) int { return 500 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,7 +170,7 @@ func TestRefreshOption_WaitsForAnotherProcessAndReportsBusy(t *testing.T) {
 	}
 	e.published()
 	out, err := sy.RefreshProduct(ctx, sid, "S1-P1", e.clock.today(0), e.clock.today(2))
-	if err != nil || len(out.Failures) != 1 || out.Failures[0] != "option S1-P1-O1: "+errBusy.Error() {
+	if err != nil || len(out.Failures) != 1 || out.Failures[0] != "option S1/S1-P1/S1-P1-O1: "+errBusy.Error() {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if n := e.published(); n != 1 {

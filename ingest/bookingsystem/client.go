@@ -311,11 +311,19 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 	}
 	failed := ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindInvalid && ce.Kind != KindRefused
 	br.Done(c.opts.Clock(), failed)
-	if ce != nil {
+	switch {
+	case ce == nil:
+		return nil
+	case ce.domain == ErrNotFound:
+		// A known "not found" (404; OCTO's INVALID_BOOKING_UUID or
+		// INVALID_PRODUCT_ID) is an answer, not a failure: reading an
+		// OCTO hold asks past its last booking on every read, so an
+		// alert on the errors metric would fire on healthy traffic.
+		c.metrics.notFound.WithLabelValues(in.op).Inc()
+	default:
 		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
-		return ce
 	}
-	return nil
+	return ce
 }
 
 func classify(err error, status int) *CallError {
@@ -422,6 +430,7 @@ var ErrMalformed = errors.New("malformed booking-system response")
 type metrics struct {
 	seconds  *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
+	notFound *prometheus.CounterVec
 	rejected *prometheus.CounterVec
 	open     prometheus.Gauge
 }
@@ -437,6 +446,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "switchback_ingest_bookingsystem_errors_total",
 			Help: "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request, refused).",
 		}, []string{"kind"}),
+		notFound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_bookingsystem_not_found_total",
+			Help: "Booking-system answers that the object asked for does not exist (404; OCTO's INVALID_BOOKING_UUID and INVALID_PRODUCT_ID), by operation. Normal answers, not errors: reading an OCTO hold asks one booking past its last.",
+		}, []string{"op"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_bookingsystem_rejected_items_total",
 			Help: "Items of booking-system answers rejected by a data rule of spec doc 3, by rule.",
@@ -448,6 +461,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.seconds = instrument.Register(reg, m.seconds)
 	m.errors = instrument.Register(reg, m.errors)
+	m.notFound = instrument.Register(reg, m.notFound)
 	m.rejected = instrument.Register(reg, m.rejected)
 	m.open = instrument.Register(reg, m.open)
 	return m

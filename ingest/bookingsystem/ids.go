@@ -4,27 +4,37 @@ import (
 	"encoding/base64"
 	"strings"
 
-	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/google/uuid"
 )
 
-// availabilityIDPrefix marks a booking system's availability id that the
-// catalog could not store as is.
+// availabilityIDPrefix marks a booking system's availability id that an
+// earlier version of the synchronization stored as "b64." and its
+// unpadded base64url (SystemAvailabilityID still reads it back, so holds
+// by such an id keep working until the next synchronization replaces it).
 const availabilityIDPrefix = "b64."
 
-// CatalogAvailabilityID is a booking system's availability id as the
-// catalog stores it: as is when it is a valid catalog id, else (OCTO ids
-// are local date-times such as 2026-11-22T09:00:00+01:00) "b64." and its
-// unpadded base64url, which is reversible (SystemAvailabilityID), so a
-// booking can name the booking system's id again.
-func CatalogAvailabilityID(id string) string {
-	if catalog.ValidID(id) && !strings.HasPrefix(id, availabilityIDPrefix) {
-		return id
-	}
-	return availabilityIDPrefix + base64.RawURLEncoding.EncodeToString([]byte(id))
+// availabilityNamespace is the namespace of CatalogAvailabilityID's
+// name-based UUIDs: fixed forever, since a re-read must derive the same id.
+var availabilityNamespace = uuid.MustParse("5c0b7a33-2f4e-4b8a-9d61-0e8f2d7c4a19")
+
+// CatalogAvailabilityID is the catalog's id of availability id (as the
+// client returned it) of option optionID of product productID of supplier
+// supplierID: a version 5 UUID of the four. Spec doc 2 gives an
+// availability "id: UUID, unique per availability"; a booking system's
+// ids are unique only within their option (doc 3) and are often local
+// date-times (OCTO: every option of a product has the same ones), so they
+// cannot be the catalog's ids. Derived, not drawn: the same availability
+// read again (a refresh of the same window) has the same id, so a reseller
+// holds by an id it read before. The catalog keeps the booking system's id
+// beside it (catalog.Availability.SystemID) for the hold.
+func CatalogAvailabilityID(supplierID, productID, optionID, id string) string {
+	return uuid.NewSHA1(availabilityNamespace, []byte(supplierID+"\x00"+productID+"\x00"+optionID+"\x00"+id)).String()
 }
 
 // SystemAvailabilityID is the booking system's id of a catalog
-// availability id (the inverse of CatalogAvailabilityID).
+// availability id stored by an earlier synchronization ("b64." and the
+// id's base64url); any other id is returned as it is (a catalog id that
+// is the booking system's own, as operators of v2 systems sometimes push).
 func SystemAvailabilityID(catalogID string) string {
 	rest, ok := strings.CutPrefix(catalogID, availabilityIDPrefix)
 	if !ok {

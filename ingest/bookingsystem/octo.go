@@ -159,7 +159,7 @@ func (c *Client) octoProducts(ctx context.Context, conn Connection, capabilities
 	var ps []Problem
 	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h, segments: []string{"products"},
 		parse: func(b []byte) (err error) {
-			out, ps, err = ParseProducts(b)
+			out, ps, err = ParseOCTOProducts(b)
 			return err
 		}})
 	c.metrics.reject(ps)
@@ -384,8 +384,34 @@ type (
 		UnitItems         []UnitItem               `json:"unitItems"`
 		Cancellation      *octoCancellation        `json:"cancellation"`
 		Contact           *Contact                 `json:"contact"`
+		Voucher           *Ticket                  `json:"voucher"`
 	}
 )
+
+// OCTODeliveryFormat is an OCTO delivery format in the catalog's
+// spelling: QRCODE is doc 3's QR_CODE (one format, two spellings);
+// CODE128 is the same in both; PDF_URL, PKPASS_URL and AZTECCODE, which
+// doc 3 lacks, are kept (the catalog accepts them). Anything else is
+// returned as is (the catalog refuses it).
+func OCTODeliveryFormat(f string) string {
+	if f == "QRCODE" {
+		return "QR_CODE"
+	}
+	return f
+}
+
+// octoTicket is t with its delivery formats in the catalog's spelling.
+func octoTicket(t *Ticket) *Ticket {
+	if t == nil {
+		return nil
+	}
+	out := *t
+	out.DeliveryOptions = slices.Clone(t.DeliveryOptions)
+	for i := range out.DeliveryOptions {
+		out.DeliveryOptions[i].DeliveryFormat = OCTODeliveryFormat(out.DeliveryOptions[i].DeliveryFormat)
+	}
+	return &out
+}
 
 // octoRedeemed is OCTO's status of a used booking; doc 3 has none.
 const octoRedeemed = "REDEEMED"
@@ -402,7 +428,10 @@ const octoRedeemed = "REDEEMED"
 func (o octoBooking) booking() Booking {
 	b := Booking{UUID: o.UUID, ResellerReference: o.ResellerReference, SupplierReference: o.SupplierReference,
 		Status: o.Status, Cancellable: o.Cancellable, UTCHoldExpiration: o.UTCExpiresAt, ProductID: o.ProductID,
-		OptionID: o.OptionID, UnitItems: o.UnitItems, Contact: o.Contact}
+		OptionID: o.OptionID, UnitItems: o.UnitItems, Contact: o.Contact, Voucher: octoTicket(o.Voucher)}
+	for i := range b.UnitItems {
+		b.UnitItems[i].Ticket = octoTicket(b.UnitItems[i].Ticket)
+	}
 	switch {
 	case b.Status == octoRedeemed:
 		b.Status = Confirmed
@@ -440,6 +469,7 @@ func ParseOCTOBooking(body []byte, exp BookingExpect) (Booking, []Problem, error
 	if err := decodeStrict(body, &o); err != nil {
 		return Booking{}, nil, err
 	}
+	exp.octo = true
 	b := o.booking()
 	var ps []Problem
 	for _, r := range checkBooking(&b, exp) {
@@ -475,6 +505,13 @@ func ParseOCTOSupplier(body []byte) ([]Supplier, []Problem, error) {
 	return ParseSuppliers(arr)
 }
 
+// ParseOCTOProducts reads OCTO's GET /products: the product rules, for
+// OCTO's shape (parseProducts: an optional timeZone, delivery formats in
+// the catalog's spelling).
+func ParseOCTOProducts(body []byte) ([]Product, []Problem, error) {
+	return parseProducts(body, true)
+}
+
 // ParseOCTOProduct reads OCTO's GET /products/{id}: one product, checked by
 // the product rules; a rejected product comes back as its Problems.
 func ParseOCTOProduct(body []byte) (Product, []Problem, error) {
@@ -482,7 +519,7 @@ func ParseOCTOProduct(body []byte) (Product, []Problem, error) {
 	if err != nil {
 		return Product{}, nil, err
 	}
-	out, ps, err := ParseProducts(arr)
+	out, ps, err := parseProducts(arr, true)
 	if err != nil || len(out) != 1 {
 		return Product{}, ps, err
 	}
@@ -511,6 +548,7 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 	if exp.OptionID == "" {
 		return nil, nil, fmt.Errorf("%w: an OCTO availability read needs the optionId", ErrInvalid)
 	}
+	exp.octo = true
 	loc, err := exp.location()
 	if err != nil {
 		return nil, nil, err
@@ -543,8 +581,11 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 // openingRanges is the OCTO availability av (id: OCTO's own) as one
 // availability per opening range: from–to on av's local date (in loc, else
 // av's own offset), ending the next day when to is not after from (24:00,
-// or open past midnight). A range that is not "HH:MM" has no times
-// (RuleTimeRange). One range keeps av's id; two or more get octoRangeID.
+// or open past midnight). OCTO does not forbid ranges that touch or
+// overlap (doc 3 rule 2 does, for v2): they are merged into one
+// contiguous range. A range that is not "HH:MM" has no times
+// (RuleTimeRange, which rejects the whole day). One range keeps av's id;
+// two or more get octoRangeID.
 func openingRanges(av Availability, id string, hours []octoOpeningHours, loc *time.Location) []Availability {
 	if loc == nil {
 		loc = av.LocalDateTimeStart.Location()
@@ -553,26 +594,55 @@ func openingRanges(av Availability, id string, hours []octoOpeningHours, loc *ti
 	at := func(minutes int) time.Time {
 		return time.Date(day.Year(), day.Month(), day.Day(), 0, minutes, 0, 0, loc) // wall clock, so DST days stay right
 	}
-	out := make([]Availability, 0, len(hours))
+	type span struct {
+		from, to int
+		name     string
+	}
+	spans := make([]span, 0, len(hours))
 	for _, h := range hours {
-		r := av
-		r.AllDay = false
-		r.LocalDateTimeStart, r.LocalDateTimeEnd = time.Time{}, time.Time{}
 		from, ok1 := hhmm(h.From)
 		to, ok2 := hhmm(h.To)
-		if ok1 && ok2 && !av.LocalDateTimeStart.IsZero() {
-			if to <= from {
-				to += 24 * 60
-			}
-			r.LocalDateTimeStart, r.LocalDateTimeEnd = at(from), at(to)
+		if !ok1 || !ok2 || av.LocalDateTimeStart.IsZero() {
+			// The day is rejected whole (time_range): one item without times.
+			r := av
+			r.AllDay = false
+			r.LocalDateTimeStart, r.LocalDateTimeEnd = time.Time{}, time.Time{}
+			return []Availability{r}
 		}
-		if len(hours) > 1 {
-			r.ID = octoRangeID(id, h.From, h.To)
+		if to <= from {
+			to += 24 * 60
+		}
+		spans = append(spans, span{from, to, h.From + "-" + h.To})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	merged := spans[:0:0]
+	for _, sp := range spans {
+		if n := len(merged); n > 0 && sp.from <= merged[n-1].to {
+			if sp.to > merged[n-1].to {
+				merged[n-1].to = sp.to
+			}
+			merged[n-1].name = minutes(merged[n-1].from) + "-" + minutes(merged[n-1].to)
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	out := make([]Availability, 0, len(merged))
+	for _, sp := range merged {
+		r := av
+		r.AllDay = false
+		r.LocalDateTimeStart, r.LocalDateTimeEnd = at(sp.from), at(sp.to)
+		if len(merged) > 1 {
+			from, to, _ := strings.Cut(sp.name, "-")
+			r.ID = octoRangeID(id, from, to)
 		}
 		out = append(out, r)
 	}
 	return out
 }
+
+// minutes formats minutes after midnight as "HH:MM" (past 24:00 for a
+// range open past midnight).
+func minutes(m int) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
 
 // hhmm reads a local "HH:MM" (00:00 to 24:00) as minutes after midnight.
 func hhmm(v string) (int, bool) {

@@ -56,7 +56,18 @@ func TestParseOCTOBooking_MapsOntoDoc3Booking(t *testing.T) {
 		// by cancellation), and CANCELLED comes only from CONFIRMED.
 		{"a released hold is expired", octoBooking(`"status":"ON_HOLD"`, `"status":"CANCELLED"`), bookingsystem.BookingExpect{Statuses: []string{"EXPIRED"}}, nil,
 			func(b bookingsystem.Booking) bool { return b.Status == "EXPIRED" }},
-		{"hold without expiry", octoBooking(`"utcExpiresAt":"2026-11-22T08:30:00.5Z"`, `"utcExpiresAt":null`), bookingsystem.BookingExpect{}, []string{"hold_expiration"}, nil},
+		// OCTO's utcExpiresAt is nullable (doc 3's hold expiration is a
+		// MUST, for v2 only): the hold's life is then Switchback's default.
+		{"hold without expiry", octoBooking(`"utcExpiresAt":"2026-11-22T08:30:00.5Z"`, `"utcExpiresAt":null`), bookingsystem.BookingExpect{}, nil,
+			func(b bookingsystem.Booking) bool { return b.Status == "ON_HOLD" && b.UTCHoldExpiration == nil }},
+		{"tickets and voucher in the catalog's spelling", octoBooking(`"voucher":null`, `"voucher":{"redemptionMethod":"DIGITAL","utcRedeemedAt":null,"deliveryOptions":[{"deliveryFormat":"PDF_URL","deliveryValue":"https://t.example/v.pdf"}]}`,
+			`"ticket":null`, `"ticket":{"redemptionMethod":"DIGITAL","utcRedeemedAt":null,"deliveryOptions":[{"deliveryFormat":"QRCODE","deliveryValue":"QR-1"},{"deliveryFormat":"AZTECCODE","deliveryValue":"AZ-1"}]}`),
+			bookingsystem.BookingExpect{}, nil, func(b bookingsystem.Booking) bool {
+				tk := b.UnitItems[0].Ticket
+				return b.Voucher != nil && b.Voucher.DeliveryOptions[0].DeliveryFormat == "PDF_URL" && tk != nil &&
+					tk.DeliveryOptions[0] == bookingsystem.DeliveryOption{DeliveryFormat: "QR_CODE", DeliveryValue: "QR-1"} &&
+					tk.DeliveryOptions[1].DeliveryFormat == "AZTECCODE"
+			}},
 		{"another booking than asked", octoBooking(), bookingsystem.BookingExpect{UUID: "1b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b"}, []string{"uuid"}, nil},
 		{"a status the call cannot lead to", octoBooking(), bookingsystem.BookingExpect{Statuses: []string{"CONFIRMED", "PENDING"}}, []string{"transition"}, nil},
 		{"unknown status", octoBooking(`"status":"ON_HOLD"`, `"status":"MAYBE"`), bookingsystem.BookingExpect{}, []string{"status"}, nil},
@@ -267,8 +278,12 @@ func TestParseOCTOAvailability_OpeningHoursAreOneAvailabilityPerRange(t *testing
 			[]av{{day + "#09:00-12:00", local("23", "09:00"), local("23", "12:00")}, {day + "#20:00-24:00", local("23", "20:00"), local("24", "00:00")}}, nil},
 		{"open past midnight", dayAv(day, local("24", "00:00"), oh("08:00", "11:00")+","+oh("18:00", "02:00")), nil,
 			[]av{{day + "#08:00-11:00", local("23", "08:00"), local("23", "11:00")}, {day + "#18:00-02:00", local("23", "18:00"), local("24", "02:00")}}, nil},
-		{"ranges that touch: the day is rejected whole", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("12:00", "18:00")), nil,
-			nil, []string{"contiguous_range"}},
+		// OCTO does not forbid ranges that touch or overlap (doc 3 rule 2
+		// does, for v2): merged into one contiguous range.
+		{"ranges that touch: merged", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("12:00", "18:00")), nil,
+			[]av{{day, local("23", "09:00"), local("23", "18:00")}}, nil},
+		{"ranges that overlap, and one apart", dayAv(day, local("24", "00:00"), oh("14:00", "18:00")+","+oh("09:00", "12:00")+","+oh("11:00", "13:00")), nil,
+			[]av{{day + "#09:00-13:00", local("23", "09:00"), local("23", "13:00")}, {day + "#14:00-18:00", local("23", "14:00"), local("23", "18:00")}}, nil},
 		{"a range that is not HH:MM: the day is rejected whole", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("13:00", "25:00")), nil,
 			nil, []string{"time_range"}},
 		{"a unit check of one range answers that range", dayAv(day, local("24", "00:00"), oh("09:00", "12:00")+","+oh("13:00", "18:00")), []string{day + "#13:00-18:00"},

@@ -34,20 +34,20 @@ const (
 	RuleDuplicateID      = "duplicate_id"               // two items with one id (all of them are rejected)
 	RuleEndpoint         = "endpoint"                   // a supplier endpoint that is not an http(s) URL
 	RuleAvailabilityType = "availability_type"          // not START_TIME or OPENING_HOURS
-	RuleTimeZone         = "time_zone"                  // not a tz database name
+	RuleTimeZone         = "time_zone"                  // not a tz database name (OCTO: when one is sent)
 	RuleOptions          = "options"                    // a product without options
 	RuleStatus           = "status"                     // a status outside doc 3's list
-	RuleStartTimeFree    = "start_time_freesale"        // FREESALE on a START_TIME product
-	RuleOpeningNotFree   = "opening_hours_not_freesale" // not FREESALE on an OPENING_HOURS product
+	RuleStartTimeFree    = "start_time_freesale"        // FREESALE on a START_TIME product (v2 only)
+	RuleOpeningNotFree   = "opening_hours_not_freesale" // not FREESALE on an OPENING_HOURS product (v2 only)
 	RuleVacancies        = "vacancies_negative"         // vacancies below 0
 	RuleTimeRange        = "time_range"                 // start missing, end missing or end not after start
-	RuleContiguous       = "contiguous_range"           // OPENING_HOURS ranges of a day that touch or overlap
+	RuleContiguous       = "contiguous_range"           // OPENING_HOURS ranges of a day that touch or overlap (v2 only; OCTO's are merged)
 	RuleOutsideWindow    = "outside_window"             // starts outside [localDateStart, localDateEnd)
 	RuleOtherOption      = "other_option"               // another option than the one asked for
 	RuleNotRequested     = "not_requested"              // an availability id the POST check did not ask for
 	RuleUUID             = "uuid"                       // not a UUID, or another booking than the one asked for
 	RuleTransition       = "transition"                 // a status the call cannot lead to (doc 3 state machine)
-	RuleHoldExpiration   = "hold_expiration"            // ON_HOLD without utcHoldExpiration
+	RuleHoldExpiration   = "hold_expiration"            // ON_HOLD without utcHoldExpiration (v2 only)
 	RuleOtherOrder       = "other_order"                // another order than the one asked for
 	RuleDate             = "date"                       // a price-schedule date that is not YYYY-MM-DD, or end not after start
 	RulePrice            = "price"                      // a unit price without unit, currency, or negative; OCTO: prices of one day that disagree
@@ -257,6 +257,15 @@ func currencyCode(c string) bool {
 
 // ParseProducts reads the answer to GET /suppliers/{s}/products.
 func ParseProducts(body []byte) ([]Product, []Problem, error) {
+	return parseProducts(body, false)
+}
+
+// parseProducts reads a product list of either dialect. The rules are
+// doc 3's but for OCTO's product shape (octo): a timeZone may be absent
+// (OCTO does not require it; the offsets of the answers then count), and
+// delivery formats are mapped to the catalog's spelling
+// (OCTODeliveryFormat).
+func parseProducts(body []byte, octo bool) ([]Product, []Problem, error) {
 	items, idx, ps, err := decodeItems[Product](body, "product")
 	if err != nil {
 		return nil, nil, err
@@ -271,8 +280,13 @@ func ParseProducts(body []byte) ([]Product, []Problem, error) {
 		if p.AvailabilityType != StartTime && p.AvailabilityType != OpeningHours {
 			bad[i] = append(bad[i], RuleAvailabilityType)
 		}
-		if !validZone(p.TimeZone) {
+		if !validZone(p.TimeZone) && (!octo || p.TimeZone != "") {
 			bad[i] = append(bad[i], RuleTimeZone)
+		}
+		if octo {
+			for j, f := range p.DeliveryFormats {
+				p.DeliveryFormats[j] = OCTODeliveryFormat(f)
+			}
 		}
 		if len(p.Options) == 0 {
 			bad[i] = append(bad[i], RuleOptions)
@@ -321,6 +335,10 @@ type AvailabilityExpect struct {
 	// start's date there, as ingest/bookingsync takes it, whatever offset
 	// the booking system sent (some send UTC). Empty: the offset sent.
 	TimeZone string
+
+	// octo: an OCTO answer (ParseOCTOAvailability), to which doc 3's own
+	// rules do not apply (see checkAvailabilities).
+	octo bool
 }
 
 // location is exp.TimeZone's location (nil when none is set).
@@ -367,6 +385,14 @@ func ParseAvailability(body []byte, exp AvailabilityExpect) ([]Availability, []P
 // checkAvailabilities applies the availability rules to decoded items of
 // either dialect (idx: their positions in the answer) and keeps the valid
 // ones; loc is the product's time zone (exp.location), nil for none.
+//
+// Doc 3's own rules apply to a v2 answer only: the statuses an
+// availability type allows (START_TIME never FREESALE, OPENING_HOURS only
+// FREESALE) and one availability per contiguous opening range (rule 2).
+// OCTO allows any status on either type, and its opening ranges are
+// merged rather than refused (openingRanges). The other rules (ids,
+// status list, times, window, vacancies, duplicates, option) are the
+// client's own sanity checks and apply to both.
 func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp AvailabilityExpect, loc *time.Location) ([]Availability, []Problem) {
 	bad := map[int][]string{}
 	keys := make([]string, len(items))
@@ -385,6 +411,7 @@ func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp Avai
 		switch {
 		case !slices.Contains(availabilityStatuses, a.Status):
 			bad[i] = append(bad[i], RuleStatus)
+		case exp.octo:
 		case exp.AvailabilityType == StartTime && a.Status == Freesale:
 			bad[i] = append(bad[i], RuleStartTimeFree)
 		case exp.AvailabilityType == OpeningHours && a.Status != Freesale:
@@ -413,7 +440,7 @@ func checkAvailabilities(items []Availability, idx []int, ps []Problem, exp Avai
 		keys[k] = a.OptionID + "\x00" + a.ID // ids are unique within the option
 	}
 	markDuplicates(keys, idx, bad)
-	if exp.AvailabilityType == OpeningHours {
+	if exp.AvailabilityType == OpeningHours && !exp.octo {
 		markContiguous(items, idx, bad, loc)
 	}
 	return keep(items, idx, bad, "availability", func(a Availability) string { return a.ID }, ps)
@@ -464,6 +491,10 @@ type BookingExpect struct {
 	// Statuses, when set: the statuses the call may lead to (doc 3,
 	// States and transitions): createBooking ON_HOLD or REJECTED, ...
 	Statuses []string
+
+	// octo: an OCTO answer, whose utcExpiresAt may be null on ON_HOLD
+	// (OCTO makes it nullable; doc 3's utcHoldExpiration is a MUST).
+	octo bool
 }
 
 // checkBooking returns the rules b breaks; it drops fractions of seconds.
@@ -493,7 +524,7 @@ func checkBooking(b *Booking, exp BookingExpect) []string {
 	if b.UTCHoldExpiration != nil {
 		t := b.UTCHoldExpiration.Truncate(time.Second)
 		b.UTCHoldExpiration = &t
-	} else if b.Status == OnHold {
+	} else if b.Status == OnHold && !exp.octo {
 		rules = append(rules, RuleHoldExpiration)
 	}
 	if a := b.Availability; a != nil {

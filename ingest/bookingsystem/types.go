@@ -64,7 +64,18 @@ type Product struct {
 	RedemptionMethod    string       `json:"redemptionMethod"`
 	Capabilities        []Capability `json:"capabilities"`
 	Options             []Option     `json:"options"`
+	// PricingPer is OCTO's pricing capability's UNIT (prices per unit,
+	// on the units) or BOOKING (one price per booking, on the option);
+	// empty: per unit. A v2 booking system may send it too (the nested
+	// fields take OCTO's names).
+	PricingPer string `json:"pricingPer,omitempty"`
 }
+
+// OCTO's pricingPer values.
+const (
+	PricingPerUnit    = "UNIT"
+	PricingPerBooking = "BOOKING"
+)
 
 // Capability: doc 3 counts 3 fields (OCTO: id, revision, required).
 type Capability struct {
@@ -74,19 +85,99 @@ type Capability struct {
 }
 
 // Option is a variant of a Product (Switchback's rate); doc 3 counts 4
-// fields (OCTO: id, default, internalName, units).
+// fields (OCTO: id, default, internalName, units). The terms of sale are
+// OCTO's option fields, read in both dialects when a booking system sends
+// them (docs/decisions.md, "Rates, holds and bookings of booking-system
+// suppliers"): the cancellation cutoff (cancellationCutoffAmount and
+// cancellationCutoffUnit; cancellationCutoff is its text), the units a
+// booking may take (restrictions) and, with the octo/pricing capability,
+// the price of a booking (pricingFrom, for pricingPer BOOKING).
 type Option struct {
-	ID           string `json:"id"`
-	Default      bool   `json:"default"`
-	InternalName string `json:"internalName"`
-	Units        []Unit `json:"units"`
+	ID                       string              `json:"id"`
+	Default                  bool                `json:"default"`
+	InternalName             string              `json:"internalName"`
+	Units                    []Unit              `json:"units"`
+	CancellationCutoff       string              `json:"cancellationCutoff,omitempty"`
+	CancellationCutoffAmount *int                `json:"cancellationCutoffAmount,omitempty"`
+	CancellationCutoffUnit   string              `json:"cancellationCutoffUnit,omitempty"`
+	Restrictions             *OptionRestrictions `json:"restrictions,omitempty"`
+	PricingFrom              []Pricing           `json:"pricingFrom,omitempty"`
 }
 
-// Unit is a unit type of an option (OCTO: id, internalName, type).
+// OCTO's duration units (cancellationCutoffUnit).
+const (
+	DurationMinute = "minute"
+	DurationHour   = "hour"
+	DurationDay    = "day"
+)
+
+// CutoffMinutes is the option's cancellation cutoff in minutes before the
+// start (OCTO: cancellationCutoffAmount of cancellationCutoffUnit), and
+// whether the option states one.
+func (o Option) CutoffMinutes() (int, bool) {
+	if o.CancellationCutoffAmount == nil {
+		return 0, false
+	}
+	n := *o.CancellationCutoffAmount
+	switch o.CancellationCutoffUnit {
+	case DurationDay:
+		n *= 24 * 60
+	case DurationHour:
+		n *= 60
+	}
+	return n, true
+}
+
+// OptionRestrictions: OCTO's units per booking; nil is no bound.
+type OptionRestrictions struct {
+	MinUnits *int `json:"minUnits"`
+	MaxUnits *int `json:"maxUnits"`
+}
+
+// Unit is a unit type of an option (OCTO: id, internalName, reference,
+// type, restrictions, requiredContactFields; pricingFrom with the
+// octo/pricing capability, title with octo/content).
 type Unit struct {
-	ID           string `json:"id"`
-	InternalName string `json:"internalName"`
-	Type         string `json:"type"`
+	ID           string            `json:"id"`
+	InternalName string            `json:"internalName"`
+	Type         string            `json:"type"`
+	Title        *string           `json:"title,omitempty"`
+	Restrictions *UnitRestrictions `json:"restrictions,omitempty"`
+	PricingFrom  []Pricing         `json:"pricingFrom,omitempty"`
+}
+
+// OCTO's unit types. TRAVELLER, which OCTO's description allows "in
+// replacement of ADULT, CHILD, ...", is accepted as any other string.
+var UnitTypes = []string{"ADULT", "YOUTH", "CHILD", "INFANT", "FAMILY", "SENIOR", "STUDENT", "MILITARY", "OTHER"}
+
+// UnitRestrictions: OCTO's restrictions of a unit type.
+type UnitRestrictions struct {
+	MinAge        *int     `json:"minAge"`
+	MaxAge        *int     `json:"maxAge"`
+	IDRequired    bool     `json:"idRequired"`
+	MinQuantity   *int     `json:"minQuantity"`
+	MaxQuantity   *int     `json:"maxQuantity"`
+	PaxCount      *int     `json:"paxCount"`
+	AccompaniedBy []string `json:"accompaniedBy"`
+}
+
+// Pricing is OCTO's price: integer amounts in minor units of currency
+// (amount / 10^currencyPrecision).
+type Pricing struct {
+	Original          *int64 `json:"original"`
+	Retail            int64  `json:"retail"`
+	Net               *int64 `json:"net"`
+	Currency          string `json:"currency"`
+	CurrencyPrecision int    `json:"currencyPrecision"`
+	IncludedTaxes     []Tax  `json:"includedTaxes"`
+}
+
+// Tax is a tax included in an OCTO price.
+type Tax struct {
+	Name     string `json:"name"`
+	Retail   int64  `json:"retail"`
+	Original *int64 `json:"original"`
+	Net      *int64 `json:"net"`
 }
 
 // Availability is one availability of an option. Times are local
@@ -147,12 +238,29 @@ type BookingAvailability struct {
 }
 
 // UnitItem: doc 3 counts 4 fields (OCTO: uuid, unitId,
-// resellerReference, supplierReference).
+// resellerReference, supplierReference). Ticket is OCTO's ticket of the
+// unit (delivery TICKET), read from answers only.
 type UnitItem struct {
 	UUID              string  `json:"uuid,omitempty"`
 	UnitID            string  `json:"unitId"`
 	ResellerReference *string `json:"resellerReference,omitempty"`
 	SupplierReference *string `json:"supplierReference,omitempty"`
+	Ticket            *Ticket `json:"ticket,omitempty"`
+}
+
+// Ticket is OCTO's ticket or voucher: how it is redeemed and its
+// delivery options in the supplier's order of preference.
+type Ticket struct {
+	RedemptionMethod string           `json:"redemptionMethod"`
+	UTCRedeemedAt    *string          `json:"utcRedeemedAt"`
+	DeliveryOptions  []DeliveryOption `json:"deliveryOptions"`
+}
+
+// DeliveryOption is one delivery of a ticket: its format (OCTO:
+// PDF_URL, QRCODE, CODE128, PKPASS_URL, AZTECCODE) and value.
+type DeliveryOption struct {
+	DeliveryFormat string `json:"deliveryFormat"`
+	DeliveryValue  string `json:"deliveryValue"`
 }
 
 // CancellationRequest: doc 3 counts 7 fields (OCTO names).
@@ -193,6 +301,8 @@ type Booking struct {
 	UnitItems           []UnitItem           `json:"unitItems"`
 	CancellationRequest *CancellationRequest `json:"cancellationRequest"`
 	Contact             *Contact             `json:"contact,omitempty"`
+	// Voucher is OCTO's voucher of the booking (delivery VOUCHER).
+	Voucher *Ticket `json:"voucher,omitempty"`
 }
 
 // Order statuses: doc 3's Order table lists ON_HOLD, CONFIRMED, CANCELLED,

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -56,7 +57,7 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry (below)
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
 	}
-	if err := covers(s.conn, prev, b.Items); err != nil {
+	if err := covers(ctx, s.conn, newAvailabilityIDs(r.opts.Catalog, s.sup.ID), prev, b.Items); err != nil {
 		return schemas.Booking{}, false, err
 	}
 	instant, err := r.instantProducts(ctx, s, prev)
@@ -237,7 +238,7 @@ func (r *Router) view(ctx context.Context, s supplier, ord order, b schemas.Book
 		out.Status = schemas.BookingCancelled
 	default:
 		out.Status = schemas.BookingOpen
-		out.Tickets = tickets(o)
+		out.Tickets = r.tickets(ctx, s, o, b)
 		c := !slices.ContainsFunc(o.Bookings, func(x bs.Booking) bool { return !x.Cancellable })
 		out.Cancelable = &c
 	}
@@ -282,7 +283,7 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 // option, as many units as the order holds, and each named availability
 // held, as conn's bookings name it (Connection.BookingAvailabilityID;
 // internal/booking already checked that the hold covers the items).
-func covers(conn bs.Connection, o bs.Order, items []schemas.BookingItem) error {
+func covers(ctx context.Context, conn bs.Connection, avails *availabilityIDs, o bs.Order, items []schemas.BookingItem) error {
 	held := map[[2]string]int{}
 	avail := map[[3]string]bool{}
 	for _, x := range o.Bookings {
@@ -297,7 +298,14 @@ func covers(conn bs.Connection, o bs.Order, items []schemas.BookingItem) error {
 	booked := map[[2]string]int{}
 	for i, it := range items {
 		booked[[2]string{it.ProductID, it.RateID}] += it.Quantity
-		if it.AvailabilityID != "" && !avail[[3]string{it.ProductID, it.RateID, conn.BookingAvailabilityID(bs.SystemAvailabilityID(it.AvailabilityID))}] {
+		if it.AvailabilityID == "" {
+			continue
+		}
+		sys, err := avails.system(ctx, it.ProductID, it.RateID, it.AvailabilityID)
+		if err != nil {
+			return err
+		}
+		if !avail[[3]string{it.ProductID, it.RateID, conn.BookingAvailabilityID(sys)}] {
 			return domainerr.Field(fmt.Sprintf("booking.items[%d].availabilityId", i), "is not held by the hold")
 		}
 	}
@@ -323,32 +331,151 @@ func contactOf(c *schemas.Customer) *bs.Contact {
 		LastName: str(c.LastName), EmailAddress: str(c.Email), PhoneNumber: str(c.Phone)}
 }
 
-// tickets are one per booking of a confirmed order: doc 3 shows no
-// delivery values, so the ticket's barcode is the booking's
-// supplierReference (its uuid when there is none) as TEXT, its guests the
-// unit items by unit id.
-func tickets(o bs.Order) []schemas.Ticket {
-	out := make([]schemas.Ticket, 0, len(o.Bookings))
+// tickets are the tickets of a confirmed order o of booking b (spec doc
+// 2, Ticket; docs/decisions.md, "Rates, holds and bookings of
+// booking-system suppliers"):
+//
+//   - one per unit item that carries a ticket of its own (OCTO's
+//     deliveryMethod TICKET: unitItems[].ticket), else one per booking
+//     with its voucher (OCTO's VOUCHER), else one per booking (doc 3 shows
+//     no delivery value) whose barcode is its supplierReference (its uuid
+//     when there is none) as TEXT;
+//   - barcode: the first delivery option that is a code (QR_CODE,
+//     CODE128, AZTECCODE; OCTO's formats in the catalog's spelling), else
+//     the first one (a PDF_URL or PKPASS_URL), {format, value};
+//   - guests: the unit items by unit, each with the traveler type of the
+//     rate's price of that unit (typeCode the age band, typeModifier,
+//     typeName: spec doc 2 "taken from the age band, modifier and name of
+//     the Price's traveler type"; the rate's prices are the units', see
+//     bookingsync.UnitPrices), else the unit id;
+//   - bookingItemIds: the items of b that the booking books (same
+//     product, rate and availability);
+//   - leadTraveler: the lead traveler of those items (isLead), else of b,
+//     else b's customer (schemas.Booking.Lead);
+//   - status OPEN (valid for redemption; the booking status vocabulary of
+//     spec doc 2); extensions: the booking's uuid, product and option.
+//
+// The order is confirmed: the catalog reads these need run on a context
+// of their own (settleContext, also past the operation's deadline), and
+// one that fails only leaves a ticket without what it would have given
+// (logged): the sale is made and must be answered.
+func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.Booking) []schemas.Ticket {
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
+	degraded := func(what string, err error) {
+		r.log.Warn("supplierbooking: a ticket lacks what the catalog would give it", "supplier", s.sup.ID, "booking", b.ID, "what", what, "err", err)
+	}
+	avails := newAvailabilityIDs(r.opts.Catalog, s.sup.ID)
+	type itemKey struct{ pid, rid, avail string }
+	items := map[itemKey][]int{}
+	for i, it := range b.Items {
+		k := itemKey{it.ProductID, it.RateID, ""}
+		if it.AvailabilityID != "" {
+			sys, err := avails.system(ctx, it.ProductID, it.RateID, it.AvailabilityID)
+			if err != nil {
+				degraded("bookingItemIds", err)
+				sys = bs.SystemAvailabilityID(it.AvailabilityID)
+			}
+			k.avail = s.conn.BookingAvailabilityID(sys)
+		}
+		items[k] = append(items[k], i)
+	}
+	types := map[[2]string]map[string]catalog.PriceTravelerType{}
+	guestType := func(pid, oid, unit string) schemas.Guest {
+		k := [2]string{pid, oid}
+		tt, ok := types[k]
+		if !ok {
+			tt = map[string]catalog.PriceTravelerType{}
+			rt, err := r.opts.Catalog.Rate(ctx, catalogAdmin, s.sup.ID, pid, oid)
+			switch {
+			case isNotFound(err):
+			case err != nil:
+				degraded("guests", err)
+			default:
+				for _, p := range rt.Prices {
+					if p.TravelerType != nil {
+						id, _, _ := strings.Cut(p.ID, "~") // unitId~CUR
+						tt[id] = *p.TravelerType
+					}
+				}
+			}
+			types[k] = tt
+		}
+		if t, ok := tt[unit]; ok && t.AgeBand != "" {
+			return schemas.Guest{TypeCode: t.AgeBand, TypeModifier: t.Modifier, TypeName: t.Name}
+		}
+		return schemas.Guest{TypeCode: unit}
+	}
+	var out []schemas.Ticket
 	for _, x := range o.Bookings {
 		if x.Status != bs.Confirmed {
 			continue
 		}
-		value := x.UUID
-		if x.SupplierReference != nil && *x.SupplierReference != "" {
-			value = *x.SupplierReference
+		var ids []string
+		var lead *schemas.Traveler
+		k := itemKey{x.ProductID, x.OptionID, ""}
+		if x.Availability != nil {
+			k.avail = x.Availability.ID
 		}
-		bc, _ := json.Marshal(schemas.Barcode{Format: "TEXT", Value: value}) // cannot fail: two strings
-		var guests []schemas.Guest
-		for _, u := range x.UnitItems {
-			k := slices.IndexFunc(guests, func(g schemas.Guest) bool { return g.TypeCode == u.UnitID })
-			if k < 0 {
-				guests = append(guests, schemas.Guest{TypeCode: u.UnitID})
-				k = len(guests) - 1
+		idx := items[k]
+		if len(idx) == 0 {
+			k.avail = ""
+			idx = items[k]
+		}
+		for _, i := range idx {
+			ids = append(ids, b.Items[i].ID)
+			if t := b.Items[i].Traveler; t != nil && t.IsLead && lead == nil {
+				c := *t
+				lead = &c
 			}
-			guests[k].Count++
 		}
-		out = append(out, schemas.Ticket{Barcode: bc, Guests: guests, Status: schemas.BookingOpen,
-			Extensions: map[string]string{"bookingUuid": x.UUID, "productId": x.ProductID, "optionId": x.OptionID}})
+		if lead == nil {
+			lead = b.Lead()
+		}
+		ext := map[string]string{"bookingUuid": x.UUID, "productId": x.ProductID, "optionId": x.OptionID}
+		ticket := func(code schemas.Barcode, units []bs.UnitItem) schemas.Ticket {
+			bc, _ := json.Marshal(code) // cannot fail: two strings
+			var guests []schemas.Guest
+			for _, u := range units {
+				g := guestType(x.ProductID, x.OptionID, u.UnitID)
+				k := slices.IndexFunc(guests, func(h schemas.Guest) bool { return h.TypeCode == g.TypeCode && h.TypeName == g.TypeName })
+				if k < 0 {
+					guests = append(guests, g)
+					k = len(guests) - 1
+				}
+				guests[k].Count++
+			}
+			return schemas.Ticket{Barcode: bc, BookingItemIDs: slices.Clone(ids), Guests: guests, LeadTraveler: lead,
+				Status: schemas.BookingOpen, Extensions: ext}
+		}
+		perUnit := len(x.UnitItems) > 0 && !slices.ContainsFunc(x.UnitItems, func(u bs.UnitItem) bool { return u.Ticket == nil || len(u.Ticket.DeliveryOptions) == 0 })
+		switch {
+		case perUnit:
+			for _, u := range x.UnitItems {
+				out = append(out, ticket(barcodeOf(u.Ticket), []bs.UnitItem{u}))
+			}
+		case x.Voucher != nil && len(x.Voucher.DeliveryOptions) > 0:
+			out = append(out, ticket(barcodeOf(x.Voucher), x.UnitItems))
+		default:
+			value := x.UUID
+			if x.SupplierReference != nil && *x.SupplierReference != "" {
+				value = *x.SupplierReference
+			}
+			out = append(out, ticket(schemas.Barcode{Format: "TEXT", Value: value}, x.UnitItems))
+		}
 	}
 	return out
+}
+
+// barcodeOf is the barcode of an OCTO ticket or voucher: its first
+// delivery option that is a code, else its first.
+func barcodeOf(t *bs.Ticket) schemas.Barcode {
+	for _, d := range t.DeliveryOptions {
+		switch d.DeliveryFormat {
+		case "QR_CODE", "CODE128", "AZTECCODE":
+			return schemas.Barcode{Format: d.DeliveryFormat, Value: d.DeliveryValue}
+		}
+	}
+	d := t.DeliveryOptions[0]
+	return schemas.Barcode{Format: d.DeliveryFormat, Value: d.DeliveryValue}
 }

@@ -3,6 +3,7 @@ package supplierbooking
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +191,15 @@ func (e *env) reseller() principals.Principal {
 // P2 and P4) on the day after the clock, as the catalog names it.
 func (e *env) freeSlot() string {
 	day := e.clock.now().AddDate(0, 0, 1).Format(time.DateOnly)
-	return bs.CatalogAvailabilityID(day + "T09:00:00Z")
+	return legacyAvailabilityID(day + "T09:00:00Z")
+}
+
+// legacyAvailabilityID is the catalog id an earlier synchronization gave a
+// booking system's availability id ("b64." and its base64url): holds by
+// such ids keep working (the catalog lacks them here: no synchronization
+// ran, so the Router reads the id itself).
+func legacyAvailabilityID(id string) string {
+	return "b64." + base64.RawURLEncoding.EncodeToString([]byte(id))
 }
 
 // slotWithRoom is a START_TIME availability of option oid with at least
@@ -205,7 +214,7 @@ func (e *env) slotWithRoom(t *testing.T, pid, oid string, need int) (string, int
 	}
 	for _, a := range avs {
 		if (a.Status == bs.Available || a.Status == bs.Limited) && a.Vacancies != nil && *a.Vacancies >= need {
-			return bs.CatalogAvailabilityID(a.ID), *a.Vacancies
+			return legacyAvailabilityID(a.ID), *a.Vacancies
 		}
 	}
 	t.Fatalf("no slot of %s with %d vacancies", oid, need)
@@ -260,4 +269,18 @@ func counter(c prometheus.Counter) float64 {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// wantTickets is the tickets of a booking of the hold's items: one per
+// booking (hold item) of a v2 system, one per unit of an OCTO one (its
+// deliveryMethod TICKET: a ticket per unit item).
+func wantTickets(dialect string, items []schemas.HoldItem) int {
+	if dialect != bs.DialectOCTO {
+		return len(items)
+	}
+	n := 0
+	for _, it := range items {
+		n += it.Quantity
+	}
+	return n
 }

@@ -263,8 +263,8 @@ func sameBooking(conn bs.Connection, b bs.Booking, q bs.BookingRequest) bool {
 //   - productId, optionId: the item's product and rate (our rates are the
 //     options);
 //   - availabilityId: the booking system's id of the item's availability
-//     (bookingsystem.SystemAvailabilityID), required (doc 3: MUST be sent
-//     when booking);
+//     (availabilityIDs: the catalog's SystemID of it), required (doc 3:
+//     MUST be sent when booking);
 //   - unitItems: quantity times one unit of the option (chooseUnit among
 //     the booking system's units, units.go);
 //   - holdExpirationMinutes: the shortest holdablePeriod of the items'
@@ -281,6 +281,7 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 		return nil, nil, fmt.Errorf("channel %s: %w", channelID, err)
 	}
 	rates := map[[2]string]catalog.Rate{}
+	avails := newAvailabilityIDs(r.opts.Catalog, s.sup.ID)
 	itemRates := make([]catalog.Rate, 0, len(h.Items))
 	minutes := 0
 	reqs := make([]bs.BookingRequest, 0, len(h.Items))
@@ -314,10 +315,14 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 		if len(us) == 0 {
 			return nil, nil, domainerr.Field(field("rateId"), "is not an option with units at the supplier's booking system")
 		}
+		avID, err := avails.system(ctx, it.ProductID, it.RateID, it.AvailabilityID)
+		if err != nil {
+			return nil, nil, err
+		}
 		itemRates = append(itemRates, rt)
 		reqs = append(reqs, bs.BookingRequest{SupplierID: s.sup.ID, UUID: BookingUUID(h.ID, i), ResellerReference: h.ID,
 			ChannelName: chName, ChannelID: ChannelUUID(channelID), ProductID: it.ProductID, OptionID: it.RateID,
-			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: unitItems(chooseUnit(us, rt, it), it.Quantity), OrderID: OrderID(h.ID)})
+			AvailabilityID: avID, UnitItems: unitItems(chooseUnit(us, rt, it), it.Quantity), OrderID: OrderID(h.ID)})
 	}
 	if minutes == 0 {
 		minutes = r.opts.DefaultHoldMinutes

@@ -1,9 +1,13 @@
 package supplierbooking
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/google/uuid"
+
+	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
 )
 
 // Namespace of the name-based (version 5) UUIDs Switchback derives for a
@@ -33,4 +37,46 @@ func ChannelUUID(channelID string) string {
 		return u.String()
 	}
 	return uuid.NewSHA1(Namespace, []byte("channel\x00"+channelID)).String()
+}
+
+// availabilityIDs maps the catalog's availability ids of one operation's
+// items to the booking system's: the catalog keeps the booking system's
+// id of every availability a synchronization wrote (its SystemID; the
+// catalog's id is a UUID derived from it, bookingsystem.CatalogAvailabilityID).
+// An id the catalog does not have (an availability of an earlier version's
+// "b64." form, or an operator's own id) is read by
+// bookingsystem.SystemAvailabilityID. Each rate's set is read once.
+type availabilityIDs struct {
+	cat  Catalog
+	sid  string
+	sets map[[2]string]map[string]string
+}
+
+func newAvailabilityIDs(cat Catalog, sid string) *availabilityIDs {
+	return &availabilityIDs{cat: cat, sid: sid, sets: map[[2]string]map[string]string{}}
+}
+
+// system is the booking system's id of availability id of rate rid of
+// product pid (an id the client returned: ingest/bookingsystem maps OCTO
+// ranges back to their day).
+func (a *availabilityIDs) system(ctx context.Context, pid, rid, id string) (string, error) {
+	k := [2]string{pid, rid}
+	m, ok := a.sets[k]
+	if !ok {
+		set, err := a.cat.Availabilities(ctx, catalogAdmin, a.sid, pid, rid)
+		if err != nil && !isNotFound(err) {
+			return "", fmt.Errorf("availabilities of %s/%s: %w", pid, rid, err)
+		}
+		m = make(map[string]string, len(set.Availabilities))
+		for _, av := range set.Availabilities {
+			if av.SystemID != "" {
+				m[av.ID] = av.SystemID
+			}
+		}
+		a.sets[k] = m
+	}
+	if sys, ok := m[id]; ok {
+		return sys, nil
+	}
+	return bs.SystemAvailabilityID(id), nil
 }

@@ -50,6 +50,7 @@ type Catalog interface {
 	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
 	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
 	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
+	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
 	Channel(ctx context.Context, cid string) (catalog.Channel, error)
 }
 

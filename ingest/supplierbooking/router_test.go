@@ -1,6 +1,7 @@
 package supplierbooking
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -230,7 +231,7 @@ func TestCreateBooking_ConfirmFailsWholeWhenOneBookingsHoldLapsed(t *testing.T) 
 					}
 					return
 				}
-				if accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != 2 || got.Cancelable == nil || !*got.Cancelable {
+				if accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != wantTickets(dialect, h.Items) || got.Cancelable == nil || !*got.Cancelable {
 					t.Fatalf("booking %+v accepted %v", got, accepted)
 				}
 			})
@@ -515,7 +516,7 @@ func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
 	if err != nil || len(ps) != 0 || len(avs) != 2 || avs[0].ID == avs[1].ID {
 		t.Fatalf("availabilities %+v problems %v err %v, want the day's two ranges", avs, ps, err)
 	}
-	afternoon := bs.CatalogAvailabilityID(avs[1].ID)
+	afternoon := legacyAvailabilityID(avs[1].ID)
 	h := schemas.Hold{ID: "hold-range", Items: []schemas.HoldItem{item("S1-P2", 1, afternoon, 2)}}
 	for attempt := range 2 {
 		if got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil || got.Status != schemas.HoldActive {
@@ -523,7 +524,7 @@ func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
 		}
 	}
 	b, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-range", h), "req")
-	if err != nil || accepted || b.Status != schemas.BookingOpen || len(b.Tickets) != 1 {
+	if err != nil || accepted || b.Status != schemas.BookingOpen || len(b.Tickets) != wantTickets(bs.DialectOCTO, h.Items) {
 		t.Fatalf("booking %+v accepted %v err %v", b, accepted, err)
 	}
 	if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed || e.sim.Bookings() != 1 {
@@ -615,8 +616,8 @@ func TestCreateBooking_ConfirmWithoutAnAnswerIsReadAgain(t *testing.T) {
 			if st := e.simStatuses(h.ID, 2); !slices.Equal(st, tt.want) {
 				t.Fatalf("simulator statuses %v, want %v", st, tt.want)
 			}
-			if tt.wantCode == "" && (accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != 2) {
-				t.Fatalf("booking %+v accepted %v, want OPEN with two tickets", got, accepted)
+			if tt.wantCode == "" && (accepted || got.Status != schemas.BookingOpen || len(got.Tickets) != wantTickets(tt.dialect, h.Items)) {
+				t.Fatalf("booking %+v accepted %v, want OPEN with its tickets", got, accepted)
 			}
 		})
 	}
@@ -822,6 +823,97 @@ func TestCreateHold_ConcurrentHoldsReadTheUnitsOnce(t *testing.T) {
 			}
 			if n := e.productReads.Load(); n != 1 {
 				t.Fatalf("%d product reads for 6 concurrent holds, want 1", n)
+			}
+		})
+	}
+}
+
+// TestHoldAndBook_ByTheCatalogsAvailabilityID: a reseller holds by the id
+// it read (the catalog's UUID of the availability, kept beside the
+// booking system's own id, as a synchronization writes it); the
+// createBooking names the booking system's id, and the booking of the hold
+// is recognised. An id of an earlier version's form ("b64.") still works
+// (the other tests use it).
+func TestHoldAndBook_ByTheCatalogsAvailabilityID(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			from := e.clock.now().AddDate(0, 0, 1)
+			avs, _, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{SupplierID: sid, ProductID: "S1-P2", OptionID: "S1-P2-O1",
+				LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bs.OpeningHours})
+			if err != nil || len(avs) == 0 {
+				t.Fatalf("availabilities %v %v", avs, err)
+			}
+			up := avs[0]
+			id := bs.CatalogAvailabilityID(sid, "S1-P2", "S1-P2-O1", up.ID)
+			if _, err := e.Store.PutAvailabilities(ctx, catalogAdmin, sid, "S1-P2", "S1-P2-O1", []catalog.Availability{{ID: id, SystemID: up.ID,
+				Start: up.LocalDateTimeStart.UTC(), End: up.LocalDateTimeEnd.UTC(), Capacity: 100}}); err != nil {
+				t.Fatal(err)
+			}
+			h := schemas.Hold{ID: "hold-by-id", Items: []schemas.HoldItem{item("S1-P2", 1, id, 2)}}
+			if got, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil || got.Status != schemas.HoldActive {
+				t.Fatalf("hold: %+v %v", got, err)
+			}
+			b, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-by-id", h), "req")
+			if err != nil || b.Status != schemas.BookingOpen {
+				t.Fatalf("booking %+v %v", b, err)
+			}
+			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed {
+				t.Fatalf("simulator: %s, want CONFIRMED (the booking system's availability %s)", st, up.ID)
+			}
+		})
+	}
+}
+
+// TestCreateBooking_TicketsCarryTheContract: the tickets of a booking at a
+// booking system name the booking items they are for (bookingItemIds),
+// copy the lead traveler, group guests by the traveler type of the rate's
+// price of their unit, and carry a barcode: OCTO's QR code per unit
+// (deliveryMethod TICKET, QRCODE read as QR_CODE), v2's supplier
+// reference as TEXT (doc 3 shows no delivery value).
+func TestCreateBooking_TicketsCarryTheContract(t *testing.T) {
+	for _, dialect := range dialects {
+		t.Run(dialect, func(t *testing.T) {
+			e := startDialect(t, dialect)
+			// The rate's prices are named after the units (as a
+			// synchronization writes them: bookingsync.UnitPrices).
+			e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/"+sid+"/products/S1-P2/rates/S1-P2-O1", e.Operator,
+				`{"id":"S1-P2-O1","name":"Option","prices":[{"id":"adult","name":"Adult","travelerType":{"ageBand":"ADULT","minAge":18,"name":"Adult"},"retail":{"amount":10,"currency":"EUR"}}]}`)
+			h := schemas.Hold{ID: "hold-tickets", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2), item("S1-P4", 2, e.freeSlot(), 1)}}
+			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
+				t.Fatal(err)
+			}
+			b := bookingFor("bk-tickets", h)
+			b.Items[0].ID, b.Items[1].ID = "item-1", "item-2"
+			b.Items[1].Traveler = &schemas.Traveler{FirstName: "Grace", LastName: "Hopper", IsLead: true}
+			got, _, err := e.router.CreateBooking(ctx, sid, b, "req")
+			if err != nil || len(got.Tickets) != wantTickets(dialect, h.Items) {
+				t.Fatalf("booking %+v err %v", got, err)
+			}
+			format := "TEXT"
+			if dialect == bs.DialectOCTO {
+				format = "QR_CODE"
+			}
+			for i, tk := range got.Tickets {
+				var bc schemas.Barcode
+				if err := json.Unmarshal(tk.Barcode, &bc); err != nil || bc.Format != format || bc.Value == "" {
+					t.Fatalf("ticket %d barcode %s, want %s", i, tk.Barcode, format)
+				}
+				if tk.Status != schemas.BookingOpen || tk.LeadTraveler == nil || len(tk.BookingItemIDs) != 1 || len(tk.Guests) != 1 {
+					t.Fatalf("ticket %d: %+v", i, tk)
+				}
+				switch tk.BookingItemIDs[0] {
+				case "item-1": // S1-P2-O1: the adult price's traveler type; the booking's lead traveler (of item-2)
+					if g := tk.Guests[0]; g.TypeCode != "ADULT" || g.TypeName != "Adult" || tk.LeadTraveler.FirstName != "Grace" || !tk.LeadTraveler.IsLead {
+						t.Fatalf("ticket %d of item-1: %+v guests %+v lead %+v", i, tk, tk.Guests, tk.LeadTraveler)
+					}
+				case "item-2": // no price of the unit: its id; the item's own lead traveler
+					if g := tk.Guests[0]; g.TypeCode != "adult" || tk.LeadTraveler.FirstName != "Grace" {
+						t.Fatalf("ticket %d of item-2: %+v guests %+v lead %+v", i, tk, tk.Guests, tk.LeadTraveler)
+					}
+				default:
+					t.Fatalf("ticket %d names %v", i, tk.BookingItemIDs)
+				}
 			}
 		})
 	}

@@ -68,7 +68,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 					return
 				}
 				res, err := svc.CreateBooking(ctx, p, "req-b", bookingFor("bk-svc", h))
-				if err != nil || res.Accepted || res.Booking.Status != schemas.BookingOpen || len(res.Booking.Tickets) != 2 {
+				if err != nil || res.Accepted || res.Booking.Status != schemas.BookingOpen || len(res.Booking.Tickets) != wantTickets(dialect, h.Items) {
 					t.Fatalf("booking %+v err %v", res, err)
 				}
 				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Confirmed) {
@@ -155,8 +155,8 @@ func TestService_PendingBookingResolvesThroughThePoller(t *testing.T) {
 				if rec.Booking.Status != tt.wantStatus || rec.AwaitingTickets || rec.CanceledBy != tt.wantCanceler {
 					t.Fatalf("record %+v, want %s", rec, tt.wantStatus)
 				}
-				if tt.wantStatus == schemas.BookingOpen && (len(rec.Booking.Tickets) != 2 || rec.Change != schemas.ChangeTicketsAdded) {
-					t.Fatalf("resolved booking: %d tickets, change %s; want 2, tickets-added", len(rec.Booking.Tickets), rec.Change)
+				if want := wantTickets(dialect, h.Items); tt.wantStatus == schemas.BookingOpen && (len(rec.Booking.Tickets) != want || rec.Change != schemas.ChangeTicketsAdded) {
+					t.Fatalf("resolved booking: %d tickets, change %s; want %d, tickets-added", len(rec.Booking.Tickets), rec.Change, want)
 				}
 				for i, want := range tt.wantSim {
 					if got := e.sim.BookingStatus(BookingUUID(booking.PartnerID("hold", p.ChannelID, h.ID), i)); got != want {

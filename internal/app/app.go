@@ -226,6 +226,13 @@ func (c *closeStack) push(name string, fn func(ctx context.Context) error) {
 	c.mu.Unlock()
 }
 
+// pushLast adds fn to run after every other closer.
+func (c *closeStack) pushLast(name string, fn func(ctx context.Context) error) {
+	c.mu.Lock()
+	c.fns = append([]namedCloser{{name, fn}}, c.fns...)
+	c.mu.Unlock()
+}
+
 func (c *closeStack) closeAll(log *slog.Logger, timeout time.Duration) {
 	c.mu.Lock()
 	fns := c.fns

@@ -53,10 +53,13 @@ func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometh
 		return demo.Cred{}
 	}
 	d, err := demo.Start(demo.Options{API: "http://" + httpAddr, Operator: cred("demo-operator"), Subscriber: cred("demo-sink"),
-		ChannelID: DemoChannelID, SinkAddr: cfg.DemoSinkAddr, BookingSystemAddr: cfg.DemoBookingSystemAddr, Logger: log, Registerer: reg})
+		ChannelID: DemoChannelID, SinkAddr: cfg.DemoSinkAddr, BookingSystemAddr: cfg.DemoBookingSystemAddr, PartnerAddr: cfg.DemoPartnerAddr, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("demo data: %w", err)
 	}
-	closers.push("demo (changes, sink, simulated partner)", d.Close)
+	// The rounds of changes stop first; the sink and the simulated systems
+	// last, after the tiers (which may still be talking to them).
+	closers.push("demo changes", d.Stop)
+	closers.pushLast("demo sink and simulated partner and booking system", d.Close)
 	return d, nil
 }

@@ -234,12 +234,14 @@ func PartnerID(kind, channelID, id string) string {
 	return uuid.NewSHA1(ns, []byte(kind+"/"+channelID+"/"+id)).String()
 }
 
-// HoldView is the hold as the reseller sees it: its id, and EXPIRED for an
-// ACTIVE hold past its expires.
+// HoldView is the hold as the reseller sees it: its id, EXPIRED for an
+// ACTIVE hold past its expires, and retrieved (spec doc 2: the response
+// adds it) the time of the answer.
 func HoldView(rec schemas.HoldRecord, now time.Time) schemas.Hold {
 	h := rec.Hold
 	if h.Status == schemas.HoldActive && !h.Expires.IsZero() && !now.Before(h.Expires) {
 		h.Status = schemas.HoldExpired
 	}
+	h.Retrieved = now.UTC().Truncate(time.Second)
 	return h
 }

@@ -21,7 +21,9 @@ type Result struct {
 }
 
 func result(rec schemas.BookingRecord) Result {
-	return Result{Booking: rec.Booking, Accepted: rec.AwaitingTickets}
+	b := rec.Booking
+	completeBooking(&b) // records written before the contract was filled in
+	return Result{Booking: b, Accepted: rec.AwaitingTickets}
 }
 
 // CreateBooking validates a reseller's booking, checks its hold (spec doc
@@ -58,6 +60,9 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	case in.Status != "" || len(in.Tickets) > 0 || len(in.Timeline) > 0 || in.Cancelable != nil:
 		return Result{}, invalid("booking", "status, tickets, timeline and cancelable are set by the supplier's system")
 	}
+	for i := range in.Items {
+		in.Items[i].Rate = nil // the response's: accepted in a request, ignored (as a hold's)
+	}
 	if err := checkID("booking.id", in.ID, false); err != nil {
 		return Result{}, err
 	}
@@ -79,6 +84,7 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		in.ID = uuid.NewString()
 	}
 	ref := Ref(p.ChannelID, in.ID)
+	bookingItemIDs(&in, PartnerID("booking", p.ChannelID, in.ID))
 	unlock, err := s.lock(ctx, "b", ref)
 	if err != nil {
 		return Result{}, err
@@ -94,7 +100,8 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		}
 		return result(old), nil
 	}
-	if err := s.checkVisible(ctx, "booking", p.ChannelID, len(in.Items), item, now); err != nil {
+	rates, err := s.checkVisible(ctx, "booking", p.ChannelID, len(in.Items), item, now)
+	if err != nil {
 		return Result{}, err
 	}
 	holdRef := Ref(p.ChannelID, in.HoldID)
@@ -156,6 +163,7 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	if len(got.Timeline) == 0 {
 		got.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: got.Status}}
 	}
+	bookingAnswer(&got, in, rates)
 	rec := schemas.BookingRecord{Booking: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
 		Connection: conn, Accepted: accepted, AwaitingTickets: accepted && len(got.Tickets) == 0 && got.Status != schemas.BookingCancelled,
 		Change: schemas.ChangeCreated, RequestID: reqID, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
@@ -263,11 +271,14 @@ func (s *Service) CancelBooking(ctx context.Context, p principals.Principal, req
 	return result(rec), nil
 }
 
+// cancelled records a booking as cancelled; its final state is final
+// (completeBooking: cancelable false, tickets void).
 func cancelled(rec *schemas.BookingRecord, now time.Time, by, reqID string) {
 	rec.PreviousStatus = rec.Booking.Status
 	rec.Booking.Status = schemas.BookingCancelled
 	rec.Booking.Timeline = append(slices.Clone(rec.Booking.Timeline), schemas.TimelineEntry{Timestamp: now.UTC(), TypeOf: schemas.BookingCancelled})
 	rec.Change, rec.CanceledBy, rec.AwaitingTickets, rec.RequestID, rec.UpdatedAt = schemas.ChangeCanceled, by, false, reqID, now.UTC()
+	completeBooking(&rec.Booking)
 }
 
 // Refresh reads a booking (by its ref, Ref) from its partner and records
@@ -319,6 +330,7 @@ func (s *Service) Refresh(ctx context.Context, reqID, ref string) (schemas.Booki
 	case rec.AwaitingTickets && len(got.Tickets) > 0:
 		rec.PreviousStatus = rec.Booking.Status
 		rec.Booking.Tickets = got.Tickets
+		completeBooking(&rec.Booking)
 		if got.Status != "" {
 			rec.Booking.Status = got.Status
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -35,10 +36,18 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if err := checkHoldDates(in, now); err != nil {
 		return schemas.Hold{}, err
 	}
-	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() || !in.Expires.IsZero() {
-		return schemas.Hold{}, invalid("hold", "status, timeline, retrieved and expires are set by the supplier's system")
+	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() {
+		return schemas.Hold{}, invalid("hold", "status, timeline and retrieved are set by the supplier's system")
 	}
-	if err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), item, now); err != nil {
+	// Spec doc 2: "the request is a subset of the response", and expires
+	// is a hold field: accepted, and ignored (the supplier's system sets
+	// the expiry), as is an item's embedded Rate (a hold read sent back).
+	in.Expires = time.Time{}
+	for i := range in.Items {
+		in.Items[i].Rate = nil
+	}
+	rates, err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), item, now)
+	if err != nil {
 		return schemas.Hold{}, err
 	}
 	fp, err := fingerprint(in)
@@ -49,6 +58,9 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 		in.ID = uuid.NewString()
 	}
 	ref := Ref(p.ChannelID, in.ID)
+	// Item ids derive from the id the supplier's system knows the hold by
+	// (PartnerID), unique across channels.
+	holdItemIDs(&in, PartnerID("hold", p.ChannelID, in.ID))
 	unlock, err := s.lock(ctx, "h", ref)
 	if err != nil {
 		return schemas.Hold{}, err
@@ -79,6 +91,7 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	if err != nil {
 		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
 	}
+	holdAnswer(&got, in, rates)
 	rec := schemas.HoldRecord{Hold: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
 		Connection: conn, CreatedAt: now.UTC(), UpdatedAt: now.UTC()}
 	partnerHold := got.ID

@@ -103,38 +103,47 @@ func checkItems(prefix string, n int, item func(i int) (itemRef, int)) (string, 
 }
 
 // checkVisible makes sure the channel sees every item's rate (bound, in
-// its binding window): an unbound one does not exist for the reseller.
-func (s *Service) checkVisible(ctx context.Context, prefix, channel string, n int, item func(i int) (itemRef, int), now time.Time) error {
-	bound := map[[2]string]map[string]bool{}
+// its binding window): an unbound one does not exist for the reseller. It
+// returns the rates as the channel reads them, the items' embedded Rate
+// (contract.go).
+func (s *Service) checkVisible(ctx context.Context, prefix, channel string, n int, item func(i int) (itemRef, int), now time.Time) (rateSet, error) {
+	bound := map[[2]string]map[string]json.RawMessage{}
+	out := rateSet{}
 	for i := range n {
 		ref, _ := item(i)
 		k := [2]string{ref.sid, ref.pid}
 		rates, ok := bound[k]
 		if !ok {
 			raw, err := s.opts.Catalog.AppendRates(ctx, nil, channel, ref.sid, ref.pid, now)
-			rates = map[string]bool{}
+			rates = map[string]json.RawMessage{}
 			switch {
 			case isNotFound(err):
 			case err != nil:
-				return fmt.Errorf("rates of %s/%s: %w", ref.sid, ref.pid, err)
+				return nil, fmt.Errorf("rates of %s/%s: %w", ref.sid, ref.pid, err)
 			default:
-				var rs []struct {
-					ID string `json:"id"`
-				}
+				var rs []json.RawMessage
 				if err := json.Unmarshal(raw, &rs); err != nil {
-					return fmt.Errorf("decode bound rates: %w", err)
+					return nil, fmt.Errorf("decode bound rates: %w", err)
 				}
 				for _, r := range rs {
-					rates[r.ID] = true
+					var id struct {
+						ID string `json:"id"`
+					}
+					if err := json.Unmarshal(r, &id); err != nil {
+						return nil, fmt.Errorf("decode bound rates: %w", err)
+					}
+					rates[id.ID] = r
 				}
 			}
 			bound[k] = rates
 		}
-		if !rates[ref.rid] {
-			return invalid(fmt.Sprintf("%s.items[%d].rateId", prefix, i), "is not a rate of a product bound to your channel")
+		r, ok := rates[ref.rid]
+		if !ok {
+			return nil, invalid(fmt.Sprintf("%s.items[%d].rateId", prefix, i), "is not a rate of a product bound to your channel")
 		}
+		out[ref] = r
 	}
-	return nil
+	return out, nil
 }
 
 func isNotFound(err error) bool {

@@ -69,6 +69,10 @@ func appendAvailability(b []byte, a Availability) ([]byte, bool) {
 		b = append(b, `,"maxCapacity":`...)
 		b = strconv.AppendInt(b, int64(*a.MaxCapacity), 10)
 	}
+	if a.SystemID != "" {
+		b = append(b, `,"systemId":`...)
+		b = jsonwire.AppendString(b, a.SystemID)
+	}
 	return append(b, '}'), true
 }
 

@@ -17,6 +17,7 @@ func availWireCases() []AvailabilitySet {
 		{SupplierID: "s1", ProductID: "p1", RateID: "r1", Availabilities: []Availability{
 			{ID: "w", Start: start, End: start.Add(2 * time.Hour), Capacity: 10},
 			{ID: "b64.abc<&>", Start: start.In(paris).Add(time.Nanosecond), End: start.Add(3 * time.Hour), Capacity: 0, MaxCapacity: &max},
+			{ID: "7f1f3a52-4a1e-5b9e-9d0c-3c6f7a1b2c3d", Start: start, End: start.Add(time.Hour), Capacity: 3, SystemID: "2026-12-01T10:00:00+01:00#09:00-12:00"},
 		}, Version: 42},
 		{SupplierID: `a"b`, ProductID: "Zürich", RateID: "\u2028", Availabilities: nil},
 	}

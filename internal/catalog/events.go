@@ -99,6 +99,13 @@ type Event struct {
 	// lock so that the changed days follow from the event alone.
 	PriceSchedule *PriceSchedule       `json:"priceSchedule,omitempty"`
 	PriorPrices   []PriceScheduleEntry `json:"priorPrices,omitempty"`
+	// Batch names the write a price schedule event is part of, when one
+	// write changed the schedules of several rates of a product (a
+	// booking system's price-schedule refresh: PutPriceScheduleIn): the
+	// notifications of its events are one per product, subscriber and
+	// window (processors/catalog), not one per rate with identical
+	// payloads.
+	Batch string `json:"batch,omitempty"`
 
 	// Prior is the replaced supplier, product or rate (nil: created).
 	Prior *Prior `json:"prior,omitempty"`

@@ -415,13 +415,18 @@ type Rate struct {
 }
 
 // Availability is one availability window of a rate (spec doc 2,
-// "Availability"), as an operator pushes it.
+// "Availability"), as an operator pushes it. SystemID is the booking
+// system's id of an availability that a booking-system synchronization
+// wrote (ingest/bookingsync): ID is then a UUID derived from it, and a
+// hold names the booking system's id again through it. Resellers never
+// see it (their availability is doc 2's five fields).
 type Availability struct {
 	ID          string    `json:"id"`
 	Start       time.Time `json:"start"`
 	End         time.Time `json:"end"`
 	Capacity    int       `json:"capacity"`
 	MaxCapacity *int      `json:"maxCapacity,omitempty"`
+	SystemID    string    `json:"systemId,omitempty"`
 }
 
 // AvailabilitySet is every availability of one rate, as last pushed.

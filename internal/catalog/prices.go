@@ -116,6 +116,15 @@ func validatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
 // replaced entries (read under the supplier's lock), so that the processor
 // finds the changed days from the event alone, whatever it has seen.
 func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
+	return s.PutPriceScheduleIn(ctx, p, "", sid, pid, rid, es)
+}
+
+// PutPriceScheduleIn is PutPriceSchedule as part of the write batch (an
+// id of the caller's, the same for every rate of one product it writes;
+// "" for none): the event carries it (Event.Batch), so that the price
+// schedule notifications of the batch are one per product, subscriber
+// and window.
+func (s *Store) PutPriceScheduleIn(ctx context.Context, p principals.Principal, batch, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
 	if err := validatePriceSchedule(es, s.now()); err != nil {
 		return PriceSchedule{}, err
 	}
@@ -153,7 +162,7 @@ func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, si
 		prior = cur.Entries
 	}
 	next.Version = last + 1
-	ev := Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior}
+	ev := Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior, Batch: batch}
 	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 

@@ -450,7 +450,11 @@ func checkTravelerTypes(field string, ts []TravelerType) error {
 // Product enumerations (spec doc 3, "Product").
 var (
 	availabilityTypes = []string{"START_TIME", "OPENING_HOURS"}
-	deliveryFormats   = []string{"QR_CODE", "EAN13", "CODE128", "UPCA", "TEXT", "CODE39"}
+	// deliveryFormats are doc 3's, then the OCTO standard's that doc 3
+	// lacks (OCTO's QRCODE is doc 3's QR_CODE and is stored so; the OCTO
+	// dialect maps it): a product of an OCTO booking system keeps its
+	// formats (docs/decisions.md, "OCTO dialect").
+	deliveryFormats   = []string{"QR_CODE", "EAN13", "CODE128", "UPCA", "TEXT", "CODE39", "AZTECCODE", "PDF_URL", "PKPASS_URL"}
 	deliveryMethods   = []string{"TICKET", "VOUCHER"}
 	redemptionMethods = []string{"MANIFEST", "DIGITAL", "PRINT"}
 	priceAts          = []string{PriceAtRedemption, PriceAtSale, PriceAtUnknown}
@@ -735,6 +739,9 @@ func validateAvailabilities(as []Availability, now time.Time) error {
 			if err := bounds.Int(f+".maxCapacity", int64(*a.MaxCapacity), int64(a.Capacity), bounds.MaxCapacity); err != nil {
 				return err
 			}
+		}
+		if len(a.SystemID) > MaxIDLen {
+			return invalidf(f+".systemId", "must be at most %d characters", MaxIDLen)
 		}
 	}
 	return nil

@@ -42,11 +42,13 @@ type Config struct {
 	// DemoData, with Demo: the simulated partner, demo data, rules of
 	// every type at a built-in webhook sink, and changes every few seconds.
 	DemoData bool
-	// DemoSinkAddr and DemoBookingSystemAddr are where the demo's webhook
-	// sink and simulated booking system listen: fixed, so that the README
-	// can point at them.
+	// DemoSinkAddr, DemoBookingSystemAddr and DemoPartnerAddr are where
+	// the demo's webhook sink and simulated booking system and partner
+	// listen: fixed, so that the README can point at them and a restart
+	// finds its suppliers' systems where they were.
 	DemoSinkAddr          string
 	DemoBookingSystemAddr string
+	DemoPartnerAddr       string
 	AdminKey              string
 	AdminSecret           string
 
@@ -183,6 +185,7 @@ func Settings() []Setting {
 		{"SWITCHBACK_DEMO_DATA", "demo-data", "true", "with SWITCHBACK_DEMO: simulated partner, demo supplier, rules of every type at a built-in webhook sink, changes every few seconds", boolean(func(c *Config) *bool { return &c.DemoData })},
 		{"SWITCHBACK_DEMO_SINK_ADDR", "demo-sink-addr", "127.0.0.1:18081", "with the demo data: listen address of the built-in webhook sink (any path; your own rules may point at it)", hostPort(func(c *Config) *string { return &c.DemoSinkAddr })},
 		{"SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR", "demo-bookingsystem-addr", "127.0.0.1:18082", "with the demo data: listen address of the simulated booking system (spec doc 3; bearer token demo-booking-token, suppliers S1 and S2)", hostPort(func(c *Config) *string { return &c.DemoBookingSystemAddr })},
+		{"SWITCHBACK_DEMO_PARTNER_ADDR", "demo-partner-addr", "127.0.0.1:18083", "with the demo data: listen address of the simulated partner (spec doc 2) behind the demo supplier; fixed, so that bookings made before a restart still reach it", hostPort(func(c *Config) *string { return &c.DemoPartnerAddr })},
 		{"SWITCHBACK_ADMIN_KEY", "admin-key", "", "bootstrap an admin principal with this key (with SWITCHBACK_ADMIN_SECRET)", func(c *Config, v string) error { c.AdminKey = v; return nil }},
 		{"SWITCHBACK_ADMIN_SECRET", "admin-secret", "", "secret of the bootstrap admin principal (at least 16 characters)", func(c *Config, v string) error { c.AdminSecret = v; return nil }},
 		{"SWITCHBACK_SECRETS_KEY", "secrets-key", "", "base64 of 32 random bytes: the AES-256-GCM key sealing partner credentials, booking-system tokens and rules' securityKeys before they reach Kafka or Redis; unset outside demo mode, such writes are refused (demo mode uses a fixed, public key)", secretsKey(func(c *Config) *[]byte { return &c.SecretsKey })},

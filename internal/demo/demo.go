@@ -52,6 +52,12 @@ type Options struct {
 	// BookingSystemAddr is the simulated booking system's listen address
 	// (SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR); "" picks a free loopback port.
 	BookingSystemAddr string
+	// PartnerAddr is the simulated partner's listen address
+	// (SWITCHBACK_DEMO_PARTNER_ADDR); "" picks a free loopback port. A
+	// fixed one keeps the demo supplier's connection across restarts, so
+	// its bookings stay reachable (a booking is never sent to a changed
+	// connection).
+	PartnerAddr string
 	// Interval between two rounds of changes. Default 3 s.
 	Interval time.Duration
 	Logger   *slog.Logger
@@ -136,9 +142,13 @@ func Start(opts Options) (*Demo, error) {
 		Rates:      map[string][]string{ProductGlacier: {RateAdult, RateChild}, ProductCanyon: {RateDay}},
 		ChangeRate: 0.3, ChangeEvery: time.Minute, Seed: 7,
 		TxConfig: partnersim.TxConfig{TicketsAfter: 2 * time.Second}})
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
+	paddr := opts.PartnerAddr
+	if paddr == "" {
+		paddr = "127.0.0.1:0"
+	}
+	pl, err := net.Listen("tcp", paddr)
 	if err != nil {
-		return nil, fmt.Errorf("demo partner listener: %w", err)
+		return nil, fmt.Errorf("demo partner listener on %s (SWITCHBACK_DEMO_PARTNER_ADDR): %w", paddr, err)
 	}
 	baddr := opts.BookingSystemAddr
 	if baddr == "" {
@@ -201,12 +211,21 @@ func (d *Demo) Received() map[string]int {
 
 // Close stops the changes, the sink and the partner.
 func (d *Demo) Close(ctx context.Context) error {
+	_ = d.Stop(ctx)
+	return errors.Join(d.sink.Shutdown(ctx), d.partner.Shutdown(ctx), d.booking.Shutdown(ctx))
+}
+
+// Stop ends the demo's rounds of changes; the sink and the simulated
+// systems serve until Close. A process stops the changes first and the
+// systems last, after its own tiers: a booking poller or a webhook still
+// in flight then finds its counterpart there.
+func (d *Demo) Stop(ctx context.Context) error {
 	d.cancel()
 	select {
 	case <-d.done:
 	case <-ctx.Done():
 	}
-	return errors.Join(d.sink.Shutdown(ctx), d.partner.Shutdown(ctx), d.booking.Shutdown(ctx))
+	return nil
 }
 
 // receive is the webhook sink: the path names the type; the signature is
@@ -465,7 +484,7 @@ func (d *Demo) book(ctx context.Context, tick int, day time.Time, accepted bool,
 	if accepted {
 		return // tickets-added follows once the partner attaches them
 	}
-	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusOK {
+	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusNoContent {
 		*errs = append(*errs, fmt.Errorf("cancel: %d %s %v", status, body, err))
 	}
 }
@@ -547,7 +566,7 @@ func (d *Demo) bookAtBookingSystem(ctx context.Context, tick int, day time.Time,
 		*errs = append(*errs, fmt.Errorf("booking-system booking: %d %s %v", status, body, err))
 		return
 	}
-	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+bid, ""); err != nil || status != http.StatusOK {
+	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+bid, ""); err != nil || status != http.StatusNoContent {
 		*errs = append(*errs, fmt.Errorf("booking-system cancel: %d %s %v", status, body, err))
 	}
 }

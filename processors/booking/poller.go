@@ -96,6 +96,8 @@ func (p *Poller) Poll(ctx context.Context) {
 		reqID := uuid.NewString()
 		_, changed, err := p.opts.Bookings.Refresh(ctx, reqID, id)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return // stopping: the poll was cut short, not failed
 		case err != nil:
 			p.polls.WithLabelValues("error").Inc()
 			p.log.Warn("polling a booking failed; retrying later", "booking", id, "reqId", reqID, "err", err)

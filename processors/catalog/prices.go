@@ -77,8 +77,18 @@ func (p *Processor) priceNotifications(ctx context.Context, env schemas.Envelope
 				if err != nil {
 					return nil, err
 				}
+				// The payload names no rate: the events of one write of
+				// several rates (ev.Batch) give one notification per
+				// product, subscriber and window, by id (the dispatcher
+				// drops an id it has), not one per rate with one payload.
+				key, what := env.ID, schemas.TypePriceSchedule+"\x00"+r.Start.Format(time.DateOnly)
+				if ev.Batch != "" {
+					key = ev.Batch
+					what = schemas.TypePriceSchedule + "\x00" + ev.SupplierID + "\x00" + ev.ProductID + "\x00" +
+						r.Start.Format(time.DateOnly) + "\x00" + r.End.Format(time.DateOnly)
+				}
 				out = append(out, schemas.Notification{
-					ID:         NotificationID(env.ID, sub, schemas.TypePriceSchedule+"\x00"+r.Start.Format(time.DateOnly)),
+					ID:         NotificationID(key, sub, what),
 					Subscriber: sub, Type: schemas.TypePriceSchedule, EntityKey: ev.SupplierID + "/" + ev.ProductID,
 					Payload: payload, CreatedAt: env.Time, Source: Source,
 				})

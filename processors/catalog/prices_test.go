@@ -9,6 +9,7 @@ import (
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -153,5 +154,54 @@ func TestPriceSchedule_HistoryRowsPerChangedPrice(t *testing.T) {
 	if r.PriceID != "b" || r.OldRetail != 20 || r.NewRetail != 25 || r.OldNet != 1 || r.NewNet != 1 || r.Currency != "EUR" ||
 		r.Start.Format(time.DateOnly) != "2027-01-01" || r.End.Format(time.DateOnly) != "2027-02-01" || r.RateID != "r1" {
 		t.Errorf("row %+v", r)
+	}
+}
+
+// TestPriceSchedule_OneNotificationPerProductAndWindowOfABatch: a write of
+// several rates' schedules of one product in one batch (a booking
+// system's price-schedule refresh) gives each subscriber one notification
+// per window, whatever the number of rates (the payload names no rate):
+// the notifications of the batch's events share their ids, which the
+// dispatcher sends once. Writes outside a batch keep ids of their own.
+func TestPriceSchedule_OneNotificationPerProductAndWindowOfABatch(t *testing.T) {
+	h := newHarness(t)
+	e := h.e
+	h.rules.set(e.Reseller1.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 7})
+	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
+	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r2", "R2"))
+	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{}`)
+	h.drain(t)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	entries := func(amount string) []catalogstore.PriceScheduleEntry {
+		return []catalogstore.PriceScheduleEntry{{From: today.AddDate(0, 0, 1).Format(time.DateOnly), Until: today.AddDate(0, 0, 2).Format(time.DateOnly),
+			Prices: []catalogstore.Price{{ID: "a", Retail: &catalogstore.Money{Amount: json.Number(amount), Currency: "EUR"}}}}}
+	}
+	ids := func(batch, amount string) []string {
+		t.Helper()
+		for _, rid := range []string{"r1", "r2"} {
+			if _, err := e.Store.PutPriceScheduleIn(t.Context(), principals.Principal{Role: principals.RoleAdmin}, batch, "s1", "p1", rid, entries(amount)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.drain(t)
+		notes, _ := splitTopics(t, h.notes.Messages())
+		var out []string
+		for _, m := range notes {
+			var n schemas.Notification
+			if err := json.Unmarshal(m.Value, &n); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, n.ID)
+		}
+		return out
+	}
+	if got := ids("batch-1", "10"); len(got) != 2 || got[0] != got[1] {
+		t.Fatalf("one batch of two rates: notification ids %v, want two equal ids (sent once)", got)
+	}
+	if got := ids("", "11"); len(got) != 2 || got[0] == got[1] {
+		t.Fatalf("two writes outside a batch: notification ids %v, want two of their own", got)
 	}
 }

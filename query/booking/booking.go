@@ -62,6 +62,31 @@ type holdRequest struct {
 	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
+// mirror makes the answer's meta.reqId the request body's meta.reqId,
+// when it has one (spec doc 2: "on partner responses it must mirror the
+// meta.reqId of the request"; these bodies are the partner interface's).
+// The rest of meta is free (doc 2 shows meta.data); a reqId that is not a
+// string is INVALID_FIELD meta.reqId.
+func mirror(r *httpapi.Request, meta json.RawMessage) error {
+	if len(meta) == 0 || string(meta) == "null" {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(meta, &m); err != nil {
+		return apierror.Invalid("meta", "must be an object")
+	}
+	raw, ok := m["reqId"]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	var id string
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return apierror.Invalid("meta.reqId", "must be a string")
+	}
+	r.MirrorReqID(id)
+	return nil
+}
+
 type holdResponse struct {
 	httpapi.Meta `json:"meta"`
 	Hold         schemas.Hold `json:"hold"`
@@ -80,6 +105,9 @@ type bookingResponse struct {
 func (h handlers) createHold(r *httpapi.Request) error {
 	var in holdRequest
 	if err := r.DecodeJSON(&in); err != nil {
+		return err
+	}
+	if err := mirror(r, in.Meta); err != nil {
 		return err
 	}
 	if in.Hold == nil {
@@ -114,6 +142,9 @@ func (h handlers) createBooking(r *httpapi.Request) error {
 	if err := r.DecodeJSON(&in); err != nil {
 		return err
 	}
+	if err := mirror(r, in.Meta); err != nil {
+		return err
+	}
 	if in.Booking == nil {
 		return apierror.Invalid("booking", "is required")
 	}
@@ -136,12 +167,11 @@ func (h handlers) booking(r *httpapi.Request) error {
 	return r.JSON(http.StatusOK, &bookingResponse{Booking: res.Booking})
 }
 
-// cancelBooking answers 200 with the cancelled booking (the partner's 204
-// has no body; the reseller gets the final state).
+// cancelBooking answers 204 without a body, as spec doc 2 shows the
+// cancel (the final state is read with GET /bookings/{booking_id}).
 func (h handlers) cancelBooking(r *httpapi.Request) error {
-	res, err := h.svc.CancelBooking(r.Context(), r.Principal, r.ID, r.Param(pBooking))
-	if err != nil {
+	if _, err := h.svc.CancelBooking(r.Context(), r.Principal, r.ID, r.Param(pBooking)); err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, &bookingResponse{Booking: res.Booking})
+	return r.NoContent()
 }

@@ -291,7 +291,7 @@ func TestHoldsAndBookings_OnlyTheirChannelSeesThem(t *testing.T) {
 		t.Errorf("channel B's bk-iso: %v", theirs)
 	}
 	// Cancelling one leaves the other.
-	e.Must(t, 200, "PUT", bookings+"/cancel/bk-iso", e.Reseller2, "")
+	e.Must(t, 204, "PUT", bookings+"/cancel/bk-iso", e.Reseller2, "")
 	if mine := decode(t, e.Must(t, 200, "GET", bookings+"/bk-iso", e.Reseller1, "")); mine["booking"].(map[string]any)["status"] == schemas.BookingCancelled {
 		t.Errorf("cancelling channel B's bk-iso cancelled channel A's: %v", mine)
 	}
@@ -350,11 +350,14 @@ func TestCancelBooking_ProducesTheCanceledNotification(t *testing.T) {
 	e := start(t, partnersim.TxConfig{})
 	h := e.hold(t, "", 1)
 	e.Must(t, 201, "POST", bookings, e.Reseller1, bookingBody("bk-cancel", h, rateA, 1, "MY-REF-7"))
-	got := decode(t, e.Must(t, 200, "PUT", bookings+"/cancel/bk-cancel", e.Reseller1, ""))
-	if got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
-		t.Fatalf("cancel answer = %v", got)
+	if b := e.Must(t, 204, "PUT", bookings+"/cancel/bk-cancel", e.Reseller1, ""); len(b) != 0 {
+		t.Fatalf("cancel answer has a body: %s", b)
 	}
-	e.Must(t, 200, "PUT", bookings+"/cancel/bk-cancel", e.Reseller1, "") // idempotent
+	got := decode(t, e.Must(t, 200, "GET", bookings+"/bk-cancel", e.Reseller1, ""))
+	if got["booking"].(map[string]any)["status"] != schemas.BookingCancelled {
+		t.Fatalf("cancelled booking = %v", got)
+	}
+	e.Must(t, 204, "PUT", bookings+"/cancel/bk-cancel", e.Reseller1, "") // idempotent
 	if b, _ := e.sim.Booking(bookingsvc.PartnerID("booking", catalogtest.ChannelA, "bk-cancel")); b.Status != schemas.BookingCancelled {
 		t.Fatalf("partner booking status = %s", b.Status)
 	}
@@ -440,5 +443,55 @@ func TestAcceptedBooking_PolledUntilTicketsThenTicketsAdded(t *testing.T) {
 	// No longer pending: nothing to claim.
 	if ids, err := e.svc.ClaimDue(context.Background(), 10); err != nil || len(ids) != 0 {
 		t.Fatalf("still pending: %v %v", ids, err)
+	}
+}
+
+// TestContract_HoldAndBookingCarryEveryField: whatever the partner leaves
+// out, the reseller's hold and booking carry the contract (spec doc 2):
+// item ids (generated when absent), each item's Rate as the channel reads
+// it, retrieved on the hold, tickets with bookingItemIds and leadTraveler;
+// meta.reqId mirrors the body's; expires is accepted in a hold request;
+// a cancelled booking is final (cancelable false, tickets void).
+func TestContract_HoldAndBookingCarryEveryField(t *testing.T) {
+	e := start(t, partnersim.TxConfig{})
+	body := strings.Replace(holdBody("hold-contract", rateA, 2), `{"hold":{`, `{"meta":{"reqId":"client-req-1"},"hold":{"expires":"2030-01-01T00:00:00Z",`, 1)
+	got := decode(t, e.Must(t, 201, "POST", holds, e.Reseller1, body))
+	if meta, _ := got["meta"].(map[string]any); meta["reqId"] != "client-req-1" {
+		t.Fatalf("meta = %v, want the body's reqId mirrored", got["meta"])
+	}
+	h := got["hold"].(map[string]any)
+	item := h["items"].([]any)[0].(map[string]any)
+	rate, _ := item["rate"].(map[string]any)
+	if h["retrieved"] == nil || h["expires"] == "2030-01-01T00:00:00Z" || item["id"] == nil || item["id"] == "" ||
+		rate["id"] != rateA || rate["productId"] != prod || rate["holdablePeriod"] != float64(900) || len(rate["prices"].([]any)) != 2 {
+		t.Fatalf("hold = %v", h)
+	}
+	again := decode(t, e.Must(t, 200, "GET", holds+"/hold-contract", e.Reseller1, ""))["hold"].(map[string]any)
+	if again["retrieved"] == nil || again["items"].([]any)[0].(map[string]any)["id"] != item["id"] {
+		t.Fatalf("hold read again = %v", again)
+	}
+
+	bbody := strings.Replace(bookingBody("bk-contract", "hold-contract", rateA, 2, "REF-C"), `{"booking":{`, `{"meta":{"reqId":"client-req-2"},"booking":{`, 1)
+	got = decode(t, e.Must(t, 201, "POST", bookings, e.Reseller1, bbody))
+	if meta, _ := got["meta"].(map[string]any); meta["reqId"] != "client-req-2" {
+		t.Fatalf("meta = %v", got["meta"])
+	}
+	b := got["booking"].(map[string]any)
+	bi := b["items"].([]any)[0].(map[string]any)
+	tk := b["tickets"].([]any)[0].(map[string]any)
+	lead, _ := tk["leadTraveler"].(map[string]any)
+	if bi["id"] == nil || bi["rate"].(map[string]any)["id"] != rateA || b["cancelable"] != true ||
+		fmt.Sprint(tk["bookingItemIds"]) != fmt.Sprint([]any{bi["id"]}) || lead["firstName"] != "Ada" || lead["isLead"] != true {
+		t.Fatalf("booking = %v", b)
+	}
+	e.Must(t, 204, "PUT", bookings+"/cancel/bk-contract", e.Reseller1, "")
+	b = decode(t, e.Must(t, 200, "GET", bookings+"/bk-contract", e.Reseller1, ""))["booking"].(map[string]any)
+	if b["status"] != schemas.BookingCancelled || b["cancelable"] != false || b["tickets"].([]any)[0].(map[string]any)["status"] != bookingsvc.TicketVoid {
+		t.Fatalf("cancelled booking = %v", b)
+	}
+	// A meta.reqId that is not a string is a bad value, named.
+	status, raw := e.Do(t, "POST", holds, e.Reseller1, strings.Replace(holdBody("", rateA, 1), `{"hold":{`, `{"meta":{"reqId":7},"hold":{`, 1))
+	if d, _ := decode(t, raw)["data"].(map[string]any); status != 400 || d["field"] != "meta.reqId" {
+		t.Fatalf("meta.reqId 7: %d %s", status, raw)
 	}
 }

@@ -13,6 +13,7 @@ package channel
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -134,11 +135,14 @@ func (h handlers) listChannels(r *httpapi.Request) error {
 func (h handlers) getChannel(r *httpapi.Request) error {
 	id := r.Param(pChannel)
 	if !catalog.ValidID(id) {
-		// Spec doc 2 lists 400 for this call: a channel id that cannot be
-		// one is a bad request, an unknown one is 404.
+		// Spec doc 2 lists 400 and 401 only for this call: a channel id
+		// that cannot be one, or that no channel has, is a bad request.
 		return apierror.Invalid(pChannel, "is not a valid channel id")
 	}
 	c, err := h.st.Channel(r.Context(), id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return apierror.Invalid(pChannel, "is not the id of a channel")
+	}
 	if err != nil {
 		return err
 	}

@@ -218,7 +218,7 @@ func TestOperatorSetup_EveryEndpointAndStatus(t *testing.T) {
 		// Channels.
 		{name: "list channels", method: "GET", path: ch + "/channels", who: op, want: http.StatusOK, contains: []string{`"id":"chan-a"`, `"id":"chan-b"`}},
 		{name: "get channel", method: "GET", path: ch + "/channels/chan-a", who: op, want: http.StatusOK, contains: []string{`"channel":{"companyName":"A Travel"`}},
-		{name: "unknown channel is 404", method: "GET", path: ch + "/channels/nope", who: op, want: http.StatusNotFound},
+		{name: "unknown channel is 400 (doc 2 lists 400 and 401 for this call)", method: "GET", path: ch + "/channels/nope", who: op, want: http.StatusBadRequest},
 		{name: "malformed channel id is 400", method: "GET", path: ch + "/channels/bad*id", who: op, want: http.StatusBadRequest},
 		{name: "reseller may not list channels", method: "GET", path: ch + "/channels", who: res1, want: http.StatusForbidden},
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchbackhq/switchback/query/apierror"
 )
@@ -14,6 +15,17 @@ type decodeTarget struct {
 	Inner struct {
 		Flag bool `json:"flag"`
 	} `json:"inner"`
+	Valid *struct {
+		From time.Time `json:"from,omitzero"`
+	} `json:"valid,omitempty"`
+	Items []struct {
+		At time.Time `json:"at,omitzero"`
+	} `json:"items,omitempty"`
+	embedded
+}
+
+type embedded struct {
+	When time.Time `json:"when,omitzero"`
 }
 
 func TestDecodeJSON(t *testing.T) {
@@ -34,6 +46,12 @@ func TestDecodeJSON(t *testing.T) {
 		{"unknown field", `{"name":"a","nmae":"b"}`, apierror.InvalidField, map[string]string{"field": "nmae"}},
 		{"wrong type names the field", `{"count":"two"}`, apierror.InvalidField, map[string]string{"field": "count"}},
 		{"wrong type in a nested field names its path", `{"inner":{"flag":"yes"}}`, apierror.InvalidField, map[string]string{"field": "inner.flag"}},
+		// A value its type refuses (a time that is not RFC 3339) is a bad
+		// value, named: never MALFORMED_JSON with a Go layout string.
+		{"a bad time names its field", `{"valid":{"from":"next tuesday"}}`, apierror.InvalidField, map[string]string{"field": "valid.from"}},
+		{"a bad time in a list names its index", `{"items":[{"at":"2026-11-22T09:00:00Z"},{"at":"09:00"}]}`, apierror.InvalidField, map[string]string{"field": "items[1].at"}},
+		{"a bad time of an embedded struct", `{"when":"yesterday"}`, apierror.InvalidField, map[string]string{"field": "when"}},
+		{"valid times", `{"valid":{"from":"2026-11-22T09:00:00+01:00"},"items":[{"at":"2026-11-22T09:00:00Z"}],"when":"2026-11-22T09:00:00Z"}`, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +66,9 @@ func TestDecodeJSON(t *testing.T) {
 			var ae *apierror.Error
 			if !errors.As(err, &ae) || ae.Code != tt.code || ae.Message == "" {
 				t.Fatalf("err = %#v, want %s with a message", err, tt.code)
+			}
+			if strings.Contains(ae.Message, "2006-01-02T15:04:05Z07:00") {
+				t.Errorf("message quotes a Go layout: %q", ae.Message)
 			}
 			for k, want := range tt.data {
 				if ae.Data[k] != want {

@@ -27,6 +27,8 @@ type Request struct {
 	ID string
 	// Principal is who is calling, authenticated and role-checked.
 	Principal principals.Principal
+	// replyID, when set (MirrorReqID), is meta.reqId of the answer.
+	replyID string
 
 	s     *Server
 	route *route
@@ -52,6 +54,26 @@ func (r *Request) Route() string {
 func (r *Request) Param(name string) string {
 	v, _ := r.Ctx.UserValue(name).(string)
 	return v
+}
+
+// MirrorReqID makes id the answer's meta.reqId (of a JSON body and of an
+// error object) in place of ID: spec doc 2, "on partner responses
+// [meta.reqId] must mirror the meta.reqId of the request", and the
+// reseller's hold and booking bodies are the partner interface's. The
+// X-Request-ID header keeps ID. An id that is not 1 to 128 printable
+// ASCII characters is ignored: it would be echoed in every answer.
+func (r *Request) MirrorReqID(id string) {
+	if saneRequestID([]byte(id)) {
+		r.replyID = id
+	}
+}
+
+// metaID is meta.reqId of the answer: the mirrored id, else ID.
+func (r *Request) metaID() string {
+	if r.replyID != "" {
+		return r.replyID
+	}
+	return r.ID
 }
 
 // DecodeJSON decodes the body into v; see DecodeJSON.
@@ -86,7 +108,7 @@ type metaCarrier interface{ setReqID(string) }
 func (r *Request) JSON(status int, v any) error {
 	hasMeta := false
 	if m, ok := v.(metaCarrier); ok {
-		m.setReqID(r.ID)
+		m.setReqID(r.metaID())
 		hasMeta = true
 	}
 	e := acquireEncoder()
@@ -105,7 +127,7 @@ func (r *Request) JSON(status int, v any) error {
 	}
 	var id [2 + 6*maxRequestIDLen]byte // worst-case escaped id, on the stack
 	resp.AppendBodyString(`{"meta":{"reqId":`)
-	resp.AppendBody(appendJSONString(id[:0], r.ID))
+	resp.AppendBody(appendJSONString(id[:0], r.metaID()))
 	if b[1] == '}' {
 		resp.AppendBodyString("}}")
 	} else {
@@ -135,7 +157,7 @@ func (r *Request) Error(err error) {
 		r.s.log.LogAttrs(context.Background(), slog.LevelError, "request failed",
 			slog.String("reqId", r.ID), slog.String("route", r.Route()), slog.String("code", string(e.Code)), slog.String("err", cause.Error()))
 	}
-	writeError(r.Ctx, r.ID, e)
+	writeError(r.Ctx, r.metaID(), e)
 }
 
 const contentTypeJSON = "application/json"

@@ -2,8 +2,10 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/changerequest"
@@ -65,9 +67,18 @@ func (h notifications) create(mode string) httpapi.HandlerFunc {
 		if in.ProductID == "" {
 			return apierror.Invalid("productId", "is required")
 		}
-		// The product must exist under a supplier the caller manages (404
-		// otherwise, as for every supplier path).
+		// The product must exist under a supplier the caller manages. Doc
+		// 3 lists 400, 401, 403 and 500 for this call: an unknown (or
+		// another operator's) supplier or product is a bad parameter, the
+		// same answer for both, as 404 is on every supplier path.
 		if _, err := h.cat.Product(r.Context(), r.Principal, in.SupplierID, in.ProductID); err != nil {
+			if errors.Is(err, catalog.ErrNotFound) {
+				field := "productId"
+				if strings.HasPrefix(err.Error(), "supplier ") {
+					field = "supplierId"
+				}
+				return apierror.Invalid(field, "is not the id of a "+strings.TrimSuffix(field, "Id")+" you manage")
+			}
 			return err
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)

@@ -197,6 +197,11 @@ func (h handlers) test(r *httpapi.Request) error {
 		return err
 	}
 	rule, n, err := h.reg.TestNotification(r.Context(), r.Principal.ID, h.typ, r.Param("id"), in)
+	if errors.Is(err, registry.ErrNotFound) {
+		// Spec doc 1 lists 400 and 500 for the test endpoints: an id that
+		// is not one of the caller's rules of the type is a bad request.
+		return apierror.Invalid("id", "is not the id of your "+h.typ+" rule")
+	}
 	if err != nil {
 		return err
 	}

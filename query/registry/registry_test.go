@@ -195,8 +195,9 @@ func TestRegistry_EveryEndpointOfEveryType(t *testing.T) {
 			if payload := verifySignature(t, last.Body, created.SecurityKey); !jsonEqual(t, payload, tc.wantPayload) {
 				t.Fatalf("payload %v, want %s", payload, tc.wantPayload)
 			}
+			// Doc 1 lists 400 and 500 for the test endpoints.
 			status, b = e.do(t, http.MethodPost, tc.test+"no-such-rule", e.a, tc.testBody)
-			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
+			expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
 
 			// DELETE: unknown id 404; the rule's id 200 without body; then gone.
 			status, b = e.do(t, http.MethodDelete, tc.crud+"/no-such-rule", e.a, "")
@@ -213,7 +214,7 @@ func TestRegistry_EveryEndpointOfEveryType(t *testing.T) {
 			status, b = e.do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON(created.ID, hook, false, ""))
 			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
 			status, b = e.do(t, http.MethodPost, tc.test+created.ID, e.a, tc.testBody)
-			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
+			expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
 
 			// The type can be registered again, with a client-chosen id.
 			status, b = e.do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("my-"+tc.typ, hook, false, ""))
@@ -281,13 +282,14 @@ func TestRegistry_SubscribersAreIsolated(t *testing.T) {
 	if status != http.StatusOK || md["throttleDelay"] != "0s" || md["disableAll"] != false {
 		t.Fatalf("B's metadata: %d %s", status, b)
 	}
-	// ...cannot change, delete or test A's rule by its id (404)...
+	// ...cannot change or delete A's rule by its id (404), nor test it
+	// (400: the test endpoints' status list, the same as an unknown id)...
 	status, b = e.do(t, http.MethodPut, "/supplier", e.b, ruleBodyJSON(ruleA.ID, hook, true, ""))
 	expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
 	status, b = e.do(t, http.MethodDelete, "/supplier/"+ruleA.ID, e.b, "")
 	expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
 	status, b = e.do(t, http.MethodPost, "/supplier/test/"+ruleA.ID, e.b, `{"supplierID":"S1","operation":"updated"}`)
-	expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
+	expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
 	if n := len(e.sink.received()); n != 0 {
 		t.Fatalf("B's test reached A's endpoint %d times", n)
 	}

@@ -9,9 +9,11 @@ import (
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 
-// priceScheduleResponse is GET .../rates/{rate_id}/priceschedule.
+// priceScheduleResponse is GET .../rates/{rate_id}/priceschedule. Meta
+// is embedded, so that Request.JSON fills it instead of adding a meta of
+// its own (one "meta" key: strict parsers refuse two).
 type priceScheduleResponse struct {
-	Meta          httpapi.Meta          `json:"meta"`
+	httpapi.Meta  `json:"meta"`
 	PriceSchedule catalog.PriceSchedule `json:"priceSchedule"`
 }
 
@@ -35,7 +37,7 @@ func (h handlers) priceSchedule(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, priceScheduleResponse{Meta: httpapi.Meta{ReqID: r.ID}, PriceSchedule: ps})
+	return r.JSON(http.StatusOK, &priceScheduleResponse{PriceSchedule: ps})
 }
 
 // parseDate reads an optional date: YYYY-MM-DD, or an RFC 3339 time

@@ -1,6 +1,6 @@
 // Package reseller maps the reseller catalog reads of spec doc 2 to the
-// catalog: suppliers (v1.2 and v1.3), and the products and rates of the
-// v1.2 reseller flow. What a reseller sees is governed by its channel's
+// catalog: suppliers, products and rates (v1.2 and v1.3) and the price
+// schedule of a rate. What a reseller sees is governed by its channel's
 // bindings (internal/catalog decides; unbound or unknown is 404).
 //
 // These are the hot path: a handler writes the response from the
@@ -9,7 +9,10 @@
 package reseller
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -58,6 +61,13 @@ func Register(s *httpapi.Server, store Reader) {
 	v13 := s.Group(httpapi.BaseResellerV13)
 	v13.Handle(http.MethodGet, "/suppliers", resellerOnly, h.suppliersV13)
 	v13.Handle(http.MethodGet, sup, resellerOnly, h.supplierV13)
+	// Products and rates of v1.3 (listed by spec doc 2 as v1.3 endpoints,
+	// their resources "not shown"): the v1.2 shapes with v1.3's supplier
+	// conventions (docs/decisions.md, "Reseller v1.3 products and rates").
+	v13.Handle(http.MethodGet, sup+"/products", resellerOnly, h.productsV13)
+	v13.Handle(http.MethodGet, prod, resellerOnly, h.productV13)
+	v13.Handle(http.MethodGet, prod+"/rates", resellerOnly, h.rates)
+	v13.Handle(http.MethodGet, prod+"/rates/{"+pRate+"}", resellerOnly, h.rate)
 	// The price schedule of a bound rate (not shown in the spec, v1.3 not
 	// either: the same shape under both; docs/decisions.md).
 	for _, g := range []*httpapi.Group{v12, v13} {
@@ -111,6 +121,82 @@ func (h handlers) product(r *httpapi.Request) error {
 	return write(r, "product", func(dst []byte) ([]byte, error) {
 		return h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
 	})
+}
+
+// productsV13 and productV13 are the v1.2 renderings with the products'
+// locations in v1.3's Location shape: the deprecated 1.2 fields (city,
+// country, state, utcOffset) left out, as Supplier 1.3 leaves them out
+// (spec doc 2, Versioning 2).
+func (h handlers) productsV13(r *httpapi.Request) error {
+	return write(r, "products", func(dst []byte) ([]byte, error) {
+		start := len(dst)
+		dst, err := h.st.AppendProducts(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), h.now())
+		if err != nil {
+			return dst, err
+		}
+		return locationsV13(dst, start, true)
+	})
+}
+
+func (h handlers) productV13(r *httpapi.Request) error {
+	return write(r, "product", func(dst []byte) ([]byte, error) {
+		start := len(dst)
+		dst, err := h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
+		if err != nil {
+			return dst, err
+		}
+		return locationsV13(dst, start, false)
+	})
+}
+
+// deprecatedLocationKeys are the Location 1.2 fields that 1.3 replaced.
+var deprecatedLocationKeys = [][]byte{[]byte(`"city":`), []byte(`"country":`), []byte(`"state":`), []byte(`"utcOffset":`)}
+
+// locationsV13 rewrites the product JSON (an array when list) appended
+// after start without the deprecated location fields. Products without
+// them (the common case: a key that appears nowhere) are left as they
+// are, bytes copied.
+func locationsV13(dst []byte, start int, list bool) ([]byte, error) {
+	raw := dst[start:]
+	found := false
+	for _, k := range deprecatedLocationKeys {
+		if bytes.Contains(raw, k) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return dst, nil
+	}
+	var ps []catalog.Product
+	if list {
+		if err := json.Unmarshal(raw, &ps); err != nil {
+			return dst, fmt.Errorf("decode stored products: %w", err)
+		}
+	} else {
+		var p catalog.Product
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return dst, fmt.Errorf("decode stored product: %w", err)
+		}
+		ps = []catalog.Product{p}
+	}
+	for i := range ps {
+		for j := range ps[i].Locations {
+			l := &ps[i].Locations[j]
+			l.City, l.Country, l.State, l.UTCOffset = "", "", "", ""
+		}
+	}
+	var out []byte
+	var err error
+	if list {
+		out, err = json.Marshal(ps)
+	} else {
+		out, err = json.Marshal(ps[0])
+	}
+	if err != nil {
+		return dst, fmt.Errorf("encode product: %w", err)
+	}
+	return append(dst[:start], out...), nil
 }
 
 func (h handlers) rates(r *httpapi.Request) error {

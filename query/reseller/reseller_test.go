@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 const (
@@ -72,6 +73,9 @@ func check(t *testing.T, e *catalogtest.Env, reads []read) {
 			if !json.Valid(body) {
 				t.Fatalf("invalid JSON: %s", body)
 			}
+			if dup := testharness.DuplicateKey(body); dup != "" {
+				t.Fatalf("duplicate JSON key %s: %s", dup, body)
+			}
 			for _, c := range rd.contains {
 				if !strings.Contains(string(body), c) {
 					t.Errorf("body lacks %s: %s", c, body)
@@ -122,6 +126,15 @@ func TestResellerReads_VisibilityFollowsChannelBindings(t *testing.T) {
 		{name: "1.3 supplier with content=true", who: r1, path: v13 + "/suppliers/s1?content=true", want: 200,
 			contains: []string{`"content":{"name":"c","title":[{"text":"Hello","locale":"en"}]`}},
 		{name: "1.3 content must be a boolean", who: r1, path: v13 + "/suppliers/s1?content=maybe", want: 400},
+		// v1.3 products and rates: the v1.2 shapes and visibility.
+		{name: "1.3 only bound products", who: r1, path: v13 + "/suppliers/s1/products", want: 200,
+			contains: []string{`{"meta":{"reqId":"test-req"},"products":[{"supplierId":"s1","id":"p1"`}, absent: []string{`"id":"p2"`}},
+		{name: "1.3 bound product", who: r1, path: v13 + "/suppliers/s1/products/p1", want: 200, contains: []string{`"product":{"supplierId":"s1","id":"p1"`, `"type":"START"`}},
+		{name: "1.3 unbound product is 404", who: r1, path: v13 + "/suppliers/s1/products/p2", want: 404, contains: []string{`"code":"NOT_FOUND"`}},
+		{name: "1.3 rates, prices with all the tags", who: r1, path: v13 + "/suppliers/s1/products/p1/rates", want: 200,
+			contains: []string{`"rates":[{"productId":"p1","id":"r1"`, `"id":"p-net"`}, absent: []string{`"id":"r2"`, `"id":"p-std"`}},
+		{name: "1.3 bound rate", who: r1, path: v13 + "/suppliers/s1/products/p1/rates/r1", want: 200, contains: []string{`"rate":{"productId":"p1","id":"r1"`}},
+		{name: "1.3 unbound rate is 404", who: r1, path: v13 + "/suppliers/s1/products/p1/rates/r2", want: 404},
 		{name: "1.3 unbound supplier is 404", who: r1, path: v13 + "/suppliers/s3?content=true", want: 404},
 		{name: "operators may not use reseller routes", who: op, path: v12 + "/suppliers", want: 403},
 		{name: "without valid credentials: 401", who: func(*catalogtest.Env) catalogtest.Cred {
@@ -176,4 +189,21 @@ func TestResellerReads_TwoResellersOfOneChannelSeeTheSame(t *testing.T) {
 			t.Errorf("GET %s differs between resellers of one channel:\n%s\n%s", p, a, b)
 		}
 	}
+}
+
+// TestResellerReads_V13ProductsDropTheDeprecatedLocationFields: a product
+// whose locations carry the 1.2 fields (city, country, state, utcOffset)
+// shows them under v1.2 only; v1.3 shows its Location shape, as it does
+// for suppliers.
+func TestResellerReads_V13ProductsDropTheDeprecatedLocationFields(t *testing.T) {
+	e := catalogtest.Start(t, catalogtest.Options{})
+	seed(t, e)
+	e.Must(t, 200, "PUT", ch+"/suppliers/s1/products/p1", e.Operator, strings.Replace(catalogtest.ProductBody("p1", "Product p1", "About p1"),
+		`"locations":[{"name":"Start","type":"START","order":1}]`, `"locations":[{"name":"Start","type":"START","order":1,"city":"Paris","utcOffset":"+01:00"}]`, 1))
+	check(t, e, []read{
+		{name: "1.2 keeps them", who: r1, path: v12 + "/suppliers/s1/products/p1", want: 200, contains: []string{`"city":"Paris"`, `"utcOffset":"+01:00"`}},
+		{name: "1.3 product", who: r1, path: v13 + "/suppliers/s1/products/p1", want: 200, contains: []string{`"type":"START"`, `"name":"Start"`},
+			absent: []string{`"city"`, `"utcOffset"`}},
+		{name: "1.3 list", who: r1, path: v13 + "/suppliers/s1/products", want: 200, contains: []string{`"type":"START"`}, absent: []string{`"city"`, `"utcOffset"`}},
+	})
 }

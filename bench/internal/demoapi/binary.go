@@ -27,7 +27,7 @@ type Binary struct {
 // data when demoData), free ports and env added (NAME=value), and waits
 // until its API answers.
 func StartBinary(bin, dir string, demoData bool, env ...string) (*Binary, error) {
-	var addrs [6]string
+	var addrs [7]string
 	for i := range addrs {
 		a, err := FreeAddr()
 		if err != nil {
@@ -38,7 +38,7 @@ func StartBinary(bin, dir string, demoData bool, env ...string) (*Binary, error)
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(os.Environ(), "SWITCHBACK_DATA_DIR="+filepath.Join(dir, "var"), "SWITCHBACK_HTTP_ADDR="+addrs[0],
 		"SWITCHBACK_OPS_ADDR="+addrs[1], "SWITCHBACK_EMBEDDED_KAFKA_ADDR="+addrs[2], "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR="+addrs[3],
-		"SWITCHBACK_DEMO_SINK_ADDR="+addrs[4], "SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR="+addrs[5],
+		"SWITCHBACK_DEMO_SINK_ADDR="+addrs[4], "SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR="+addrs[5], "SWITCHBACK_DEMO_PARTNER_ADDR="+addrs[6],
 		"SWITCHBACK_DEMO=true", fmt.Sprintf("SWITCHBACK_DEMO_DATA=%v", demoData),
 		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
 		"SWITCHBACK_OUTBOUND_ALLOW_HTTP=true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true",
