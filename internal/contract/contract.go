@@ -79,6 +79,9 @@ type Checker struct {
 
 	// validate serialises the validator calls (they share caches built for
 	// one document at a time) and counts.
+	// deviations are the known deviations (KnownDeviations).
+	deviations []*Deviation
+
 	mu     sync.Mutex
 	counts Counts
 	known  map[*Deviation]int
@@ -123,8 +126,7 @@ func New() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Checker{webhooks: map[string]*webhook{}, known: map[*Deviation]int{},
-		counts: Counts{Exchanges: map[string]int{}, Webhooks: map[string]int{}}}
+	c := newChecker(KnownDeviations)
 	for _, f := range docs.Families() {
 		raw, _ := docs.JSON(f.Name)
 		doc, err := libopenapi.NewDocument(raw)
@@ -155,6 +157,19 @@ func New() (*Checker, error) {
 		}
 	}
 	return c, nil
+}
+
+func newChecker(deviations []*Deviation) *Checker {
+	return &Checker{webhooks: map[string]*webhook{}, deviations: deviations, known: map[*Deviation]int{},
+		counts: Counts{Exchanges: map[string]int{}, Webhooks: map[string]int{}}}
+}
+
+// withDeviations is a Checker of the same documents with other known
+// deviations and counts of its own.
+func (c *Checker) withDeviations(deviations []*Deviation) *Checker {
+	o := newChecker(deviations)
+	o.families, o.routes, o.webhooks = c.families, c.routes, c.webhooks
+	return o
 }
 
 // ValidateDocuments checks every bundled document against the OpenAPI 3.1
@@ -269,7 +284,7 @@ func (c *Checker) Check(x Exchange) []Violation {
 		}
 	}
 	for i := range vs {
-		vs[i].Known = matchKnown(vs[i])
+		vs[i].Known = c.matchKnown(vs[i])
 		if vs[i].Known != nil {
 			c.known[vs[i].Known]++
 			c.counts.Known++
@@ -488,6 +503,20 @@ func (c *Checker) Summary() string {
 		fmt.Fprintf(&b, "contract: known deviation seen %d times: %s\n", c.known[d], d)
 	}
 	return b.String()
+}
+
+// Unseen lists the known deviations no exchange has matched: after a run
+// of every test, an entry the service no longer produces, to delete.
+func (c *Checker) Unseen() []*Deviation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*Deviation
+	for _, d := range c.deviations {
+		if c.known[d] == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Counts returns a copy of the counts.

@@ -15,7 +15,7 @@ var (
 	checkerErr  error
 )
 
-func newChecker(t *testing.T) *Checker {
+func loadChecker(t *testing.T) *Checker {
 	t.Helper()
 	checkerOnce.Do(func() { checker, checkerErr = New() })
 	if checkerErr != nil {
@@ -45,7 +45,7 @@ func exchange(method, path, reqBody string, status int, respBody string, header 
 const supplier = `{"code":"ALPINE","id":"demo-alpine","name":"Alpine Adventures","version":3}`
 
 func TestCheck_ConformingExchangesPass(t *testing.T) {
-	c := newChecker(t)
+	c := loadChecker(t)
 	noCreds := exchange("GET", "/v1.2/suppliers", "", 401, `{"code":"UNAUTHORIZED","message":"missing or invalid credentials",`+meta+`}`)
 	noCreds.Request.Header.Del("X-API-Key")
 	noCreds.Request.Header.Del("X-API-Secret")
@@ -75,7 +75,7 @@ func TestCheck_ConformingExchangesPass(t *testing.T) {
 }
 
 func TestCheck_ReportsWhatLeavesTheContract(t *testing.T) {
-	c := newChecker(t)
+	c := loadChecker(t)
 	tests := []struct {
 		name string
 		x    Exchange
@@ -135,21 +135,32 @@ func TestCheck_ReportsWhatLeavesTheContract(t *testing.T) {
 }
 
 func TestCheck_MarksKnownDeviations(t *testing.T) {
-	c := newChecker(t)
-	before := c.Counts().Known
+	dev := &Deviation{Issue: "issue 0, item 1: two meta keys", Method: "GET",
+		Routes:   both("/suppliers/{supplier_id}/products/{product_id}/rates/{rate_id}/priceschedule"),
+		Messages: []string{`duplicate JSON key "meta"`}}
+	other := &Deviation{Issue: "issue 0, item 2: never seen", Method: "GET", Routes: both("/suppliers"),
+		Messages: []string{"status 418 is not documented"}}
+	c := loadChecker(t).withDeviations([]*Deviation{dev, other})
+
 	x := exchange("GET", "/v1.3/suppliers/s/products/p/rates/r/priceschedule", "", 200,
 		`{`+meta+`,`+meta+`,"priceSchedule":{"supplierId":"s","productId":"p","rateId":"r","version":0,"entries":[]}}`)
 	vs := c.Check(x)
-	if len(vs) != 1 || vs[0].Known == nil || !strings.Contains(vs[0].Known.Issue, "issue 19, item 5") {
-		t.Fatalf("violations %v, want the one known deviation of issue 19 item 5", vs)
+	if len(vs) != 1 || vs[0].Known != dev {
+		t.Fatalf("violations %v, want the one known deviation", vs)
 	}
-	if got := c.Counts().Known; got != before+1 {
-		t.Errorf("known count %d, want %d", got, before+1)
+	if got := c.Counts().Known; got != 1 {
+		t.Errorf("known count %d, want 1", got)
 	}
 	// The same duplicate key on another route is not that deviation.
 	vs = c.Check(exchange("GET", "/v1.2/suppliers", "", 200, `{`+meta+`,`+meta+`,"suppliers":[]}`))
 	if len(vs) != 1 || vs[0].Known != nil {
 		t.Fatalf("violations %v, want one that is not known", vs)
+	}
+	if got := c.Unseen(); len(got) != 1 || got[0] != other {
+		t.Errorf("unseen %v, want only the deviation no exchange matched", got)
+	}
+	if !strings.Contains(c.Summary(), "known deviation seen 1 times: "+dev.Issue) {
+		t.Errorf("summary does not count the deviation seen:\n%s", c.Summary())
 	}
 }
 
@@ -165,7 +176,7 @@ func webhookRequest(typ, body string) *http.Request {
 const signature = `"signature":{"sum":"5f0a1c5e0a3e8b1f2d9c4b7a6e5d4c3b2a19f8e7d6c5b4a39281706f5e4d3c2b","timestamp":1795624564,"token":"6b1e0f3c9a2d4e5f8a7b6c5d4e3f2a1b"}`
 
 func TestWebhook_ChecksPayloadSignatureAndHeaders(t *testing.T) {
-	c := newChecker(t)
+	c := loadChecker(t)
 	tests := []struct {
 		name, typ, body string
 		header          map[string]string
@@ -205,7 +216,7 @@ func TestWebhook_ChecksPayloadSignatureAndHeaders(t *testing.T) {
 }
 
 func TestDocuments_AreValidOpenAPI31(t *testing.T) {
-	c := newChecker(t)
+	c := loadChecker(t)
 	if errs := c.ValidateDocuments(); len(errs) > 0 {
 		t.Fatalf("%d problems:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
