@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +60,7 @@ type started struct {
 // dependencies they use.
 func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*started, error) {
 	st := &started{failed: make(chan error, len(tiers)+1)}
-	sh, err := startShared(ctx, cfg, d, log, closers)
+	sh, err := startShared(ctx, cfg, slices.Contains(tiers, TierQuery), d, log, reg, closers)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +147,11 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		// against them before it is served.
 		Views: d.views,
 	})
+	// The reseller reads answer from the query tier's copy of the catalog
+	// while it is fresh (issue 21); registerAPI only adds routes.
+	if sh.catalogView != nil {
+		runWorker(closers, "catalog view", failed, sh.catalogView.Run)
+	}
 	if err := registerAPI(srv, d, sh, log); err != nil {
 		return "", err
 	}
@@ -286,10 +292,12 @@ type shared struct {
 	principals *principals.Store
 	registry   *registry.Registry
 	catalog    *catalog.Store
-	sender     *webhook.Sender
-	partner    *partner.Client
-	avail      *queryavailability.Service
-	changes    *changerequest.Store
+	// catalogView is the query tier's copy of the catalog (nil without it).
+	catalogView *catalog.View
+	sender      *webhook.Sender
+	partner     *partner.Client
+	avail       *queryavailability.Service
+	changes     *changerequest.Store
 	// bookingSystem is the one booking-system client of the process,
 	// suppliers the one router of holds and bookings.
 	bookingSystem *bookingsystem.Client
@@ -301,7 +309,7 @@ type shared struct {
 // table (rebuilt from its topic, followed), and the registry, catalog,
 // change notifications and cron reports over their Redis views. The views
 // are rebuilt by startViews, before any tier reads them.
-func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logger, closers *closeStack) (*shared, error) {
+func startShared(ctx context.Context, cfg config.Config, query bool, d *deps, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*shared, error) {
 	pstore, err := loadPrincipals(ctx, d, log, closers)
 	if err != nil {
 		return nil, err
@@ -313,7 +321,7 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 	// Writers of the registry and the catalog read the view before they
 	// publish: the views guard's epoch fences them (refused while the
 	// views are rebuilt, or if they were lost in between).
-	reg := registry.New(registry.Options{
+	registryStore := registry.New(registry.Options{
 		Redis:        d.redis,
 		Publisher:    d.producer,
 		AllowHTTP:    cfg.OutboundAllowHTTP,
@@ -322,16 +330,22 @@ func startShared(ctx context.Context, cfg config.Config, d *deps, log *slog.Logg
 		Fence:        d.views,
 		Secrets:      secrets,
 	})
+	// The query tier answers reseller catalog reads from its own copy of
+	// the catalog while it is fresh (issue 21; startQuery runs it).
+	var view *catalog.View
+	if query && cfg.CatalogViewBound > 0 {
+		view = catalog.NewView(catalog.ViewOptions{Brokers: d.brokers, Bound: cfg.CatalogViewBound, Logger: log, Registerer: reg})
+	}
 	// A supplier with holds or bookings that are not final cannot be
 	// deleted: the bookings view (read only here) counts them.
 	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
-		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis}), Secrets: secrets})
+		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis}), Secrets: secrets, View: view})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
 	client := webhook.NewClient(webhook.Options{AllowHTTP: cfg.OutboundAllowHTTP, AllowPrivate: cfg.OutboundAllowPrivate, Timeout: cfg.WebhookTimeout,
 		MaxConnsPerHost: max(cfg.DispatchConcurrency, webhook.DefaultMaxConnsPerHost)})
-	return &shared{principals: pstore, registry: reg, catalog: cat, sender: webhook.NewSender(client, time.Now), changes: changes,
+	return &shared{principals: pstore, registry: registryStore, catalog: cat, catalogView: view, sender: webhook.NewSender(client, time.Now), changes: changes,
 		cronReports: reports}, nil
 }
 

@@ -245,6 +245,12 @@ type scriptCall struct {
 
 // applyCall is the versioned upsert that materializes ev.
 func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
+	return applyCallOf(s.k, env, ev)
+}
+
+// applyCallOf is the versioned upsert that materializes ev in the view
+// whose keys are k (Redis, or a process's copy: memkv.go).
+func applyCallOf(k keys, env schemas.Envelope, ev *Event) (scriptCall, error) {
 	v, t := versionArgs(env.Version, env.Time)
 	del := "0"
 	if env.Deleted {
@@ -252,7 +258,7 @@ func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
 	}
 	switch ev.Kind {
 	case KindChannel:
-		return scriptCall{applyFieldScript, []string{s.k.channelVersions(), s.k.channels()},
+		return scriptCall{applyFieldScript, []string{k.channelVersions(), k.channels()},
 			[]any{ev.ChannelID, v, t, del, ev.ChannelID, string(mustJSON(ev.Channel))}}, nil
 	case KindSupplier:
 		sid := ev.SupplierID
@@ -266,34 +272,34 @@ func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
 		if ev.Supplier == nil {
 			args[10] = owner // the tombstone's owner
 		}
-		return scriptCall{applySupplierScript, []string{s.k.versions(sid), s.k.supplier(sid), s.k.all(), s.k.owned(owner), s.k.tombstone(sid)}, args}, nil
+		return scriptCall{applySupplierScript, []string{k.versions(sid), k.supplier(sid), k.all(), k.owned(owner), k.tombstone(sid)}, args}, nil
 	case KindProduct:
 		val := ""
 		if ev.Product != nil {
 			val = string(mustJSON(ev.Product))
 		}
-		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.products(ev.SupplierID)},
+		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.products(ev.SupplierID)},
 			[]any{verProduct(ev.ProductID), v, t, del, ev.ProductID, val}}, nil
 	case KindRate:
 		val := ""
 		if ev.Rate != nil {
 			val = string(renderRate(ev.Rate))
 		}
-		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.rates(ev.SupplierID, ev.ProductID)},
+		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.rates(ev.SupplierID, ev.ProductID)},
 			[]any{verRate(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
 	case KindAvailability:
 		val := ""
 		if ev.Availability != nil {
 			val = string(mustJSON(ev.Availability))
 		}
-		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.avail(ev.SupplierID, ev.ProductID)},
+		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.avail(ev.SupplierID, ev.ProductID)},
 			[]any{verAvail(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
 	case KindPriceSchedule:
 		val := ""
 		if ev.PriceSchedule != nil {
 			val = string(mustJSON(ev.PriceSchedule))
 		}
-		return scriptCall{applyFieldScript, []string{s.k.versions(ev.SupplierID), s.k.prices(ev.SupplierID, ev.ProductID)},
+		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.prices(ev.SupplierID, ev.ProductID)},
 			[]any{verPrices(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
 	case KindBinding:
 		sid, pid, cid := ev.SupplierID, ev.ProductID, ev.ChannelID
@@ -302,7 +308,7 @@ func (s *Store) applyCall(env schemas.Envelope, ev *Event) (scriptCall, error) {
 			val, idxv = string(mustJSON(ev.Binding)), indexValue(ev.Binding)
 		}
 		return scriptCall{applyBindingScript,
-			[]string{s.k.versions(sid), s.k.bindings(sid, pid), s.k.supplierChannels(sid), s.k.chanSupplier(cid, sid), s.k.chanSuppliers(cid)},
+			[]string{k.versions(sid), k.bindings(sid, pid), k.supplierChannels(sid), k.chanSupplier(cid, sid), k.chanSuppliers(cid)},
 			[]any{verBinding(pid, cid), v, t, del, cid, pid, sid, val, idxv}}, nil
 	default:
 		return scriptCall{}, fmt.Errorf("event %s: kind %q: %w", env.ID, ev.Kind, ErrInvalidEvent)

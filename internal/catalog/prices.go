@@ -185,8 +185,15 @@ func (s *Store) PriceSchedule(ctx context.Context, p principals.Principal, sid, 
 }
 
 func decodeSchedule(sid, pid, rid string, cmd *redis.StringCmd) (PriceSchedule, error) {
+	raw, err := cmd.Result()
+	return decodeScheduleRaw(sid, pid, rid, raw, err == nil)
+}
+
+// decodeScheduleRaw is a stored schedule (ok: there is one), else the
+// empty schedule of the rate.
+func decodeScheduleRaw(sid, pid, rid, raw string, ok bool) (PriceSchedule, error) {
 	out := PriceSchedule{SupplierID: sid, ProductID: pid, RateID: rid, Entries: []PriceScheduleEntry{}}
-	if raw, err := cmd.Result(); err == nil {
+	if ok {
 		if err := json.Unmarshal([]byte(raw), &out); err != nil {
 			return out, fmt.Errorf("decode stored price schedule: %w", err)
 		}
@@ -200,19 +207,19 @@ func decodeSchedule(sid, pid, rid string, cmd *redis.StringCmd) (PriceSchedule, 
 // priceTags (spec doc 2, binding rules), and only the entries that overlap
 // from..until (inclusive dates; zero: unbounded).
 func (s *Store) ChannelPriceSchedule(ctx context.Context, channel, sid, pid, rid string, from, until time.Time, now time.Time) (PriceSchedule, error) {
-	var rate *redis.BoolCmd
-	var cmd *redis.StringCmd
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(p redis.Pipeliner) {
-		rate = p.HExists(ctx, s.k.rates(sid, pid), rid)
-		cmd = p.HGet(ctx, s.k.prices(sid, pid), rid)
+	var rate *kvBool
+	var sched *kvStr
+	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) {
+		rate = b.hexists(s.k.rates(sid, pid), rid)
+		sched = b.hget(s.k.prices(sid, pid), rid)
 	})
 	if err != nil {
 		return PriceSchedule{}, err
 	}
-	if !rate.Val() || !t.binds(rid) {
+	if !rate.val || !t.binds(rid) {
 		return PriceSchedule{}, notFound("rate", rid)
 	}
-	ps, err := decodeSchedule(sid, pid, rid, cmd)
+	ps, err := decodeScheduleRaw(sid, pid, rid, sched.val, sched.ok)
 	if err != nil {
 		return ps, err
 	}

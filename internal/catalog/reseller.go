@@ -3,13 +3,10 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Reseller reads: the hot path. Visibility is governed by channel binding
@@ -19,7 +16,8 @@ import (
 // only when all the binding's priceTags are among its labels. Anything
 // else is ErrNotFound, whether it exists or not.
 //
-// Each read is one or two Redis round trips (pipelined) and copies the
+// Each read is one or two batches of reads (kv.go: a Redis pipeline, or
+// the process's copy of the view when it is fresh) and copies the
 // renderings stored at apply time into dst; only a rate read under a
 // binding with priceTags decodes and re-encodes (to drop prices).
 
@@ -46,90 +44,91 @@ func (v SupplierVersion) field() string {
 
 // AppendSuppliers appends the JSON array of the suppliers the channel
 // sees at now, by id, keeping those whose partnerId and code equal the
-// filters that are not empty. Two round trips.
+// filters that are not empty. Two batches of reads.
 func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string, v SupplierVersion, partnerID, code string, now time.Time) ([]byte, error) {
 	dst = append(dst, '[')
 	if !ValidID(channel) {
 		return append(dst, ']'), nil
 	}
-	ids, err := s.rdb.SMembers(ctx, s.k.chanSuppliers(channel)).Result()
-	if err != nil {
+	b := s.reads()
+	members := b.smembers(s.k.chanSuppliers(channel))
+	if err := b.exec(ctx); err != nil {
 		return dst, unavailable("read channel suppliers", err)
 	}
+	ids := members.val
 	if len(ids) == 0 {
 		return append(dst, ']'), nil
 	}
 	slices.Sort(ids)
-	pipe := s.rdb.Pipeline()
-	idx := make([]*redis.StringSliceCmd, len(ids))
-	sup := make([]*redis.SliceCmd, len(ids))
+	b = s.reads()
+	idx := make([]*kvStrs, len(ids))
+	sup := make([][]*kvStr, len(ids))
 	field := v.field()
 	for i, id := range ids {
-		idx[i] = pipe.HVals(ctx, s.k.chanSupplier(channel, id))
-		sup[i] = pipe.HMGet(ctx, s.k.supplier(id), field, fieldCode, fieldPartnerID)
+		idx[i] = b.hvals(s.k.chanSupplier(channel, id))
+		sup[i] = b.hmget(s.k.supplier(id), field, fieldCode, fieldPartnerID)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := b.exec(ctx); err != nil {
 		return dst, unavailable("read suppliers", err)
 	}
 	nowMs := millis(now)
 	first := true
 	for i := range ids {
-		if !anyOpen(idx[i].Val(), nowMs) {
+		if !anyOpen(idx[i].val, nowMs) {
 			continue
 		}
-		vals := sup[i].Val()
-		body, ok := vals[0].(string)
-		if !ok {
+		vals := sup[i]
+		if !vals[0].ok {
 			continue // bound but not (yet) in the view: not visible
 		}
-		if c, _ := vals[1].(string); code != "" && c != code {
+		if code != "" && vals[1].val != code {
 			continue
 		}
-		if p, _ := vals[2].(string); partnerID != "" && p != partnerID {
+		if partnerID != "" && vals[2].val != partnerID {
 			continue
 		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = append(dst, body...)
+		dst = append(dst, vals[0].val...)
 	}
 	return append(dst, ']'), nil
 }
 
 // AppendSupplier appends the supplier's JSON object if the channel sees
-// it at now. One round trip.
+// it at now. One batch.
 func (s *Store) AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v SupplierVersion, now time.Time) ([]byte, error) {
 	if !ValidID(channel) || !ValidID(sid) {
 		return dst, notFound("supplier", sid)
 	}
-	pipe := s.rdb.Pipeline()
-	idx := pipe.HVals(ctx, s.k.chanSupplier(channel, sid))
-	body := pipe.HGet(ctx, s.k.supplier(sid), v.field())
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	b := s.reads()
+	idx := b.hvals(s.k.chanSupplier(channel, sid))
+	body := b.hget(s.k.supplier(sid), v.field())
+	if err := b.exec(ctx); err != nil {
 		return dst, unavailable("read supplier", err)
 	}
-	b, err := body.Result()
-	if err != nil || !anyOpen(idx.Val(), millis(now)) {
+	if !body.ok || !anyOpen(idx.val, millis(now)) {
 		return dst, notFound("supplier", sid)
 	}
-	return append(dst, b...), nil
+	return append(dst, body.val...), nil
 }
 
 // AppendProducts appends the JSON array of the supplier's products bound
 // to the channel at now, by id; a supplier the channel does not see is
-// ErrNotFound. Two round trips.
+// ErrNotFound. Two batches.
 func (s *Store) AppendProducts(ctx context.Context, dst []byte, channel, sid string, now time.Time) ([]byte, error) {
 	if !ValidID(channel) || !ValidID(sid) {
 		return dst, notFound("supplier", sid)
 	}
-	bound, err := s.rdb.HGetAll(ctx, s.k.chanSupplier(channel, sid)).Result()
-	if err != nil {
+	b := s.reads()
+	boundCmd := b.hgetall(s.k.chanSupplier(channel, sid))
+	if err := b.exec(ctx); err != nil {
 		return dst, unavailable("read channel index", err)
 	}
 	nowMs := millis(now)
-	pids := make([]string, 0, len(bound))
-	for pid, v := range bound {
+	pids := make([]string, 0, len(boundCmd.val))
+	for pid, v := range boundCmd.val {
 		if open, _ := indexOpen(v, nowMs); open {
 			pids = append(pids, pid)
 		}
@@ -138,22 +137,22 @@ func (s *Store) AppendProducts(ctx context.Context, dst []byte, channel, sid str
 		return dst, notFound("supplier", sid)
 	}
 	slices.Sort(pids)
-	vals, err := s.rdb.HMGet(ctx, s.k.products(sid), pids...).Result()
-	if err != nil {
+	b = s.reads()
+	vals := b.hmget(s.k.products(sid), pids...)
+	if err := b.exec(ctx); err != nil {
 		return dst, unavailable("read products", err)
 	}
 	dst = append(dst, '[')
 	first := true
 	for _, v := range vals {
-		b, ok := v.(string)
-		if !ok {
+		if !v.ok {
 			continue
 		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = append(dst, b...)
+		dst = append(dst, v.val...)
 	}
 	return append(dst, ']'), nil
 }
@@ -168,25 +167,24 @@ func (t bindingTerms) binds(rid string) bool {
 	return len(t.RateIDs) == 0 || slices.Contains(t.RateIDs, rid)
 }
 
-// boundProduct reads the channel's binding of the product with cmds queued
-// by more in the same round trip; not bound (or outside the window) is
+// boundProduct reads the channel's binding of the product with the reads
+// queued by more in the same batch; not bound (or outside the window) is
 // ErrNotFound.
-func (s *Store) boundProduct(ctx context.Context, channel, sid, pid string, now time.Time, more func(redis.Pipeliner)) (bindingTerms, error) {
+func (s *Store) boundProduct(ctx context.Context, channel, sid, pid string, now time.Time, more func(kvBatch)) (bindingTerms, error) {
 	var t bindingTerms
 	if !ValidID(channel) || !ValidID(sid) || !ValidID(pid) {
 		return t, notFound("product", pid)
 	}
-	pipe := s.rdb.Pipeline()
-	idx := pipe.HGet(ctx, s.k.chanSupplier(channel, sid), pid)
-	more(pipe)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	b := s.reads()
+	idx := b.hget(s.k.chanSupplier(channel, sid), pid)
+	more(b)
+	if err := b.exec(ctx); err != nil {
 		return t, unavailable("read product", err)
 	}
-	v, err := idx.Result()
-	if err != nil {
+	if !idx.ok {
 		return t, notFound("product", pid)
 	}
-	open, raw := indexOpen(v, millis(now))
+	open, raw := indexOpen(idx.val, millis(now))
 	if !open {
 		return t, notFound("product", pid)
 	}
@@ -224,29 +222,28 @@ func parseTerms(raw string) (bindingTerms, error) {
 }
 
 // AppendProduct appends the product's JSON object if it is bound to the
-// channel at now. One round trip.
+// channel at now. One batch.
 func (s *Store) AppendProduct(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error) {
-	var body *redis.StringCmd
-	if _, err := s.boundProduct(ctx, channel, sid, pid, now, func(p redis.Pipeliner) { body = p.HGet(ctx, s.k.products(sid), pid) }); err != nil {
+	var body *kvStr
+	if _, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) { body = b.hget(s.k.products(sid), pid) }); err != nil {
 		return dst, err
 	}
-	b, err := body.Result()
-	if err != nil {
+	if !body.ok {
 		return dst, notFound("product", pid)
 	}
-	return append(dst, b...), nil
+	return append(dst, body.val...), nil
 }
 
 // AppendRates appends the JSON array of the product's rates bound to the
 // channel at now, by id, with prices filtered by the binding's priceTags.
-// One round trip.
+// One batch.
 func (s *Store) AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error) {
-	var all *redis.MapStringStringCmd
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(p redis.Pipeliner) { all = p.HGetAll(ctx, s.k.rates(sid, pid)) })
+	var all *kvMap
+	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) { all = b.hgetall(s.k.rates(sid, pid)) })
 	if err != nil {
 		return dst, err
 	}
-	rates := all.Val()
+	rates := all.val
 	rids := make([]string, 0, len(rates))
 	for rid := range rates {
 		if t.binds(rid) {
@@ -267,18 +264,17 @@ func (s *Store) AppendRates(ctx context.Context, dst []byte, channel, sid, pid s
 }
 
 // AppendRate appends the rate's JSON object if it is bound to the channel
-// at now. One round trip.
+// at now. One batch.
 func (s *Store) AppendRate(ctx context.Context, dst []byte, channel, sid, pid, rid string, now time.Time) ([]byte, error) {
-	var body *redis.StringCmd
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(p redis.Pipeliner) { body = p.HGet(ctx, s.k.rates(sid, pid), rid) })
+	var body *kvStr
+	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) { body = b.hget(s.k.rates(sid, pid), rid) })
 	if err != nil {
 		return dst, err
 	}
-	b, err := body.Result()
-	if err != nil || !t.binds(rid) {
+	if !body.ok || !t.binds(rid) {
 		return dst, notFound("rate", rid)
 	}
-	return appendRate(dst, b, t.PriceTags)
+	return appendRate(dst, body.val, t.PriceTags)
 }
 
 func appendRate(dst []byte, raw string, tags []string) ([]byte, error) {

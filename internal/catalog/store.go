@@ -66,6 +66,9 @@ type Options struct {
 	// would find its supplier's products "absent" and publish a create of
 	// version 1 over them, in the log of record.
 	Fence Fence
+	// View, when set, answers reseller reads from the process's own copy
+	// of the view while it is fresh (memview.go); Run it beside.
+	View *View
 	// Outbound is the policy a supplier's connection.baseUrl is judged by
 	// when it is written (internal/outbound: https, no literal non-public
 	// address, not localhost); the clients judge it again at every call,
@@ -109,6 +112,7 @@ type Store struct {
 	policy  outbound.Policy
 	open    OpenBookings
 	secrets *keyring.Keyring
+	view    *View
 
 	lockWait time.Duration
 }
@@ -132,7 +136,7 @@ func NewStore(opts Options) *Store {
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
 		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence,
-		policy: opts.Outbound, open: opts.Bookings, secrets: opts.Secrets}
+		policy: opts.Outbound, open: opts.Bookings, secrets: opts.Secrets, view: opts.View}
 }
 
 // keyedMutex queues the writers of one key inside this process, so that

@@ -97,6 +97,10 @@ type Config struct {
 	// Retry-After. 0 turns limiting off.
 	RateLimit int
 	RateBurst int
+	// CatalogViewBound: the query tier answers reseller catalog reads
+	// from its own copy of the catalog while it is at most this stale;
+	// 0 reads Redis only.
+	CatalogViewBound time.Duration
 
 	// HistoryRateLimit and HistoryRateBurst are the second, smaller budget
 	// of one key on the history routes (ClickHouse scans: deliveries,
@@ -259,6 +263,14 @@ func Settings() []Setting {
 		}},
 		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},
 		{"SWITCHBACK_RATE_BURST", "rate-burst", "10000", "requests one API key may send at once above the sustained rate", positiveInt(func(c *Config) *int { return &c.RateBurst })},
+		{"SWITCHBACK_CATALOG_VIEW_BOUND", "catalog-view-bound", "1s", "the query tier answers reseller catalog reads from its own copy of the catalog (followed from Kafka) while every write acknowledged before now minus this is in it, else from Redis; 0 reads Redis only", func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > time.Minute {
+				return errors.New("must be a duration from 0 to 1m")
+			}
+			c.CatalogViewBound = d
+			return nil
+		}},
 		{"SWITCHBACK_HISTORY_RATE_LIMIT", "history-rate-limit", "20", "sustained requests per second one API key may make to the history routes (ClickHouse scans: deliveries, replay, availability history), besides SWITCHBACK_RATE_LIMIT; 0 turns this budget off", nonNegativeInt(func(c *Config) *int { return &c.HistoryRateLimit })},
 		{"SWITCHBACK_HISTORY_RATE_BURST", "history-rate-burst", "40", "history requests one API key may send at once above its sustained history rate", positiveInt(func(c *Config) *int { return &c.HistoryRateBurst })},
 		{"SWITCHBACK_HISTORY_CONCURRENCY", "history-concurrency", "2", "history requests of one API key in flight at once; more is 429", positiveInt(func(c *Config) *int { return &c.HistoryConcurrency })},

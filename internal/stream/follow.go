@@ -252,3 +252,57 @@ func readPartition(ctx context.Context, brokers []string, topic string, pr parti
 		}
 	}
 }
+
+// OffsetProbe reads the end offsets (high watermarks) of every partition
+// of some topics: what a follower must have read to have seen everything
+// acknowledged before the probe was asked. It keeps one client and the
+// topics' partitions (read once); safe for one goroutine at a time.
+type OffsetProbe struct {
+	client  *kafka.Client
+	release func()
+	topics  map[string][]int
+}
+
+// NewOffsetProbe reads the partitions of topics.
+func NewOffsetProbe(ctx context.Context, brokers []string, topics []string) (*OffsetProbe, error) {
+	p := &OffsetProbe{topics: map[string][]int{}}
+	for _, t := range topics {
+		parts, err := topicPartitions(ctx, brokers, t)
+		if err != nil {
+			return nil, fmt.Errorf("offset probe of %s: %w", t, err)
+		}
+		p.topics[t] = parts
+	}
+	p.client, p.release = newClient(brokers)
+	return p, nil
+}
+
+// End returns, per topic and partition, the offset after the last record
+// (0 for an empty partition).
+func (p *OffsetProbe) End(ctx context.Context) (map[string]map[int]int64, error) {
+	req := map[string][]kafka.OffsetRequest{}
+	for t, parts := range p.topics {
+		for _, part := range parts {
+			req[t] = append(req[t], kafka.LastOffsetOf(part))
+		}
+	}
+	resp, err := p.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: req})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	out := make(map[string]map[int]int64, len(resp.Topics))
+	for t, pos := range resp.Topics {
+		m := make(map[int]int64, len(pos))
+		for _, po := range pos {
+			if po.Error != nil {
+				return nil, fmt.Errorf("list offsets of %s/%d: %w", t, po.Partition, po.Error)
+			}
+			m[po.Partition] = po.LastOffset
+		}
+		out[t] = m
+	}
+	return out, nil
+}
+
+// Close releases the probe's connections.
+func (p *OffsetProbe) Close() { p.release() }
