@@ -62,6 +62,9 @@ func TestCheck_ConformingExchangesPass(t *testing.T) {
 			`{"code":"INVALID_FIELD","message":"unknown field \"x\"","data":{"field":"x"},`+meta+`}`)},
 		{"release, 204 without body", exchange("DELETE", "/v1.3/holds/h-1", "", 204, "")},
 		{"rule list, a bare array", exchange("GET", "/registry/v1.1/supplier", "", 200, `[]`)},
+		{"an operator's availabilities with the booking system's ids", exchange("GET", "/channel/v1.2/suppliers/s/products/p/rates/r/availabilities", "", 200,
+			`{`+meta+`,"supplierId":"s","productId":"p","rateId":"r","version":2,"availabilities":[`+
+				`{"id":"a1","start":"2026-11-26T09:00:00Z","end":"2026-11-26T12:00:00Z","capacity":4,"maxCapacity":20,"systemId":"2026-11-26T09:00:00+01:00"}]}`)},
 		{"public index without credentials", exchange("GET", "/", "", 200,
 			`{`+meta+`,"name":"Switchback","docs":"/docs","documents":[]}`)},
 	}
