@@ -39,6 +39,7 @@ import (
 	queryavailability "github.com/switchbackhq/switchback/query/availability"
 	querybooking "github.com/switchbackhq/switchback/query/booking"
 	"github.com/switchbackhq/switchback/query/channel"
+	"github.com/switchbackhq/switchback/query/console"
 	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/operator"
@@ -180,7 +181,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 // holds the two to each other) and the reference that serves them.
 func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger) error {
 	admin.Register(srv, sh.principals, sh.catalog)
-	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
+	queryregistry.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
@@ -203,6 +204,11 @@ func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger) err
 		Logger:    log,
 	}))
 
+	// The web console: its page and scripts, without credentials; it calls
+	// the routes above like any client (query/console).
+	if err := console.Register(srv); err != nil {
+		return err
+	}
 	// The contract itself: GET /, /docs, /openapi/{family}.json, without
 	// credentials (query/apidocs; the documents are bundled on first use).
 	return apidocs.Register(srv, openapi.Load)
