@@ -110,6 +110,7 @@ type route struct {
 	template string
 	re       *regexp.Regexp
 	literal  int // characters outside parameters: the most specific match wins, as in the router
+	rest     bool // the last parameter takes the rest of the path (restExtension)
 	item     *v3.PathItem
 	methods  []string
 }
@@ -193,11 +194,16 @@ var paramRE = regexp.MustCompile(`\{[^}]+\}`)
 func newRoute(fam *family, template string, item *v3.PathItem) (*route, error) {
 	var re strings.Builder
 	re.WriteString("^")
-	literal, last := 0, 0
+	literal, last, rest := 0, 0, false
 	for _, loc := range paramRE.FindAllStringIndex(template, -1) {
 		re.WriteString(regexp.QuoteMeta(template[last:loc[0]]))
 		literal += loc[0] - last
-		re.WriteString(`([^/]+?)`)
+		if loc[1] == len(template) && restParam(item, template[loc[0]+1:loc[1]-1]) {
+			re.WriteString(`(.+?)`)
+			rest = true
+		} else {
+			re.WriteString(`([^/]+?)`)
+		}
 		last = loc[1]
 	}
 	re.WriteString(regexp.QuoteMeta(template[last:]))
@@ -207,12 +213,28 @@ func newRoute(fam *family, template string, item *v3.PathItem) (*route, error) {
 	if err != nil {
 		return nil, fmt.Errorf("path %s: %w", template, err)
 	}
-	rt := &route{fam: fam, template: template, re: rx, literal: literal, item: item}
+	rt := &route{fam: fam, template: template, re: rx, literal: literal, item: item, rest: rest}
 	for op := item.GetOperations().First(); op != nil; op = op.Next() {
 		rt.methods = append(rt.methods, strings.ToUpper(op.Key()))
 	}
 	sort.Strings(rt.methods)
 	return rt, nil
+}
+
+// restExtension marks a path parameter that ends its template and takes
+// the rest of the path, slashes included (the router's {name:*}): OpenAPI
+// has no such parameter, so the documents say it with an extension.
+const restExtension = "x-switchback-rest-of-path"
+
+func restParam(item *v3.PathItem, name string) bool {
+	for _, p := range item.Parameters {
+		if p.In == "path" && p.Name == name && p.Extensions != nil {
+			if _, ok := p.Extensions.Get(restExtension); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Routes lists every documented operation as method and path template.
@@ -339,6 +361,15 @@ func (c *Checker) checkError(x Exchange, status int) string {
 // operation.
 func (c *Checker) checkOperation(rt *route, x Exchange) []string {
 	req := cloneRequest(x.Request, x.RequestBody)
+	if rt.rest {
+		// The validator matches a parameter within one segment: hand it
+		// the rest of the path as one, its slashes escaped.
+		m := rt.re.FindStringSubmatchIndex(req.URL.Path)
+		if i := m[len(m)-2]; i >= 0 {
+			p := req.URL.Path[:i] + strings.ReplaceAll(req.URL.Path[i:], "/", "%2F")
+			req.URL.Path, req.URL.RawPath = p, p
+		}
+	}
 	var msgs []string
 	_, reqErrs := rt.fam.v.ValidateHttpRequestWithPathItem(req, rt.item, rt.template)
 	var reqProblems []string

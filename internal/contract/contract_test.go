@@ -65,6 +65,8 @@ func TestCheck_ConformingExchangesPass(t *testing.T) {
 		{"an operator's availabilities with the booking system's ids", exchange("GET", "/channel/v1.2/suppliers/s/products/p/rates/r/availabilities", "", 200,
 			`{`+meta+`,"supplierId":"s","productId":"p","rateId":"r","version":2,"availabilities":[`+
 				`{"id":"a1","start":"2026-11-26T09:00:00Z","end":"2026-11-26T12:00:00Z","capacity":4,"maxCapacity":20,"systemId":"2026-11-26T09:00:00+01:00"}]}`)},
+		{"a console file, its path with slashes", exchange("GET", "/console/assets/js/api.js", "", 200, "export {}",
+			"Content-Type", "text/javascript; charset=utf-8", "ETag", `"abc"`, "Cache-Control", "no-cache", "Content-Security-Policy", "default-src 'self'")},
 		{"public index without credentials", exchange("GET", "/", "", 200,
 			`{`+meta+`,"name":"Switchback","docs":"/docs","documents":[]}`)},
 	}
