@@ -109,7 +109,7 @@ type route struct {
 	fam      *family
 	template string
 	re       *regexp.Regexp
-	literal  int // characters outside parameters: the most specific match wins, as in the router
+	literal  int  // characters outside parameters: the most specific match wins, as in the router
 	rest     bool // the last parameter takes the rest of the path (restExtension)
 	item     *v3.PathItem
 	methods  []string
