@@ -1281,6 +1281,16 @@ func (w *tenancyWorld) rows() []matrixRow {
 			owner:  of(w.resA, "/registry/v1.1/deliveries/replay", replay, 202, replayedSome),
 			others: []matrixCall{of(w.resB, "/registry/v1.1/deliveries/replay", replay, 202, replayedNone), of(w.resA2, "/registry/v1.1/deliveries/replay", replay, 202, replayedNone)}},
 	)
+	// ---- the API reference: public (no credentials), no tenant's data.
+	anyone := &matrixActor{label: "anyone"}
+	rs = append(rs,
+		matrixRow{method: "GET", route: "/", public: true, owner: of(anyone, "/", "", 200, answerHas(`"/openapi/reseller.json"`))},
+		matrixRow{method: "GET", route: "/docs", public: true, owner: of(anyone, "/docs", "", 200, answerHas("redoc.standalone.js"))},
+		matrixRow{method: "GET", route: "/docs/{family}", public: true, owner: of(anyone, "/docs/operator", "", 200, answerHas("/openapi/operator.json"))},
+		matrixRow{method: "GET", route: "/docs/assets/{file}", public: true, owner: of(anyone, "/docs/assets/docs.js", "", 200, answerHas("Redoc.init"))},
+		matrixRow{method: "GET", route: "/openapi/{family:[a-z]+}.{format:json|yaml}", public: true,
+			owner: of(anyone, "/openapi/admin.json", "", 200, answerHas(`"openapi": "3.1.0"`))},
+	)
 	return rs
 }
 

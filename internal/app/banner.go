@@ -24,6 +24,7 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 	fmt.Fprintf(&b, "\nSwitchback %s is up (%s)\n\n", opts.Version, strings.Join(tiers, ", "))
 	if ep.HTTP != "" {
 		fmt.Fprintf(&b, "  API         http://%s   (/v1.2 /v1.3 /channel/v1.2 /registry/v1.1 /operator/v2 /admin/v1)\n", ep.HTTP)
+		fmt.Fprintf(&b, "  API docs    http://%s/docs   (OpenAPI 3.1: /openapi/{reseller,channel,registry,operator,admin}.json)\n", ep.HTTP)
 	}
 	fmt.Fprintf(&b, "  Ops         http://%s   (/metrics /healthz /readyz)\n", ep.Ops)
 	fmt.Fprintf(&b, "  Kafka       %s (%s)\n", strings.Join(d.brokers, ","), d.kafkaMode)
