@@ -72,7 +72,7 @@ func checkConfig(where string, args []string, env map[string]string) {
 		fail("%s: config.Load: %v", where, err)
 		return
 	}
-	if cmd != "migrate" && (c.EmbeddedKafka() || c.RedisURL == "") {
+	if cmd != "migrate" && (c.EmbeddedKafka() || c.EmbeddedRedis()) {
 		fail("%s: a single tier needs external Kafka and Redis", where)
 		return
 	}

@@ -330,7 +330,7 @@ func TestScheduler_RebuildsAfterRedisFlush(t *testing.T) {
 		t.Fatalf("first round %+v %v", rr, err)
 	}
 	e.takeCalls()
-	keys, _ := e.Redis.Keys(ctx, "sb:bookingsync:*").Result()
+	keys, _ := e.Redis.Keys(ctx, "sb:{bookingsync}:*").Result()
 	if len(keys) == 0 {
 		t.Fatal("no schedule keys")
 	}

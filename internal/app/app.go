@@ -87,7 +87,7 @@ func Run(ctx context.Context, opts Options) error {
 		if cfg.EmbeddedKafka() {
 			return errors.New("invalid SWITCHBACK_KAFKA_BROKERS: a single tier needs external Kafka (use 'switchback run' for one process)")
 		}
-		if cfg.RedisURL == "" {
+		if cfg.EmbeddedRedis() {
 			return errors.New("invalid SWITCHBACK_REDIS_URL: a single tier needs external Redis (use 'switchback run' for one process)")
 		}
 	}

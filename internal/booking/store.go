@@ -15,7 +15,9 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Redis layout (prefix "switchback:booking:"). Hold and booking ids are
+// Redis layout (prefix "switchback:{booking}:": the apply script keeps a
+// record, the pending set and its supplier's open set in step, so on a
+// Redis Cluster the view is in one slot). Hold and booking ids are
 // the reseller's, unique within its channel only (two resellers may use
 // the same id and learn nothing of each other): records are keyed by
 // their ref, "<channel>/<id>" (neither may contain '/').
@@ -82,13 +84,14 @@ func bookingOpenUntil(rec schemas.BookingRecord) string {
 // the pending set (KEYS[2]): added (due at ARGV[4], unless already there)
 // while awaiting tickets, removed otherwise; and for both the supplier's
 // open set (KEYS[3]): member ARGV[6] scored ARGV[7], removed when final.
-// KEYS: entity, pending ("" for holds), open. ARGV: version, rec,
+// KEYS: entity, pending (the entity again for holds: a key of the slot),
+// open. ARGV: version, rec,
 // awaiting, due, ref, open member, open until ("" final).
 var applyScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'v')
 if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 'rec', ARGV[2])
-if KEYS[2] ~= '' then
+if KEYS[2] ~= KEYS[1] then
   if ARGV[3] == '1' then
     redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[5])
   else
@@ -115,6 +118,7 @@ func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error)
 		}
 		ref = Ref(rec.ChannelID, rec.Hold.ID)
 		key, awaiting, member, until, sid = s.holdKey(ref), "0", "h:"+ref, holdOpenUntil(rec), rec.SupplierID
+		pending = key
 	case schemas.EventBooking:
 		var rec schemas.BookingRecord
 		if err := json.Unmarshal(env.Data, &rec); err != nil || rec.Booking.ID == "" {
