@@ -22,6 +22,10 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
+// ClusterStateReload is how often the cluster client re-reads the slot
+// map (see newRedisClient).
+const ClusterStateReload = time.Second
+
 // minRedisPool is the least Redis connection pool of a process (see
 // startDeps).
 const minRedisPool = 256
@@ -256,6 +260,12 @@ func newRedisClient(cfg config.Config, url string, g *views.Guard) (redis.Univer
 			return nil, "", fmt.Errorf("invalid SWITCHBACK_REDIS_URL (cluster form redis://host1:port?addr=host2:port): %w", err)
 		}
 		copts.PoolSize = pool(copts.PoolSize)
+		// go-redis re-reads the slot map every minute, or on a MOVED
+		// answer; a dead master answers nothing, so without a shorter
+		// interval its slots stay routed to it (every command failing,
+		// 503) for up to a minute after its replica took over. One CLUSTER
+		// SLOTS a second is cheap.
+		copts.ClusterStateReloadInterval = ClusterStateReload
 		// Each node's client gets the guard's hook with the node's address:
 		// the guard keeps one marker per shard and a run id per node.
 		copts.NewClient = func(o *redis.Options) *redis.Client {

@@ -57,14 +57,9 @@ var (
 	admin = principals.Principal{ID: "adm", Role: principals.RoleAdmin}
 )
 
-func newStore(t *testing.T) (*Store, *recorder, *redis.Client) {
+func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
 	t.Helper()
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testharness.RedisClient(t, 0)
 	rec := &recorder{}
 	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testKeyring(t)})
 	s.lockWait = 300 * time.Millisecond

@@ -437,3 +437,138 @@ func startOnSpawner(cmd *exec.Cmd) error {
 // childAttr kills the server with the test binary (a crashed test leaves
 // no server holding ports).
 func childAttr() *syscall.SysProcAttr { return sysProcAttr() }
+
+// EnvTestRedis chooses the Redis the store tests run on: unset or "single"
+// a redis-server per test, "cluster" a Redis Cluster (3 masters, 3
+// replicas) shared by the test binary and emptied (FLUSHALL on every
+// master) at the start of every test that asks for it.
+const EnvTestRedis = "SWITCHBACK_TEST_REDIS"
+
+// ClusterMode reports whether SWITCHBACK_TEST_REDIS=cluster.
+func ClusterMode() bool { return os.Getenv(EnvTestRedis) == "cluster" }
+
+var sharedCluster struct {
+	mu sync.Mutex
+	c  *RedisCluster
+	t  *sharedTB
+}
+
+// RedisClient is a client of the Redis this test runs on
+// (SWITCHBACK_TEST_REDIS): a *redis.Client of a redis-server of its own, or
+// a *redis.ClusterClient of the binary's shared cluster, emptied for it.
+// poolSize 0 keeps go-redis's default. Closed when the test ends.
+func RedisClient(t testing.TB, poolSize int) redis.UniversalClient {
+	t.Helper()
+	if !ClusterMode() {
+		opts, err := redis.ParseURL(Redis(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.PoolSize = poolSize
+		c := redis.NewClient(opts)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	url := SharedRedisClusterURL(t)
+	opts, err := redis.ParseClusterURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.PoolSize = poolSize
+	c := redis.NewClusterClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// SharedRedisClusterURL is the seed URL of the test binary's shared
+// cluster (started on first use, killed with the binary: Pdeathsig, and
+// by Main), emptied for this test.
+func SharedRedisClusterURL(t testing.TB) string {
+	t.Helper()
+	skipShort(t)
+	sharedCluster.mu.Lock()
+	defer sharedCluster.mu.Unlock()
+	if sharedCluster.c == nil {
+		tb := &sharedTB{TB: t}
+		sharedCluster.t = tb
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != errSharedFatal {
+					panic(r)
+				}
+			}()
+			sharedCluster.c = StartRedisCluster(tb, 3)
+		}()
+		if tb.failed != "" {
+			sharedCluster.c = nil
+			t.Fatalf("start the shared Redis Cluster: %s", tb.failed)
+		}
+	}
+	c := sharedCluster.c
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ms, err := c.Masters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if _, err := nodeCmd(ctx, m.Addr, "FLUSHALL", "SYNC"); err != nil {
+			t.Fatalf("empty the shared cluster: %v", err)
+		}
+	}
+	return c.URL()
+}
+
+// stopSharedCluster stops the shared cluster's nodes (Main).
+func stopSharedCluster() {
+	sharedCluster.mu.Lock()
+	defer sharedCluster.mu.Unlock()
+	if sharedCluster.t != nil {
+		sharedCluster.t.runCleanups()
+	}
+	sharedCluster.c = nil
+}
+
+var errSharedFatal = errors.New("shared cluster start failed")
+
+// sharedTB runs StartRedisCluster outside any one test: its cleanups run at
+// stopSharedCluster (or never: the nodes die with the binary), its
+// failures are reported to the test that started it.
+type sharedTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+	failed   string
+}
+
+func (s *sharedTB) Helper() {}
+func (s *sharedTB) Cleanup(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cleanups = append(s.cleanups, f)
+}
+func (s *sharedTB) TempDir() string {
+	d, err := os.MkdirTemp("", "switchback-redis-cluster-")
+	if err != nil {
+		s.Fatalf("temp dir: %v", err)
+	}
+	s.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
+}
+func (s *sharedTB) Fatalf(format string, args ...any) {
+	s.failed = fmt.Sprintf(format, args...)
+	panic(errSharedFatal)
+}
+func (s *sharedTB) Fatal(args ...any) { s.Fatalf("%s", fmt.Sprint(args...)) }
+func (s *sharedTB) Skipf(format string, args ...any) {
+	s.Fatalf("skipped: "+format, args...)
+}
+func (s *sharedTB) runCleanups() {
+	s.mu.Lock()
+	fs := s.cleanups
+	s.cleanups = nil
+	s.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
+	}
+}

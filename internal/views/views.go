@@ -475,7 +475,12 @@ func (g *Guard) Run(ctx context.Context) error {
 				return nil
 			}
 			// Redis is down: every read fails on its own (503). Once it
-			// answers again the marker says what it kept.
+			// answers again the marker says what it kept. On a cluster the
+			// node may be gone for good (its replica promoted): re-read
+			// the slot map now.
+			if cs := g.cluster(); cs != nil {
+				cs.cc.ReloadState(ctx)
+			}
 			if !down {
 				g.log.Warn("views marker unreadable; Redis down?", "err", err)
 				down = true
