@@ -183,7 +183,7 @@ func TestStore_CreateListGetScopedAndRebuilt(t *testing.T) {
 		}
 	}
 	t.Run("live", check)
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
+	if err := testharness.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	// The records in another order (the view is order-insensitive).

@@ -139,7 +139,7 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	} else {
-		lost, err := rdb.Keys(ctx, "switchback:{registry}:*").Result()
+		lost, err := testharness.Keys(ctx, rdb, "switchback:{registry}:*")
 		if err != nil || len(lost) == 0 {
 			t.Fatalf("the view's keys on the cluster: %v %v", lost, err)
 		}
@@ -182,7 +182,7 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	if _, err := reg.Rule(ctx, subA, schemas.TypeProduct); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("product rule after failed create: %v", err)
 	}
-	all, err := rdb.Keys(ctx, "*").Result()
+	all, err := testharness.Keys(ctx, rdb, "*")
 	if err != nil {
 		t.Fatal(err)
 	}

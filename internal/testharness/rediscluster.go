@@ -103,7 +103,9 @@ func (c *RedisCluster) Masters(ctx context.Context) ([]*RedisNode, error) {
 		var ms []*RedisNode
 		for _, line := range strings.Split(out, "\n") {
 			f := strings.Fields(line)
-			if len(f) < 3 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+			// A master serving slots: right after the cluster's creation a
+			// replica-to-be may still say master, without slots.
+			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
 				continue
 			}
 			addr, _, _ := strings.Cut(f[1], "@")
@@ -571,4 +573,47 @@ func (s *sharedTB) runCleanups() {
 	for i := len(fs) - 1; i >= 0; i-- {
 		fs[i]()
 	}
+}
+
+// FlushAll empties every master (the replicas follow), so that a test
+// using the cluster after another sees none of its keys.
+func (c *RedisCluster) FlushAll(ctx context.Context) error {
+	ms, err := c.Masters(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if _, err := nodeCmd(ctx, m.Addr, "FLUSHALL", "SYNC"); err != nil {
+			return fmt.Errorf("flush %s: %w", m.Addr, err)
+		}
+	}
+	return nil
+}
+
+// FlushAll empties what rdb reaches: FLUSHALL on one server, on every
+// master of a cluster (a cluster client's FLUSHALL reaches one node).
+func FlushAll(ctx context.Context, rdb redis.UniversalClient) error {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+	}
+	return rdb.FlushAll(ctx).Err()
+}
+
+// Keys lists the keys matching pattern on one server, or on every master
+// of a cluster.
+func Keys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Keys(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var all []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		ks, err := n.Keys(ctx, pattern).Result()
+		mu.Lock()
+		all = append(all, ks...)
+		mu.Unlock()
+		return err
+	})
+	return all, err
 }

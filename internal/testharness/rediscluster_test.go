@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestStartRedisCluster_ServesEverySlotAndPromotesAReplica(t *testing.T) {
@@ -55,5 +57,28 @@ func TestStartRedisSentinel_NamesAPromotedReplicaAfterTheMasterDies(t *testing.T
 			t.Fatalf("the sentinels never promoted the replica: master %q %v", m, err)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+func TestRedisClient_IsOfTheClusterWithSWITCHBACK_TEST_REDIS(t *testing.T) {
+	tests := []struct {
+		env     string
+		cluster bool
+	}{
+		{"single", false},
+		{"cluster", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			t.Setenv(EnvTestRedis, tt.env)
+			rdb := RedisClient(t, 0)
+			_, isCluster := rdb.(*redis.ClusterClient)
+			if isCluster != tt.cluster {
+				t.Fatalf("RedisClient is %T, want a cluster client: %v", rdb, tt.cluster)
+			}
+			if err := rdb.Set(t.Context(), "k", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/processors/availability"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -70,7 +71,7 @@ func byRate(t *testing.T, msgs []stream.Message) map[string][]string {
 func states(t *testing.T, rdb redis.UniversalClient, prefix string) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, prefix+"avstate:*").Result()
+	keys, err := testharness.Keys(ctx, rdb, prefix+"avstate:*")
 	if err != nil {
 		t.Fatal(err)
 	}
