@@ -39,5 +39,13 @@ func TestE2E_OnRedisCluster_TheSingleRedisWalkPasses(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(w.name, w.run)
+		// The binary did run on the cluster: the views guard left one
+		// marker per shard (three masters).
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		markers, err := testharness.Keys(ctx, c.Client(t), "sb:views:epoch:{*}")
+		cancel()
+		if err != nil || len(markers) != 3 {
+			t.Fatalf("%s: views markers on the cluster %v (%v), want one per shard", w.name, markers, err)
+		}
 	}
 }
