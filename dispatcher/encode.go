@@ -73,7 +73,7 @@ func appendRecord(b []byte, data any) ([]byte, bool) {
 // come compact from their producers; one with whitespace anywhere takes
 // the slow path.
 func compact(raw []byte) bool {
-	return len(raw) > 0 && bytes.IndexAny(raw, " \t\r\n") < 0 && json.Valid(raw)
+	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\r\n") && json.Valid(raw)
 }
 
 func appendNotification(b []byte, n schemas.Notification) ([]byte, bool) {

@@ -137,8 +137,13 @@ func NotificationMessage(n schemas.Notification) (stream.Message, error) {
 // dead-lettered for it). A bare one is read in one pass.
 func DecodeNotification(value []byte) (schemas.Notification, error) {
 	var fast schemas.Notification
-	if r := jsonwire.NewReader(value); readNotification(r, &fast) && r.End() && fast.Type != EventNotification {
-		return fast, validNotification(fast)
+	if r := jsonwire.NewReader(value); readNotification(r, &fast) && r.End() {
+		if fast.Type != EventNotification {
+			return fast, validNotification(fast)
+		}
+		if n, ok := decodeEnvelopeFast(value); ok {
+			return n, validNotification(n)
+		}
 	}
 	var w struct {
 		schemas.Notification

@@ -307,7 +307,7 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			}
 		case n.Source != sourceReplay && st.backlog >= limit && st.failing(d.minFailing()):
 			// Failing with its backlog at the bound: disable it (spec doc
-			// 1). Replays are not held to the bound (see boundedBacklogs):
+			// 1). Replays are not held to the bound (subscriberState.backlog):
 			// they are queued, still suppressed while disableAll is set.
 			reason := boundReason(st, d.o.BacklogLimit)
 			if !d.isAutoDisabled(sub) && !disabling[sub] {

@@ -154,6 +154,34 @@ func TestDecodeNotification(t *testing.T) {
 	}
 }
 
+// The dispatcher's intake reads what NotificationMessage writes (replays)
+// in one pass, not through encoding/json.
+func TestDecodeEnvelopeFast_ReadsWhatNotificationMessageWrites(t *testing.T) {
+	n := schemas.Notification{ID: "1", Subscriber: "s", Type: "rate", EntityKey: "S/P/R", Supplier: "S",
+		Payload: json.RawMessage(`{"rateID":"R"}`), Source: "replay", CreatedAt: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+	env, err := NotificationMessage(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := decodeEnvelopeFast(env.Value)
+	if !ok {
+		t.Fatalf("fast path refused %s", env.Value)
+	}
+	if !reflect.DeepEqual(got, n) {
+		t.Errorf("got %+v\nwant %+v", got, n)
+	}
+	for _, v := range []string{
+		`{"type":"notification","Data":{"id":"1"}}`,                         // another case: encoding/json's
+		`{"type":"notification","data":{"id":"1"},"data":{"id":"2"}}`,       // repeated
+		`{"type":"notification","data":null}`,                               // not an object
+		`{"type":"other","data":{"id":"1","subscriber":"s","type":"rate"}}`, // not a notification envelope
+	} {
+		if _, ok := decodeEnvelopeFast([]byte(v)); ok {
+			t.Errorf("fast path took %s", v)
+		}
+	}
+}
+
 func TestMetrics_BacklogIsADistributionWithoutSubscriberLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)

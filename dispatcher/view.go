@@ -379,33 +379,6 @@ func (v *view) known(ctx context.Context, ns []schemas.Notification) ([]bool, er
 	return out, nil
 }
 
-// boundedBacklogs returns, per subscriber, the pending deliveries that
-// count against the backlog bound: all but replays. A replay is the
-// subscriber's own request for a bounded set (the registry caps it), made
-// after it re-enabled delivery; were it checked against the bound, a replay
-// of more than the bound would suppress its own tail again.
-func (v *view) boundedBacklogs(ctx context.Context, subs []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(subs))
-	if len(subs) == 0 {
-		return out, nil
-	}
-	pending := make([]*redis.StringCmd, len(subs))
-	replays := make([]*redis.StringCmd, len(subs))
-	err := v.runPipeline(ctx, "read backlogs", func(pipe redis.Pipeliner) {
-		for i, s := range subs {
-			pending[i] = pipe.Get(ctx, v.pendingKey(s))
-			replays[i] = pipe.Get(ctx, v.replaysKey(s))
-		}
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i, s := range subs {
-		out[s] = max(intOf(pending[i])-intOf(replays[i]), 0)
-	}
-	return out, nil
-}
-
 func intOf(c *redis.StringCmd) int64 {
 	n, _ := strconv.ParseInt(c.Val(), 10, 64)
 	return n
@@ -624,7 +597,12 @@ func (v *view) apply(ctx context.Context, changes []change, health map[string]he
 
 // subscriberState is what the auto-disable decision reads.
 type subscriberState struct {
-	backlog  int64 // bounded: replays excluded
+	// backlog counts against the bound: all pending but replays. A
+	// replay is the subscriber's own request for a bounded set (the
+	// registry caps it), made after it re-enabled delivery; were it held
+	// to the bound, a replay of more than the bound would suppress its own
+	// tail again.
+	backlog  int64
 	ok, fail int64 // attempts in the health window
 }
 

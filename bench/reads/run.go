@@ -63,10 +63,11 @@ func run(o options) error {
 	}
 	fmt.Printf("binary up; ceiling at %s; %d routes; wrk -t%d -c%d -d%s, %d rounds\n", ceil, len(routes), o.threads, o.conns, o.duration, o.rounds)
 	var results []result
-	for i, rt := range routes {
+	for _, rt := range routes {
 		if !o.wants(rt.name) {
 			continue
 		}
+		first := len(results) == 0
 		// Warm: the first read of a window fills the cache.
 		if st, body, err := b.Call(demoapi.Reseller, "GET", rt.path, ""); err != nil || st != 200 {
 			return fmt.Errorf("%s: %d %v %.300s", rt.name, st, err, body)
@@ -78,9 +79,15 @@ func run(o options) error {
 				return err
 			}
 			var prof chan []byte
-			if o.cpuprofile != "" && i == 0 && round == 0 {
+			if o.cpuprofile != "" && first && round == 0 {
 				prof = make(chan []byte, 1)
-				go func() { p, _ := b.Profile(o.duration); prof <- p }()
+				go func() {
+					p, err := b.Profile(o.duration)
+					if err != nil {
+						fmt.Fprintln(os.Stderr, "cpu profile:", err)
+					}
+					prof <- p
+				}()
 			}
 			ro := o
 			if rt.conns > 0 {

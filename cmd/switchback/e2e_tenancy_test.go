@@ -578,11 +578,35 @@ type matrixRow struct {
 	needsCH bool
 	// optional: a row for a route the binary may not serve yet (cron
 	// reports); skipped when it is not registered.
-	optional   bool
+	optional bool
+	// public: the API reference (query/apidocs), served without
+	// credentials: every principal of every role, a mixed credential and
+	// no credential at all get the owner's answer, which holds nobody's
+	// data.
+	public     bool
 	registered bool
 }
 
 func (r matrixRow) key() string { return r.method + " " + r.route }
+
+// statsFailed checks a delivery stats answer: its totals count n failed
+// deliveries.
+func statsFailed(n int) func(matrixReply) error {
+	return func(r matrixReply) error {
+		var b struct {
+			Totals struct {
+				Failed *int `json:"failed"`
+			} `json:"totals"`
+		}
+		if err := json.Unmarshal(r.raw, &b); err != nil || b.Totals.Failed == nil {
+			return fmt.Errorf("not a stats answer: %v", err)
+		}
+		if *b.Totals.Failed != n {
+			return fmt.Errorf("totals count %d failed deliveries, want %d", *b.Totals.Failed, n)
+		}
+		return nil
+	}
+}
 
 func answerHas(want string) func(matrixReply) error {
 	return func(r matrixReply) error {
@@ -630,6 +654,9 @@ func (w *tenancyWorld) coverage(t *testing.T, registered map[string]int, rows []
 // run calls one row: the refused roles, a mixed credential, the others,
 // then the owner, and returns how many requests it sent.
 func (w *tenancyWorld) run(t *testing.T, r matrixRow) int {
+	if r.public {
+		return w.runPublic(t, r)
+	}
 	var cases []matrixCall
 	allowed := map[string]bool{}
 	for _, ro := range r.allowed {
@@ -676,6 +703,24 @@ func (w *tenancyWorld) run(t *testing.T, r matrixRow) int {
 		w.tally["owner: 2xx"]++
 	}
 	return n
+}
+
+// runPublic calls a public row as everyone: the same answer for all, and
+// no tenant's data in it.
+func (w *tenancyWorld) runPublic(t *testing.T, r matrixRow) int {
+	n := 0
+	for _, ro := range matrixRoles {
+		for _, a := range w.ofRole(ro) {
+			w.expect(t, r, matrixCall{who: a, path: r.owner.path, want: r.owner.want, check: r.owner.check}, a.key, a.secret)
+			n++
+		}
+	}
+	mixed := &matrixActor{label: "reseller A's key with reseller B's secret"}
+	w.expect(t, r, matrixCall{who: mixed, path: r.owner.path, want: r.owner.want, check: r.owner.check}, w.resA.key, w.resB.secret)
+	anyone := &matrixActor{label: "no credentials"}
+	w.expect(t, r, matrixCall{who: anyone, path: r.owner.path, want: r.owner.want, check: r.owner.check}, "", "")
+	w.tally["public: the same answer for everyone"] += n + 2
+	return n + 2
 }
 
 // ofRole is the principals of a role that stand in for "a role without
@@ -968,6 +1013,22 @@ func (w *tenancyWorld) rows() []matrixRow {
 		{method: "GET", route: "/operator/v2/history/availability", allowed: []string{"operator"}, needsCH: true,
 			owner:  of(opA, "/operator/v2/history/availability?supplierId="+supA, "", 200, nil),
 			others: []matrixCall{of(opB, "/operator/v2/history/availability?supplierId="+supA, "", 403, nil)}},
+		// The console's history reads (issue 25): a supplier's calls as the
+		// availability history; a reseller's aggregates and automatic
+		// disables its own (A's failed delivery counts for A only).
+		{method: "GET", route: "/operator/v2/history/connections", allowed: []string{"operator"}, needsCH: true,
+			owner:  of(opA, "/operator/v2/history/connections?supplierId="+supA, "", 200, answerHas(`"supplierId":"`+supA+`"`)),
+			others: []matrixCall{of(opB, "/operator/v2/history/connections?supplierId="+supA, "", 403, nil)}},
+		{method: "GET", route: "/registry/v1.1/deliveries/stats", allowed: matrixResellerRole, needsCH: true,
+			owner: of(w.resA, "/registry/v1.1/deliveries/stats?type=product&from="+w.from, "", 200, statsFailed(1)),
+			others: []matrixCall{of(w.resB, "/registry/v1.1/deliveries/stats?type=product&from="+w.from, "", 200, statsFailed(0)),
+				of(w.resA2, "/registry/v1.1/deliveries/stats?type=product&from="+w.from, "", 200, statsFailed(0))}},
+		{method: "GET", route: "/registry/v1.1/deliveries/auto-disables", allowed: matrixResellerRole, needsCH: true,
+			owner:  of(w.resA, "/registry/v1.1/deliveries/auto-disables", "", 200, answerHas(`"items":[`)),
+			others: []matrixCall{of(w.resB, "/registry/v1.1/deliveries/auto-disables", "", 200, nil)}},
+		// The console's page and files: public, nobody's data.
+		{method: "GET", route: "/console", public: true, owner: of(&matrixActor{label: "anyone"}, "/console", "", 200, answerHas("/console/assets/js/app.js"))},
+		{method: "GET", route: "/console/{path:*}", public: true, owner: of(&matrixActor{label: "anyone"}, "/console/assets/js/api.js", "", 200, answerHas("X-API-Secret"))},
 		{method: "GET", route: "/operator/v2/cron/reports", allowed: matrixOperatorRoles, optional: true,
 			owner:  of(opA, "/operator/v2/cron/reports", "", 200, answerHas(strconv.FormatInt(w.cronA, 10))),
 			others: []matrixCall{of(opB, "/operator/v2/cron/reports?externalSystemID="+supA, "", 200, nil)}},

@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/switchbackhq/switchback/dispatcher"
@@ -89,12 +92,59 @@ func (s subscriptions) confirm(ctx context.Context, gen uint64) error {
 }
 
 // testSender lets the registry's test endpoints send one signed
-// notification at once through the same webhook sender the dispatcher uses.
-type testSender struct{ s *webhook.Sender }
+// notification at once through the same webhook sender the dispatcher uses,
+// and records the attempt in the subscriber's delivery log (issue 25: a
+// subscriber sees its tests among its deliveries, and a failed one carries
+// its notification like any failed delivery, so that it can be replayed).
+type testSender struct {
+	s *webhook.Sender
+	// history receives the attempt; nil records nothing.
+	history stream.Publisher
+	log     *slog.Logger
+}
+
+// testRecordTimeout bounds the wait for the history record: the test's
+// answer does not depend on it.
+const testRecordTimeout = 5 * time.Second
 
 func (t testSender) SendTest(ctx context.Context, rule registry.Rule, n schemas.Notification) (int, error) {
+	start := time.Now()
 	res := t.s.Send(ctx, webhook.Target{URL: rule.URL, SecurityKey: rule.SecurityKey}, n)
+	if t.history != nil {
+		if err := t.record(n, res, start); err != nil {
+			// The subscriber got (or missed) the test all the same.
+			t.log.Warn("test notification not recorded in the delivery log", "subscriber", n.Subscriber, "type", n.Type, "err", err)
+		}
+	}
 	return res.Status, res.Err
+}
+
+// record publishes the test's delivery.attempt history event: attempt 1,
+// outcome delivered or failed (a test is never retried), with the
+// notification when it failed, as the dispatcher writes its own.
+func (t testSender) record(n schemas.Notification, res webhook.Result, at time.Time) error {
+	a := schemas.DeliveryAttempt{DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, Attempt: 1, Status: res.Status,
+		LatencyMs: res.Latency.Milliseconds(), Outcome: schemas.OutcomeDelivered, At: at.UTC()}
+	if !res.Delivered() {
+		a.Outcome, a.Error = schemas.OutcomeFailed, res.String()
+		raw, err := json.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("encode the test notification: %w", err)
+		}
+		a.Notification = raw
+	}
+	env, err := schemas.NewHistoryEvent(schemas.HistoryDeliveryAttempt, n.Subscriber, a, a.At)
+	if err != nil {
+		return err
+	}
+	env.Source = n.Source
+	value, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("encode the history event: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testRecordTimeout)
+	defer cancel()
+	return t.history.Publish(ctx, stream.Message{Topic: schemas.TopicHistory, Key: []byte(env.Key), Value: value, Time: env.Time})
 }
 
 // replayer lets the history API's replay endpoint republish notifications

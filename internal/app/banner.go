@@ -45,6 +45,9 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 		for _, p := range DemoPrincipals() {
 			fmt.Fprintf(&b, "  %-9s %-16s %s\n", p.Role, p.Key, p.Secret)
 		}
+		if ep.HTTP != "" {
+			fmt.Fprintf(&b, "  Web console http://%s/console: sign in with a reseller's or an operator's key and secret above.\n", ep.HTTP)
+		}
 		if cfg.OutboundAllowHTTP || cfg.OutboundAllowPrivate {
 			b.WriteString("  Outbound calls (webhooks, partners, booking systems) to http:// and private/loopback addresses are ALLOWED (SWITCHBACK_OUTBOUND_ALLOW_HTTP/PRIVATE).\n")
 		}

@@ -38,6 +38,7 @@ import (
 	queryavailability "github.com/switchbackhq/switchback/query/availability"
 	querybooking "github.com/switchbackhq/switchback/query/booking"
 	"github.com/switchbackhq/switchback/query/channel"
+	"github.com/switchbackhq/switchback/query/console"
 	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/operator"
@@ -146,7 +147,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Views: d.views,
 	})
 	admin.Register(srv, store, sh.catalog)
-	queryregistry.Register(srv, sh.registry, testSender{sh.sender})
+	queryregistry.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
@@ -171,6 +172,11 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		Catalog:   sh.catalog,
 		Logger:    log,
 	}))
+	// The web console: its page and scripts, without credentials; it calls
+	// the routes above like any client (query/console).
+	if err := console.Register(srv); err != nil {
+		return "", err
+	}
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {

@@ -91,8 +91,8 @@ func TestRecords_AreKeptPerChannel(t *testing.T) {
 	if _, err := s.Record(context.Background(), "chan-c", "bk-1"); err == nil {
 		t.Fatal("a third channel finds a record")
 	}
-	if PartnerID("booking", "chan-a", "bk-1") == PartnerID("booking", "chan-b", "bk-1") ||
-		PartnerID("booking", "chan-a", "bk-1") != PartnerID("booking", "chan-a", "bk-1") {
+	first, retry := PartnerID("booking", "chan-a", "bk-1"), PartnerID("booking", "chan-a", "bk-1")
+	if first == PartnerID("booking", "chan-b", "bk-1") || first != retry {
 		t.Fatal("partner ids must differ by channel and be the same for a retry")
 	}
 }

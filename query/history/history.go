@@ -4,6 +4,8 @@
 //	GET /registry/v1.1/deliveries             resellers: their own delivery log
 //	GET /operator/v2/history/availability     operators: availability changes of their suppliers
 //
+// and the aggregates of the console (stats.go).
+//
 // Both page with limit (default 100, at most 1000) and offset (at most
 // 100 000), newest first, over a from (inclusive) .. to (exclusive) range of
 // RFC 3339 times, and read with FINAL so that a replayed event is listed
@@ -51,18 +53,24 @@ var (
 // The registry engineer owns /registry/v1.1 for rules; this package adds
 // only /registry/v1.1/deliveries there.
 func Register(s *httpapi.Server, conn driver.Conn, own Ownership, rep Replayer) {
-	h := handlers{store: store{conn: conn}, own: own, rep: rep}
+	h := handlers{store: store{conn: conn}, own: own, rep: rep, now: time.Now}
 	// History scans ClickHouse: costly routes, with their own smaller
 	// budget per key and a concurrency bound (query/httpapi, costly.go).
+	// The console's aggregates (stats.go) scan too.
 	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries", resellers, h.deliveries)
 	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodPost, "/deliveries/replay", resellers, h.replay)
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries/stats", resellers, h.stats)
+	s.Group(httpapi.BaseRegistryV11).HandleCostly(http.MethodGet, "/deliveries/auto-disables", resellers, h.autoDisables)
 	s.Group(httpapi.BaseOperatorV2).HandleCostly(http.MethodGet, "/history/availability", operators, h.availability)
+	s.Group(httpapi.BaseOperatorV2).HandleCostly(http.MethodGet, "/history/connections", operators, h.connections)
 }
 
 type handlers struct {
 	store store
 	own   Ownership
 	rep   Replayer
+	// now is the default end of the stats range.
+	now func() time.Time
 }
 
 // errParked is the answer while no ClickHouse is configured.
@@ -140,19 +148,12 @@ func (h handlers) availability(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	if h.own == nil {
-		return apierror.New(apierror.Forbidden, "supplier ownership is not known yet: operator history is not available")
+	// 403 whether the supplier exists or not: a prober learns nothing.
+	if err := h.owned(r, f.supplierID); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
 	defer cancel()
-	owns, err := h.own.OwnsSupplier(ctx, r.Principal.OperatorID(), f.supplierID)
-	if err != nil {
-		return err
-	}
-	if !owns {
-		// 403 whether the supplier exists or not: a prober learns nothing.
-		return apierror.New(apierror.Forbidden, "supplierId is not a supplier of this operator")
-	}
 	if h.store.conn == nil {
 		return errParked
 	}

@@ -19,6 +19,8 @@ const (
 	// MaxOffset bounds offset paging: every page reads and skips offset
 	// rows, so deep pages get slow; narrow from/to instead.
 	MaxOffset = 100_000
+	// maxDeliveryIDLen bounds the deliveryId filter (ids are UUIDs).
+	maxDeliveryIDLen = 128
 )
 
 // page is limit/offset and the time range shared by both endpoints.
@@ -37,6 +39,7 @@ type deliveryFilter struct {
 	typ        string
 	status     int // -1: any
 	outcome    string
+	deliveryID string // one delivery's attempts (the console's attempt list)
 }
 
 type availabilityFilter struct {
@@ -71,6 +74,12 @@ func parseDeliveryFilter(args *fasthttp.Args) (deliveryFilter, error) {
 		f.outcome = string(v)
 		if !slices.Contains(outcomes, f.outcome) {
 			return f, apierror.Invalid("outcome", "must be one of delivered, retry, failed, suppressed, dropped")
+		}
+	}
+	if v := args.Peek("deliveryId"); len(v) > 0 {
+		f.deliveryID = string(v)
+		if len(v) > maxDeliveryIDLen || strings.IndexFunc(f.deliveryID, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+			return f, apierror.Invalid("deliveryId", "must be 1 to 128 printable characters (a delivery id)")
 		}
 	}
 	return f, nil

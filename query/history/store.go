@@ -56,6 +56,9 @@ func (s store) deliveries(ctx context.Context, f deliveryFilter) ([]Delivery, bo
 	if f.outcome != "" {
 		w.add("outcome = ?", f.outcome)
 	}
+	if f.deliveryID != "" {
+		w.add("delivery_id = ?", f.deliveryID)
+	}
 	w.timeRange(f.page)
 	q := `SELECT delivery_id, type, attempt, status, latency_ms, outcome, error, occurred_ms
 		FROM history_deliveries FINAL WHERE ` + w.sql() + `
