@@ -35,6 +35,7 @@ type deps struct {
 	brokers     []string
 	kafkaMode   ops.Mode
 	redisURL    string
+	redisAddr   string // what the banner and /readyz show: no password; the cluster's seeds or the sentinels
 	redisKind   string
 	redisMode   ops.Mode
 	redis       redis.UniversalClient
@@ -120,7 +121,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	if err != nil {
 		return nil, err
 	}
-	d.redis = rc
+	d.redis, d.redisAddr = rc, addr
 	d.views.Bind(d.redis)
 	guard := d.views
 	ready.Set("views", ops.Component{Mode: d.redisMode, Kind: "views", Required: true}, func(ctx context.Context) error {
