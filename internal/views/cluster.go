@@ -74,13 +74,29 @@ func (g *Guard) OnConnectNode(addr string) func(ctx context.Context, cn *redis.C
 
 func (g *Guard) cluster() *clusterState { return g.cs.Load() }
 
-// refreshMarkers recomputes the marker keys from the cluster's slot map.
+// refreshMarkers recomputes the marker keys from the cluster's shards
+// (CLUSTER SHARDS; CLUSTER SLOTS on a server older than Redis 7).
 func (cs *clusterState) refreshMarkers(ctx context.Context, base string) ([]string, error) {
-	slots, err := cs.cc.ClusterSlots(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read the cluster's slots: %w", err)
+	var shards [][][2]int
+	if list, err := cs.cc.ClusterShards(ctx).Result(); err == nil {
+		for _, sh := range list {
+			var ranges [][2]int
+			for _, r := range sh.Slots {
+				ranges = append(ranges, [2]int{int(r.Start), int(r.End)})
+			}
+			if len(ranges) > 0 {
+				shards = append(shards, ranges)
+			}
+		}
+	} else {
+		//lint:ignore SA1019 the fallback for Redis 6, which has no CLUSTER SHARDS
+		slots, serr := cs.cc.ClusterSlots(ctx).Result()
+		if serr != nil {
+			return nil, fmt.Errorf("read the cluster's shards: %w", serr)
+		}
+		shards = shardsOfSlots(slots)
 	}
-	keys, err := markerKeys(base, slots)
+	keys, err := markerKeys(base, shards)
 	if err != nil {
 		return nil, err
 	}
@@ -90,13 +106,10 @@ func (cs *clusterState) refreshMarkers(ctx context.Context, base string) ([]stri
 	return keys, nil
 }
 
-// markerKeys gives one marker key per shard of slots.
-func markerKeys(base string, slots []redis.ClusterSlot) ([]string, error) {
-	type shard struct {
-		first  int
-		ranges [][2]int
-	}
-	shards := map[string]*shard{}
+// shardsOfSlots groups CLUSTER SLOTS' ranges by their master.
+func shardsOfSlots(slots []redis.ClusterSlot) [][][2]int {
+	byMaster := map[string]int{}
+	var shards [][][2]int
 	for _, s := range slots {
 		if len(s.Nodes) == 0 {
 			continue
@@ -105,29 +118,39 @@ func markerKeys(base string, slots []redis.ClusterSlot) ([]string, error) {
 		if id == "" {
 			id = s.Nodes[0].Addr
 		}
-		sh := shards[id]
-		if sh == nil {
-			sh = &shard{first: s.Start}
-			shards[id] = sh
+		i, ok := byMaster[id]
+		if !ok {
+			i = len(shards)
+			byMaster[id] = i
+			shards = append(shards, nil)
 		}
-		sh.first = min(sh.first, s.Start)
-		sh.ranges = append(sh.ranges, [2]int{s.Start, s.End})
+		shards[i] = append(shards[i], [2]int{s.Start, s.End})
 	}
+	return shards
+}
+
+// markerKeys gives one marker key per shard (its slot ranges), ordered by
+// the shard's first slot.
+func markerKeys(base string, shards [][][2]int) ([]string, error) {
 	if len(shards) == 0 {
 		return nil, errors.New("the cluster serves no slots")
 	}
-	list := make([]*shard, 0, len(shards))
-	for _, sh := range shards {
-		list = append(list, sh)
+	first := func(ranges [][2]int) int {
+		f := ranges[0][0]
+		for _, r := range ranges {
+			f = min(f, r[0])
+		}
+		return f
 	}
-	slices.SortFunc(list, func(a, b *shard) int { return a.first - b.first })
-	keys := make([]string, 0, len(list))
-	for _, sh := range list {
+	shards = slices.Clone(shards)
+	slices.SortFunc(shards, func(a, b [][2]int) int { return first(a) - first(b) })
+	keys := make([]string, 0, len(shards))
+	for _, ranges := range shards {
 		tag := ""
 		for i := 0; i < 1<<20 && tag == ""; i++ {
 			t := strconv.Itoa(i)
 			sl := Slot(t)
-			for _, r := range sh.ranges {
+			for _, r := range ranges {
 				if sl >= r[0] && sl <= r[1] {
 					tag = t
 					break
@@ -135,7 +158,7 @@ func markerKeys(base string, slots []redis.ClusterSlot) ([]string, error) {
 			}
 		}
 		if tag == "" {
-			return nil, fmt.Errorf("no marker tag for the shard of slot %d", sh.first)
+			return nil, fmt.Errorf("no marker tag for the shard of slot %d", first(ranges))
 		}
 		keys = append(keys, base+":{"+tag+"}")
 	}
