@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 14m
 
 export SWITCHBACK_DATA_DIR ?= ./var
 
-.PHONY: all build run observe test test-short lint staticcheck deploy-check bench deps fmt vet clean e2e fuzz reliability soak
+.PHONY: all build run observe test test-short lint staticcheck deploy-check bench deps fmt vet clean e2e fuzz reliability soak openapi-lint
 
 all: build
 
@@ -44,8 +44,11 @@ test:
 
 # The end-to-end suite alone: the built binary driven over HTTP with the
 # simulators and a webhook sink (also part of `make test`).
+# Every exchange with the API and every webhook is validated against the
+# OpenAPI documents (internal/contract); the counts are printed after.
 e2e:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestE2E|TestBinary|TestTiersApart' ./cmd/switchback/
+	@cat "$${SWITCHBACK_TEST_OUTDIR:-bin/test-output}/contract-summary.txt"
 
 # Every fuzz target for a longer budget (CI runs each for 20,000 inputs);
 # budgets are execution counts, see scripts/fuzz.sh.
@@ -91,6 +94,15 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The API documents (schemas/openapi) against Redocly's recommended rules,
+# every rule an error (recommended-strict), examples checked against their
+# schemas. Needs Node and npm; CI installs the CLI at this version and
+# passes REDOCLY=redocly.
+REDOCLY_VERSION ?= 2.77.0
+REDOCLY ?= npx --yes @redocly/cli@$(REDOCLY_VERSION)
+openapi-lint:
+	$(REDOCLY) lint --config schemas/openapi/redocly.yaml
 
 # Validates deploy/ offline (compose-go, strict k8s.io/api decoding, every
 # container's settings through internal/config); a module of its own.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -228,8 +229,17 @@ func contractRate(id string) string {
 // product, rate, binding, and (pushed) availabilities; its partner answers
 // bookings as cfg says.
 func setupPartnerKind(t *testing.T, w *contractWorld, cfg partnersim.TxConfig, push bool) contractSupplier {
+	return setupPartnerKindWith(t, w, cfg, push, nil)
+}
+
+// setupPartnerKindWith is setupPartnerKind with the partner's handler
+// wrapped by wrap (nil: as it is).
+func setupPartnerKindWith(t *testing.T, w *contractWorld, cfg partnersim.TxConfig, push bool, wrap func(http.Handler) http.Handler) contractSupplier {
 	const sup, prod, rate = "c0ffee00-1111-4222-8333-444444444444", "c0ffee00-2222-4333-8444-555555555555", "c0ffee00-3333-4444-8555-666666666666"
-	sim := partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", Rates: map[string][]string{prod: {rate}}, TxConfig: cfg})
+	var sim http.Handler = partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", Rates: map[string][]string{prod: {rate}}, TxConfig: cfg})
+	if wrap != nil {
+		sim = wrap(sim)
+	}
 	ps := httptest.NewServer(sim)
 	t.Cleanup(ps.Close)
 	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
@@ -302,10 +312,13 @@ func setupBookingSystem(dialect string) func(t *testing.T, w *contractWorld) con
 		// The synchronization read everything without an error: the OCTO
 		// system's values (QRCODE, CLOSED opening-hours days, DEFAULT
 		// options in every product) are all OCTO allows.
-		_, _, reports := w.operator.do("GET", "/operator/v2/cron/reports?externalSystemID="+sup, "")
-		if len(reports) == 0 {
-			t.Fatal("no cron report")
-		}
+		// The run's report is written when the run ends, which may be
+		// after the rate is in the catalog: polled.
+		var reports []any
+		eventually(t, "a cron report", func() (map[string]any, bool) {
+			_, _, reports = w.operator.do("GET", "/operator/v2/cron/reports?externalSystemID="+sup, "")
+			return nil, len(reports) > 0
+		})
 		for _, r := range asList(reports) {
 			if num(r["errorCount"]) != 0 {
 				id := fmt.Sprint(int64(num(r["id"])))

@@ -81,7 +81,7 @@ func TestBinary_RateLimitPerKeyIs429WithRetryAfterAndSparesOthers(t *testing.T) 
 		retryAfter string
 		body       []byte
 	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: contractTransport.Wrap(&http.Transport{MaxIdleConnsPerHost: 16})}
 	get := func(key, secret string) (answer, error) {
 		req, _ := http.NewRequest("GET", base+"/v1.2/suppliers", nil)
 		req.Header.Set("X-API-Key", key)

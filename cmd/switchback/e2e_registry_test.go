@@ -18,6 +18,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/contract"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
@@ -41,6 +42,7 @@ type sink struct {
 	got     []received
 	scripts map[string][]int
 	served  map[string]int
+	hooks   *contract.WebhookLog
 }
 
 func newSink(t *testing.T) *sink {
@@ -49,9 +51,11 @@ func newSink(t *testing.T) *sink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sink{url: "http://" + ln.Addr().String(), scripts: map[string][]int{}, served: map[string]int{}}
+	s := &sink{url: "http://" + ln.Addr().String(), scripts: map[string][]int{}, served: map[string]int{},
+		hooks: contractChecker.WatchWebhooks(t)}
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
+		s.hooks.Received(r, raw)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		s.mu.Lock()

@@ -495,6 +495,7 @@ func newTLSSink(t *testing.T, names []string, redirects map[string]string) (tlsS
 func newSinkHandler(s *sink) func(r *http.Request) {
 	return func(r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
+		s.hooks.Received(r, raw)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		s.mu.Lock()

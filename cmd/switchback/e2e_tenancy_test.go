@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/bench/partnersim"
@@ -155,6 +156,11 @@ type tenancyWorld struct {
 	hB1, hB2             string    // B's holds: [1] booked by bB1, [2] for B's booking of id bA[0]
 	bB1                  string
 	holdBodyA, bookBodyA string
+	// A's holds for the OCTO rows: [0] carries reseller reference octoRef
+	// (read, updated, extended), [1] confirmed, [2] cancelled; availA
+	// the availability A's OCTO reservation names.
+	oA                   [3]string
+	octoRef, octoReserve string
 
 	crA       string
 	dlvFailed string // reseller A's product delivery that failed (replayable)
@@ -439,6 +445,32 @@ func newTenancyWorld(t *testing.T) *tenancyWorld {
 		}
 		w.must(w.resA, "POST", "/v1.2/bookings", body, 201)
 	}
+	w.octoRef = w.mark(gChanA, w.newID("OREF-A"))
+	for i := range w.oA {
+		w.oA[i] = w.mark(gChanA, w.newID("hold-o"))
+		body := holdBody(w.oA[i], w.supA, w.prodA, w.rateA)
+		if i == 0 {
+			body = strings.Replace(body, `{"hold":{`, `{"hold":{"ext":{"resellerReference":"`+w.octoRef+`"},`, 1)
+		}
+		w.must(w.resA, "POST", "/v1.2/holds", body, 201)
+	}
+	// A's OCTO reservation, of a slot its partner has room in: the
+	// owner's POST row retries it (the same booking, whatever the slot's
+	// vacancies by then).
+	avail := fmt.Sprintf(`{"productId":%q,"optionId":%q,"localDateStart":%q,"localDateEnd":%q}`, w.prodA, w.rateA,
+		day.AddDate(0, 0, 1).Format(time.DateOnly), day.AddDate(0, 0, 3).Format(time.DateOnly))
+	var slots []map[string]any
+	_ = json.Unmarshal(w.eventually(w.resA, "POST", "/octo/"+w.supA+"/availability", avail, 200, nil).raw, &slots)
+	for _, a := range slots {
+		if a["available"] == true && w.octoReserve == "" {
+			w.octoReserve = fmt.Sprintf(`{"uuid":%q,"productId":%q,"optionId":%q,"availabilityId":%q,"unitItems":[{"unitId":"p-std"}]}`,
+				w.mark(gChanA, uuid.NewString()), w.prodA, w.rateA, a["id"])
+		}
+	}
+	if w.octoReserve == "" {
+		t.Fatalf("setup: no available slot for A's OCTO reservation: %v", slots)
+	}
+	w.must(w.resA, "POST", "/octo/"+w.supA+"/bookings", w.octoReserve, 200)
 	w.hB1, w.hB2, w.bB1 = w.newID("hold-b"), w.newID("hold-b"), w.newID("book-b")
 	w.eventually(w.resB, "POST", "/v1.2/holds", holdBody(w.hB1, w.supB, w.prodB, w.rateB), 201, nil)
 	w.must(w.resB, "POST", "/v1.2/holds", holdBody(w.hB2, w.supB, w.prodB, w.rateB), 201)
@@ -579,6 +611,9 @@ type matrixRow struct {
 	// optional: a row for a route the binary may not serve yet (cron
 	// reports); skipped when it is not registered.
 	optional bool
+	// octo: an OCTO route (query/octo): every refusal is OCTO's 400 with
+	// its error name (octoNames), not our status and code.
+	octo bool
 	// public: the API reference (query/apidocs), served without
 	// credentials: every principal of every role, a mixed credential and
 	// no credential at all get the owner's answer, which holds nobody's
@@ -736,6 +771,18 @@ func (w *tenancyWorld) ofRole(role string) []*matrixActor {
 	}
 }
 
+// octoMatrixNames are the OCTO error names of an OCTO row's refusals, by
+// the status the row states in our terms: a principal of another role or a
+// wrong secret is FORBIDDEN, what does not exist for the caller FORBIDDEN
+// (a supplier not on its channel) or INVALID_BOOKING_UUID, a conflict
+// UNPROCESSABLE_ENTITY.
+var octoMatrixNames = map[int][]string{
+	401: {"FORBIDDEN"},
+	403: {"FORBIDDEN"},
+	404: {"FORBIDDEN", "INVALID_BOOKING_UUID"},
+	409: {"UNPROCESSABLE_ENTITY"},
+}
+
 var matrixErrorCodes = map[int][]string{
 	400: {"INVALID_FIELD", "BAD_REQUEST"},
 	401: {"UNAUTHORIZED"},
@@ -772,7 +819,7 @@ func (w *tenancyWorld) sameAsUnknown(t *testing.T, r matrixRow, c matrixCall, go
 		return s
 	}
 	a, b := got.obj(), twin.obj()
-	for _, f := range []string{"code", "message", "data"} {
+	for _, f := range []string{"code", "message", "data", "error", "errorMessage", "uuid"} {
 		if fmt.Sprint(a[f]) != mapBack(b[f]) {
 			t.Errorf("%s %s as %s tells A's ids from unknown ones: %s %v, on unknown ids %d %v", r.method, c.path, c.who.label, f, a[f], twin.status, b[f])
 		}
@@ -788,10 +835,16 @@ func (w *tenancyWorld) expect(t *testing.T, r matrixRow, c matrixCall, key, secr
 	t.Helper()
 	got := w.call(t, c.who, key, secret, r.method, c.path, c.body)
 	what := fmt.Sprintf("%s %s as %s", r.method, c.path, c.who.label)
-	if got.status != c.want {
+	if names, ok := octoMatrixNames[c.want]; ok && r.octo {
+		// OCTO answers every error 400 with its name (docs/decisions.md,
+		// "Selling through OCTO").
+		if name, _ := got.obj()["error"].(string); got.status != 400 || !slices.Contains(names, name) {
+			t.Errorf("%s: %d %s, want OCTO's 400 with one of %v (for our %d)", what, got.status, got.raw, names, c.want)
+		}
+	} else if got.status != c.want {
 		t.Errorf("%s: %d %s, want %d", what, got.status, got.raw, c.want)
 	}
-	if codes, ok := matrixErrorCodes[got.status]; ok {
+	if codes, ok := matrixErrorCodes[got.status]; ok && !r.octo {
 		code, _ := got.obj()["code"].(string)
 		if !slices.Contains(codes, code) {
 			t.Errorf("%s: %d with code %q, want the error object with one of %v: %s", what, got.status, code, codes, got.raw)
@@ -1121,6 +1174,53 @@ func (w *tenancyWorld) rows() []matrixRow {
 		)
 	}
 
+	// ---- OCTO (query/octo): one endpoint per supplier. B does not see
+	// A's supplier (FORBIDDEN on every path of its endpoint) and, on its
+	// own supplier's endpoint, A's reservations do not exist for it
+	// (INVALID_BOOKING_UUID, as for unknown ones); the owner reads and
+	// changes A's v1.2 holds as OCTO reservations. A partner's hold cannot
+	// be extended (doc 2 has no such call): the owner's extend is OCTO's
+	// UNPROCESSABLE_ENTITY, B's the refusal of scope.
+	{
+		oa, ob := "/octo/"+supA, "/octo/"+w.supB
+		const o = "/octo/{supplierId}"
+		day := func(n int) string { return time.Now().UTC().AddDate(0, 0, n).Format(time.DateOnly) }
+		avail := fmt.Sprintf(`{"productId":%q,"optionId":%q,"localDateStart":%q,"localDateEnd":%q}`, prodA, rateA, day(1), day(3))
+		none := func(r matrixReply) error {
+			if strings.TrimSpace(string(r.raw)) != "[]" {
+				return fmt.Errorf("want no booking")
+			}
+			return nil
+		}
+		confirm := `{"contact":{"firstName":"Ada"}}`
+		octoRow := func(method, route, owner, body string, want int, check func(matrixReply) error, others ...matrixCall) matrixRow {
+			return matrixRow{method: method, route: o + route, allowed: matrixResellerRole, octo: true,
+				owner:  of(w.resA, oa+owner, body, want, check),
+				others: append([]matrixCall{of(w.resB, oa+owner, body, 404, nil)}, others...)}
+		}
+		rs = append(rs,
+			octoRow("GET", "/supplier", "/supplier", "", 200, answerHas(supA)),
+			octoRow("GET", "/capabilities", "/capabilities", "", 200, nil),
+			octoRow("GET", "/products", "/products", "", 200, answerHas(prodA)),
+			octoRow("GET", "/products/{id}", "/products/"+prodA, "", 200, answerHas(prodA)),
+			octoRow("POST", "/availability/calendar", "/availability/calendar", avail, 200, nil),
+			octoRow("POST", "/availability", "/availability", avail, 200, answerHas("localDateTimeStart")),
+			octoRow("POST", "/bookings", "/bookings", w.octoReserve, 200, answerHas("ON_HOLD")),
+			octoRow("GET", "/bookings", "/bookings?resellerReference="+w.octoRef, "", 200, answerHas(w.oA[0]),
+				of(w.resB, ob+"/bookings?resellerReference="+w.octoRef, "", 200, none)),
+			octoRow("GET", "/bookings/{uuid}", "/bookings/"+w.oA[0], "", 200, answerHas(w.oA[0]),
+				of(w.resB, ob+"/bookings/"+w.oA[0], "", 404, nil)),
+			octoRow("PATCH", "/bookings/{uuid}", "/bookings/"+w.oA[0], `{"notes":"matrix"}`, 200, answerHas("matrix"),
+				of(w.resB, ob+"/bookings/"+w.oA[0], `{"notes":"`+pw+`"}`, 404, nil)),
+			octoRow("POST", "/bookings/{uuid}/extend", "/bookings/"+w.oA[0]+"/extend", `{"expirationMinutes":5}`, 409, nil,
+				of(w.resB, ob+"/bookings/"+w.oA[0]+"/extend", `{"expirationMinutes":5}`, 404, nil)),
+			octoRow("POST", "/bookings/{uuid}/confirm", "/bookings/"+w.oA[1]+"/confirm", confirm, 200, answerHas("CONFIRMED"),
+				of(w.resB, ob+"/bookings/"+w.oA[1]+"/confirm", confirm, 404, nil)),
+			octoRow("POST", "/bookings/{uuid}/cancel", "/bookings/"+w.oA[2]+"/cancel", "", 200, answerHas("CANCELLED"),
+				of(w.resB, ob+"/bookings/"+w.oA[2]+"/cancel", "", 404, nil)),
+		)
+	}
+
 	// ---- registry v1.1: the subscriber is the calling principal, so
 	// scope is per principal: reseller A2 on A's own channel is as much a
 	// stranger to A's rules as reseller B.
@@ -1180,6 +1280,16 @@ func (w *tenancyWorld) rows() []matrixRow {
 		matrixRow{method: "POST", route: "/registry/v1.1/deliveries/replay", allowed: matrixResellerRole, needsCH: true,
 			owner:  of(w.resA, "/registry/v1.1/deliveries/replay", replay, 202, replayedSome),
 			others: []matrixCall{of(w.resB, "/registry/v1.1/deliveries/replay", replay, 202, replayedNone), of(w.resA2, "/registry/v1.1/deliveries/replay", replay, 202, replayedNone)}},
+	)
+	// ---- the API reference: public (no credentials), no tenant's data.
+	anyone := &matrixActor{label: "anyone"}
+	rs = append(rs,
+		matrixRow{method: "GET", route: "/", public: true, owner: of(anyone, "/", "", 200, answerHas(`"/openapi/reseller.json"`))},
+		matrixRow{method: "GET", route: "/docs", public: true, owner: of(anyone, "/docs", "", 200, answerHas("redoc.standalone.js"))},
+		matrixRow{method: "GET", route: "/docs/{family}", public: true, owner: of(anyone, "/docs/operator", "", 200, answerHas("/openapi/operator.json"))},
+		matrixRow{method: "GET", route: "/docs/assets/{file}", public: true, owner: of(anyone, "/docs/assets/docs.js", "", 200, answerHas("Redoc.init"))},
+		matrixRow{method: "GET", route: "/openapi/{family:[a-z]+}.{format:json|yaml}", public: true,
+			owner: of(anyone, "/openapi/admin.json", "", 200, answerHas(`"openapi": "3.1.0"`))},
 	)
 	return rs
 }

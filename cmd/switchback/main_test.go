@@ -143,6 +143,7 @@ func startBinary(t *testing.T, extra ...string) *proc {
 		"SWITCHBACK_DEMO_DATA=false", // tests bring their own data; the demo test turns it on
 	)
 	p.env = append(p.env, extra...)
+	watchAPI(t, p.api)
 	launch(t, bin, p)
 	return p
 }

@@ -737,6 +737,7 @@ func startCluster(t *testing.T, redisURL string, extra ...string) *cluster {
 	c := &cluster{t: t, kafka: freeAddr(t), brokerDir: filepath.Join(t.TempDir(), "var"), api: freeAddr(t),
 		procs: map[string]*tierProc{}, commands: map[string]string{}}
 	c.common = append(append([]string{"SWITCHBACK_KAFKA_BROKERS=" + c.kafka, "SWITCHBACK_REDIS_URL=" + redisURL}, relEnv()...), extra...)
+	watchAPI(t, c.api)
 	c.startBroker()
 	for _, tier := range []struct{ name, command string }{
 		{"ingest", "ingest"}, {"process-1", "process"}, {"process-2", "process"}, {"query", "query"}, {"dispatch", "dispatch"},

@@ -125,6 +125,7 @@ func TestTiersApart_SameJobAsRunAndNoDuplicateNotifications(t *testing.T) {
 	common := []string{"SWITCHBACK_KAFKA_BROKERS=" + kafka, "SWITCHBACK_REDIS_URL=" + redisURL,
 		"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true", "SWITCHBACK_DEMO=true", "SWITCHBACK_DEMO_DATA=false"}
 	api := freeAddr(t)
+	watchAPI(t, api)
 	var tiers []*tierProc
 	for _, tier := range []struct{ name, command string }{
 		{"ingest", "ingest"}, {"process-1", "process"}, {"process-2", "process"}, {"query", "query"}, {"dispatch", "dispatch"},

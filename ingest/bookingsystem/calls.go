@@ -397,6 +397,22 @@ func (c *Client) ExtendOrder(ctx context.Context, conn Connection, supplierID, o
 		OrderExpect{ID: orderID, Statuses: []string{OnHold}}, supplierID, orderID, "extend")
 }
 
+// ExtendBooking is OCTO's POST /bookings/{uuid}/extend {expirationMinutes}
+// (issue 26: a reseller extends its OCTO reservation): an ON_HOLD booking
+// held longer; the booking system MAY hold it by another length, and the
+// answer's utcExpiresAt is the exact expiry. Doc 3 extends orders only
+// (ExtendOrder): a v2 booking system is not asked.
+func (c *Client) ExtendBooking(ctx context.Context, conn Connection, bookingUUID string, minutes int) (Booking, error) {
+	if !conn.octo() {
+		return Booking{}, unsupported("spec doc 3 extends orders, not bookings")
+	}
+	if minutes < 1 {
+		return Booking{}, invalid("expirationMinutes", "must be at least 1")
+	}
+	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octoExtendBody{ExpirationMinutes: minutes},
+		BookingExpect{UUID: bookingUUID, Statuses: []string{OnHold}}, bookingUUID, "extend")
+}
+
 func (c *Client) order(ctx context.Context, conn Connection, op, method string, body any, exp OrderExpect, supplierID string, rest ...string) (Order, error) {
 	var out Order
 	err := c.send(ctx, conn, call{op: op, method: method, body: body,

@@ -88,6 +88,9 @@ type (
 	octoCancelBody struct {
 		Reason string `json:"reason"`
 	}
+	octoExtendBody struct {
+		ExpirationMinutes int `json:"expirationMinutes"`
+	}
 )
 
 func octoUnitItems(us []UnitItem) []octoUnitItemBody {

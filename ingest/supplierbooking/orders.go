@@ -42,6 +42,8 @@ type order interface {
 	// cancel releases the held bookings and cancels the confirmed ones
 	// (doc 3 rule 6: cancelOrder).
 	cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error)
+	// extend holds the bookings minutes more (extend.go).
+	extend(ctx context.Context, minutes int) (bs.Order, error)
 }
 
 // orderOf is the order of hold holdID at the supplier's booking system,

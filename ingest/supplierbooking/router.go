@@ -67,6 +67,8 @@ type BookingSystem interface {
 	GetBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string) (bs.Booking, error)
 	ConfirmBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.ConfirmRequest) (bs.Booking, error)
 	CancelBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.CancelRequest) (bs.Booking, error)
+	ExtendOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ExtendRequest) (bs.Order, error)
+	ExtendBooking(ctx context.Context, conn bs.Connection, bookingUUID string, minutes int) (bs.Booking, error)
 }
 
 // Deadlines of one hold or booking operation at a booking system. It

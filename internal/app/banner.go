@@ -24,6 +24,7 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 	fmt.Fprintf(&b, "\nSwitchback %s is up (%s)\n\n", opts.Version, strings.Join(tiers, ", "))
 	if ep.HTTP != "" {
 		fmt.Fprintf(&b, "  API         http://%s   (/v1.2 /v1.3 /channel/v1.2 /registry/v1.1 /operator/v2 /admin/v1)\n", ep.HTTP)
+		fmt.Fprintf(&b, "  API docs    http://%s/docs   (OpenAPI 3.1: /openapi/{reseller,channel,registry,operator,admin}.json)\n", ep.HTTP)
 	}
 	fmt.Fprintf(&b, "  Ops         http://%s   (/metrics /healthz /readyz)\n", ep.Ops)
 	fmt.Fprintf(&b, "  Kafka       %s (%s)\n", strings.Join(d.brokers, ","), d.kafkaMode)
@@ -121,6 +122,7 @@ func writeTry(b *strings.Builder, ep Endpoints) {
 	if ep.DemoBookingSystem != "" {
 		fmt.Fprintf(b, "  Booking system simulator %s (spec doc 3; bearer token demo-booking-token; suppliers S1, connected by the demo, and S2, free for you)\n", ep.DemoBookingSystem)
 	}
+	fmt.Fprintf(b, "  OCTO supplier endpoint %s/octo/%s with bearer token demo-reseller:demo-reseller-secret (README, \"Selling through OCTO\")\n", api, demo.SupplierID)
 	b.WriteString("\nTry (as the demo reseller; one rule per notification type per subscriber: a second POST of a type is 409, change it with PUT):\n")
 	fmt.Fprintf(b, "  curl -s %s %s/v1.2/suppliers\n", r, api)
 	fmt.Fprintf(b, "  curl -s %s '%s/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s'\n", r, api, demo.SupplierID, demo.ProductGlacier,
@@ -129,5 +131,6 @@ func writeTry(b *strings.Builder, ep Endpoints) {
 	// so a newcomer who follows both gets no 409.
 	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"url\":\"%s/yours\"}' %s/registry/v1.1/product\n", r, ep.DemoSink, api)
 	fmt.Fprintf(b, "  curl -s %s -X POST -d '{\"supplierID\":\"%s\",\"productID\":\"%s\",\"operation\":\"updated\"}' %s/registry/v1.1/product/test/<rule id>\n", r, demo.SupplierID, demo.ProductGlacier, api)
+	fmt.Fprintf(b, "  curl -s -H 'Authorization: Bearer demo-reseller:demo-reseller-secret' %s/octo/%s/products   # the same supplier to an OCTO client\n", api, demo.SupplierID)
 	fmt.Fprintf(b, "  curl -s -H 'X-API-Key: demo-sink' -H 'X-API-Secret: demo-sink-secret' '%s/registry/v1.1/deliveries?limit=10'   # the demo's deliveries (needs ClickHouse)\n", api)
 }

@@ -35,16 +35,19 @@ import (
 	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
 	"github.com/switchbackhq/switchback/processors/history"
 	"github.com/switchbackhq/switchback/query/admin"
+	"github.com/switchbackhq/switchback/query/apidocs"
 	queryavailability "github.com/switchbackhq/switchback/query/availability"
 	querybooking "github.com/switchbackhq/switchback/query/booking"
 	"github.com/switchbackhq/switchback/query/channel"
 	"github.com/switchbackhq/switchback/query/console"
 	queryhistory "github.com/switchbackhq/switchback/query/history"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/octo"
 	"github.com/switchbackhq/switchback/query/operator"
 	queryregistry "github.com/switchbackhq/switchback/query/registry"
 	"github.com/switchbackhq/switchback/query/reseller"
 	"github.com/switchbackhq/switchback/schemas"
+	"github.com/switchbackhq/switchback/schemas/openapi"
 )
 
 // started is what startTiers hands back to Run.
@@ -146,35 +149,12 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		// against them before it is served.
 		Views: d.views,
 	})
-	admin.Register(srv, store, sh.catalog)
-	queryregistry.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
-	channel.Register(srv, sh.catalog)
-	channel.RegisterAdmin(srv, sh.catalog)
-	operator.Register(srv, sh.catalog)
-	operator.RegisterNotifications(srv, sh.catalog, sh.changes)
-	operator.RegisterCronReports(srv, sh.catalog, sh.cronReports)
-	reseller.Register(srv, sh.catalog)
+	// The reseller reads answer from the query tier's copy of the catalog
+	// while it is fresh (issue 21); registerAPI only adds routes.
 	if sh.catalogView != nil {
 		runWorker(closers, "catalog view", failed, sh.catalogView.Run)
 	}
-	// Availability reads: the 5-minute cache in Redis, refreshed from the
-	// supplier's partner (or the operator's pushes) and published as
-	// snapshots for the availability processor.
-	queryavailability.Register(srv, sh.avail)
-	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
-	// Holds and bookings, forwarded to the supplier's partner or booking
-	// system; their states go to TopicHolds/TopicBookings
-	// (processors/booking notifies).
-	querybooking.Register(srv, internalbooking.New(internalbooking.Options{
-		Redis:     d.redis,
-		Publisher: d.producer,
-		Partner:   sh.suppliers,
-		Catalog:   sh.catalog,
-		Logger:    log,
-	}))
-	// The web console: its page and scripts, without credentials; it calls
-	// the routes above like any client (query/console).
-	if err := console.Register(srv); err != nil {
+	if err := registerAPI(srv, d, sh, log, reg); err != nil {
 		return "", err
 	}
 
@@ -195,6 +175,48 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 		return err
 	})
 	return ln.Addr().String(), nil
+}
+
+// registerAPI adds every route of the API listener to srv: the families
+// that schemas/openapi documents (TestRegisterAPI_ServesWhatTheDocumentsList
+// holds the two to each other) and the reference that serves them.
+func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer) error {
+	admin.Register(srv, sh.principals, sh.catalog)
+	queryregistry.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
+	channel.Register(srv, sh.catalog)
+	channel.RegisterAdmin(srv, sh.catalog)
+	operator.Register(srv, sh.catalog)
+	operator.RegisterNotifications(srv, sh.catalog, sh.changes)
+	operator.RegisterCronReports(srv, sh.catalog, sh.cronReports)
+	reseller.Register(srv, sh.catalog)
+	// Availability reads: the 5-minute cache in Redis, refreshed from the
+	// supplier's partner (or the operator's pushes) and published as
+	// snapshots for the availability processor.
+	queryavailability.Register(srv, sh.avail)
+	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
+	// Holds and bookings, forwarded to the supplier's partner or booking
+	// system; their states go to TopicHolds/TopicBookings
+	// (processors/booking notifies).
+	bookings := internalbooking.New(internalbooking.Options{
+		Redis:     d.redis,
+		Publisher: d.producer,
+		Partner:   sh.suppliers,
+		Catalog:   sh.catalog,
+		Logger:    log,
+	})
+	querybooking.Register(srv, bookings)
+	// The same catalog, availability cache, holds and bookings in OCTO's
+	// dialect, one OCTO supplier endpoint per supplier (issue 26).
+	octo.Register(srv, octo.New(octo.Options{Catalog: sh.catalog, Availability: sh.avail, Bookings: bookings, Registerer: reg}))
+
+	// The web console: its page and scripts, without credentials; it calls
+	// the routes above like any client (query/console).
+	if err := console.Register(srv); err != nil {
+		return err
+	}
+	// The contract itself: GET /, /docs, /openapi/{family}.json, without
+	// credentials (query/apidocs; the documents are bundled on first use).
+	return apidocs.Register(srv, openapi.Load)
 }
 
 // accessLogLevel maps SWITCHBACK_ACCESS_LOG to the API's access log level.

@@ -91,16 +91,18 @@ var (
 	ErrNotFound    = domainerr.New("NOT_FOUND", "not found")
 	ErrConflict    = domainerr.New("CONFLICT", "conflict")
 	ErrUnavailable = domainerr.New("UNAVAILABLE", "holds and bookings are temporarily unavailable")
+	// ErrIDReused: a hold or booking id given again with other data (a
+	// retry must repeat the first request).
+	ErrIDReused = domainerr.New("BAD_REQUEST", "a hold or booking id can be used again only with the same data")
+	// ErrNotExtendable: the supplier's system cannot extend a hold (doc
+	// 2's partner interface has no such call), or refused to.
+	ErrNotExtendable = domainerr.New("CONFLICT", "the supplier's system cannot extend this hold")
 	// ErrInvalidEvent is a record of the topics that cannot be applied.
 	ErrInvalidEvent = errors.New("invalid hold or booking event")
 )
 
 func conflictf(format string, args ...any) error {
 	return domainerr.New("CONFLICT", fmt.Sprintf(format, args...))
-}
-
-func badRequestf(format string, args ...any) error {
-	return domainerr.New("BAD_REQUEST", fmt.Sprintf(format, args...))
 }
 
 func invalid(field, reason string) error { return domainerr.Field(field, reason) }

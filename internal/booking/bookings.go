@@ -96,7 +96,7 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 	}
 	if ver > 0 {
 		if old.Fingerprint != fp {
-			return Result{}, badRequestf("booking id %s was already used with different data", in.ID)
+			return Result{}, fmt.Errorf("booking id %s was already used with different data: %w", in.ID, ErrIDReused)
 		}
 		return result(old), nil
 	}

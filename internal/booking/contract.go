@@ -18,6 +18,8 @@ import (
 //
 //   - item ids: an item sent without one gets itemID (derived, so a
 //     retried request sends the same ids to the supplier's system);
+//   - ext (of the hold or booking and of each item): the request's, when
+//     the supplier's answer has none (the reseller's own data);
 //   - the embedded Rate of every item: the rate as the reseller's channel
 //     reads it (GET .../rates/{rate_id}: the binding's priceTags applied)
 //     when the hold or booking is made, replacing a partner's own;
@@ -69,10 +71,16 @@ func holdAnswer(got *schemas.Hold, in schemas.Hold, rates rateSet) {
 	if len(got.Items) == 0 {
 		got.Items = in.Items
 	}
+	if got.Ext == nil {
+		got.Ext = in.Ext // the reseller's own data (the request is a subset of the response)
+	}
 	for i := range got.Items {
 		it := &got.Items[i]
 		if it.ID == "" && i < len(in.Items) {
 			it.ID = in.Items[i].ID
+		}
+		if it.Ext == nil && i < len(in.Items) {
+			it.Ext = in.Items[i].Ext
 		}
 		if r, ok := rates[itemRef{it.SupplierID, it.ProductID, it.RateID}]; ok {
 			it.Rate = r
@@ -86,10 +94,16 @@ func bookingAnswer(got *schemas.Booking, in schemas.Booking, rates rateSet) {
 	if len(got.Items) == 0 {
 		got.Items = in.Items
 	}
+	if got.Ext == nil {
+		got.Ext = in.Ext
+	}
 	for i := range got.Items {
 		it := &got.Items[i]
 		if it.ID == "" && i < len(in.Items) {
 			it.ID = in.Items[i].ID
+		}
+		if it.Ext == nil && i < len(in.Items) {
+			it.Ext = in.Items[i].Ext
 		}
 		if it.Traveler == nil && i < len(in.Items) {
 			it.Traveler = in.Items[i].Traveler

@@ -72,7 +72,7 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	}
 	if ver > 0 {
 		if old.Fingerprint != fp {
-			return schemas.Hold{}, badRequestf("hold id %s was already used with different data", in.ID)
+			return schemas.Hold{}, fmt.Errorf("hold id %s was already used with different data: %w", in.ID, ErrIDReused)
 		}
 		return HoldView(old, now), nil
 	}
@@ -142,9 +142,29 @@ func (s *Service) ownHold(ctx context.Context, p principals.Principal, id string
 // partner: a status or expiry the partner changed is recorded. When the
 // partner cannot answer, the recorded hold is returned.
 func (s *Service) Hold(ctx context.Context, p principals.Principal, reqID, id string) (schemas.Hold, error) {
-	rec, _, err := s.ownHold(ctx, p, id)
+	rec, err := s.HoldDetail(ctx, p, reqID, id)
 	if err != nil {
 		return schemas.Hold{}, err
+	}
+	return rec.Hold, nil
+}
+
+// HoldRecord returns the recorded hold id of channel channelID as it is,
+// without asking the partner (as Record for bookings).
+func (s *Service) HoldRecord(ctx context.Context, channelID, id string) (schemas.HoldRecord, error) {
+	rec, ver, err := s.loadHold(ctx, Ref(channelID, id))
+	if err == nil && (ver == 0 || rec.ChannelID != channelID) {
+		err = fmt.Errorf("hold %s: %w", id, ErrNotFound)
+	}
+	return rec, err
+}
+
+// HoldDetail is Hold with the rest of the record (the booking that used
+// the hold, when it was made); its Hold is the reseller's view (HoldView).
+func (s *Service) HoldDetail(ctx context.Context, p principals.Principal, reqID, id string) (schemas.HoldRecord, error) {
+	rec, _, err := s.ownHold(ctx, p, id)
+	if err != nil {
+		return schemas.HoldRecord{}, err
 	}
 	if rec.Hold.Status == schemas.HoldActive {
 		var got schemas.Hold
@@ -172,7 +192,8 @@ func (s *Service) Hold(ctx context.Context, p principals.Principal, reqID, id st
 			}
 		}
 	}
-	return HoldView(rec, s.now()), nil
+	rec.Hold = HoldView(rec, s.now())
+	return rec, nil
 }
 
 // updateHold changes a hold (by its ref) under its lock and commits the

@@ -29,6 +29,10 @@ import (
 //	                        bookings that are not final -> until when (unix ms, or +inf)
 //	lock:h:<ref>      string write lock of a hold
 //	lock:b:<ref>      string write lock of a booking
+//	refs:{<channel>}:r:<reference>  set  hold ids of the channel by reseller
+//	                        reference (references.go)
+//	refs:{<channel>}:s:<reference>  set  hold ids of the channel by supplier
+//	                        reference (SupplierReference)
 func (s *Service) holdKey(ref string) string    { return s.opts.KeyPrefix + "h:" + ref }
 func (s *Service) bookingKey(ref string) string { return s.opts.KeyPrefix + "b:" + ref }
 func (s *Service) pendingKey() string           { return s.opts.KeyPrefix + "pending" }
@@ -84,9 +88,13 @@ func bookingOpenUntil(rec schemas.BookingRecord) string {
 // the pending set (KEYS[2]): added (due at ARGV[4], unless already there)
 // while awaiting tickets, removed otherwise; and for both the supplier's
 // open set (KEYS[3]): member ARGV[6] scored ARGV[7], removed when final.
-// KEYS: entity, pending (the entity again for holds: a key of the slot),
-// open. ARGV: version, rec,
-// awaiting, due, ref, open member, open until ("" final).
+// It also adds the hold id ARGV[8] to the reference sets KEYS[4] (its
+// reseller reference; the entity again when none) and KEYS[5] (its
+// supplier reference). Every key is of the view's one slot (a Redis
+// Cluster refuses a script whose keys span slots, "" included).
+// KEYS: entity, pending (the entity again for holds), open, reseller
+// reference set, supplier reference set. ARGV: version, rec, awaiting,
+// due, ref, open member, open until ("" final), hold id.
 var applyScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'v')
 if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
@@ -103,6 +111,8 @@ if ARGV[7] == '' then
 else
   redis.call('ZADD', KEYS[3], ARGV[7], ARGV[6])
 end
+if KEYS[4] ~= KEYS[1] then redis.call('SADD', KEYS[4], ARGV[8]) end
+redis.call('SADD', KEYS[5], ARGV[8])
 return 1
 `)
 
@@ -110,6 +120,7 @@ return 1
 // what is there. It reports whether it changed anything.
 func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error) {
 	var key, pending, awaiting, ref, member, until, sid string
+	var channel, holdID, resellerRef string
 	switch env.Type {
 	case schemas.EventHold:
 		var rec schemas.HoldRecord
@@ -119,6 +130,7 @@ func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error)
 		ref = Ref(rec.ChannelID, rec.Hold.ID)
 		key, awaiting, member, until, sid = s.holdKey(ref), "0", "h:"+ref, holdOpenUntil(rec), rec.SupplierID
 		pending = key
+		channel, holdID, resellerRef = rec.ChannelID, rec.Hold.ID, rec.Hold.Ext[ExtResellerReference]
 	case schemas.EventBooking:
 		var rec schemas.BookingRecord
 		if err := json.Unmarshal(env.Data, &rec); err != nil || rec.Booking.ID == "" {
@@ -129,11 +141,20 @@ func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error)
 		if rec.AwaitingTickets {
 			awaiting = "1"
 		}
+		channel, holdID, resellerRef = rec.ChannelID, rec.Booking.HoldID, rec.Booking.ResellerBookingRef
+		if holdID == "" {
+			holdID = rec.Booking.ID
+		}
 	default:
 		return false, fmt.Errorf("event type %q: %w", env.Type, ErrInvalidEvent)
 	}
-	n, err := applyScript.Run(ctx, s.rdb, []string{key, pending, s.openKey(sid)}, env.Version, string(env.Data), awaiting,
-		s.now().UnixMilli(), ref, member, until).Int()
+	resellerKey := key // none: a key of the slot, which the script skips
+	if resellerRef != "" {
+		resellerKey = s.refsKey(channel, refReseller, resellerRef)
+	}
+	n, err := applyScript.Run(ctx, s.rdb, []string{key, pending, s.openKey(sid), resellerKey,
+		s.refsKey(channel, refSupplier, SupplierReference(channel, holdID))}, env.Version, string(env.Data), awaiting,
+		s.now().UnixMilli(), ref, member, until, holdID).Int()
 	if err != nil {
 		return false, fmt.Errorf("apply %s %s: %w: %w", env.Type, env.Key, ErrUnavailable, err)
 	}

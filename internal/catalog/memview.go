@@ -246,6 +246,10 @@ func (v *View) covers(ends map[string]map[int]int64) bool {
 	return true
 }
 
+// probeFailuresToWarn is how many probes in a row must fail before a
+// warning (at the default interval, 100 ms of failure).
+const probeFailuresToWarn = 5
+
 // probe reads the end offsets every ProbeInterval and moves the view's
 // freshness to the time of the newest probe it has caught up with.
 func (v *View) probe(ctx context.Context, p *stream.OffsetProbe) {
@@ -268,10 +272,19 @@ func (v *View) probe(ctx context.Context, p *stream.OffsetProbe) {
 		ends, err := p.End(pctx)
 		cancel()
 		if err != nil {
-			if failures++; failures == 1 || failures%100 == 0 {
-				v.log.Warn("catalog view: reading the end offsets failed (reads use Redis meanwhile)", "err", err, "failures", failures)
+			if ctx.Err() != nil {
+				return // stopping: the broker may already be gone
+			}
+			// One failed probe is routine (a broker restarting, a leader
+			// moving); reads use Redis while it lasts either way. A warning
+			// is for a failure that persists.
+			if failures++; failures == probeFailuresToWarn || failures%(100*probeFailuresToWarn) == 0 {
+				v.log.Warn("catalog view: reading the end offsets keeps failing (reads use Redis meanwhile)", "err", err, "failures", failures)
 			}
 		} else {
+			if failures >= probeFailuresToWarn {
+				v.log.Info("catalog view: end offsets read again", "failures", failures)
+			}
 			failures = 0
 			waiting = append(waiting, pending{at: at, ends: ends})
 		}

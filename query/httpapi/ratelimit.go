@@ -229,6 +229,11 @@ func (s *Server) rateLimited(r *Request, rt *route, wait time.Duration) {
 	if secs := retryAfterSeconds(wait); secs != 1 {
 		rf = newRefusal(secs) // not with whole-number rates: a wait is at most one interval
 	}
+	if rt.dialect != nil {
+		r.Ctx.Response.Header.Set(HeaderRetryAfter, rf.secs)
+		rt.dialect.WriteError(r.Ctx, r.ID, rf.err, rf.err)
+		return
+	}
 	rf.write(r.Ctx, r.ID)
 }
 

@@ -157,6 +157,12 @@ func (r *Request) Error(err error) {
 		r.s.log.LogAttrs(context.Background(), slog.LevelError, "request failed",
 			slog.String("reqId", r.ID), slog.String("route", r.Route()), slog.String("code", string(e.Code)), slog.String("err", cause.Error()))
 	}
+	if r.s != nil {
+		if d := r.s.dialectOf(r.Ctx, r.route); d != nil {
+			d.WriteError(r.Ctx, r.ID, err, e)
+			return
+		}
+	}
 	writeError(r.Ctx, r.metaID(), e)
 }
 

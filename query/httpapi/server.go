@@ -155,6 +155,8 @@ type Server struct {
 	// conns lets Shutdown close connections that never sent a request
 	// (conns.go).
 	conns *conns
+	// prefixes are the dialects of unrouted requests (dialect.go).
+	prefixes []dialectPrefix
 }
 
 // New builds a server with no routes but the 404/405 handlers.
@@ -243,6 +245,9 @@ type route struct {
 	// own pipelines, before it decides anything (catalog.PipelinedFence),
 	// so the write needs no marker read of its own before the handler.
 	fenced bool
+	// dialect, when set, reads the credentials and writes the errors
+	// (HandleDialect, dialect.go).
+	dialect Dialect
 }
 
 func (rt *route) allows(role principals.Role) bool {
@@ -273,16 +278,19 @@ func (s *Server) HandleFenced(method, pattern string, roles []principals.Role, h
 	s.handle(method, pattern, roles, h, routeKind{fenced: true})
 }
 
-// routeKind is what a route is besides its pattern: fenced (HandleFenced)
-// or costly (HandleCostly, costly.go).
-type routeKind struct{ fenced, costly bool }
+// routeKind is what a route is besides its pattern: fenced (HandleFenced),
+// costly (HandleCostly, costly.go), of a dialect (HandleDialect).
+type routeKind struct {
+	fenced, costly bool
+	dialect        Dialect
+}
 
 func (s *Server) handle(method, pattern string, roles []principals.Role, h HandlerFunc, kind routeKind) {
 	if s.started.Load() {
 		panic("httpapi: Handle after Serve: register every route first")
 	}
 	rt := &route{method: method, pattern: pattern, roles: roles, h: h, costly: kind.costly, m: s.metrics.route(pattern, method),
-		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: kind.fenced}
+		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: kind.fenced, dialect: kind.dialect}
 	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
 }
 
@@ -366,7 +374,12 @@ func (s *Server) finish(r *Request) {
 		ctx := r.Ctx
 		ctx.Response.Reset()
 		ctx.Response.Header.Set(HeaderRequestID, r.ID)
-		writeError(ctx, r.ID, apierror.New(apierror.Internal, "internal error"))
+		e := apierror.New(apierror.Internal, "internal error")
+		if d := s.dialectOf(ctx, r.route); d != nil {
+			d.WriteError(ctx, r.ID, e, e)
+		} else {
+			writeError(ctx, r.ID, e)
+		}
 	}
 	ctx := r.Ctx
 	status := ctx.Response.StatusCode()
@@ -406,7 +419,7 @@ func (s *Server) accessLog(method []byte, route string, status int, d time.Durat
 func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	r, _ := ctx.UserValue(requestKey{}).(*Request)
 	r.route = rt
-	key := ctx.Request.Header.Peek(HeaderAPIKey)
+	key, secret := credentials(ctx, rt)
 	// The rate limit (issue 9) has two kinds of bucket. Authenticated
 	// requests are charged to their key, and only they: keys are not
 	// secret, so charging the key of a failed attempt would let anyone who
@@ -415,7 +428,7 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	// client address, which is then refused with 429 instead of 401, and
 	// never blocks a principal that authenticates from the same address.
 	// Both reuse the request's start time rather than reading the clock.
-	p, ok := s.auth.Authenticate(key, ctx.Request.Header.Peek(HeaderAPISecret))
+	p, ok := s.auth.Authenticate(key, secret)
 	if !ok {
 		if s.limiter != nil {
 			if ok, wait := s.limiter.failed(ctx.RemoteIP(), r.start); !ok {
@@ -521,14 +534,19 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	start := time.Now()
 	id := requestID(ctx)
 	ctx.Response.Header.Set(HeaderRequestID, id)
-	writeError(ctx, id, e)
+	if d := s.dialectOf(ctx, nil); d != nil {
+		d.WriteError(ctx, id, e, e)
+	} else {
+		writeError(ctx, id, e)
+	}
 	m := s.metrics.unmatched(ctx.Method())
-	m.observe(e.Status(), time.Since(start))
-	s.accessLog(ctx.Method(), m.pattern, e.Status(), time.Since(start), id, "")
+	status := ctx.Response.StatusCode()
+	m.observe(status, time.Since(start))
+	s.accessLog(ctx.Method(), m.pattern, status, time.Since(start), id, "")
 	// The kind only: fasthttp's error may quote what it read of the
 	// request, credentials included.
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "request rejected before routing", slog.String("reqId", id),
-		slog.Int("status", e.Status()), slog.String("reason", e.Message))
+		slog.Int("status", status), slog.String("reason", e.Message))
 }
 
 // fasthttpLogger sends fasthttp's own messages (accept errors, a

@@ -51,5 +51,9 @@ func viewsUnavailable(r *Request) {
 	ctx.Response.Reset()
 	ctx.Response.Header.Set(HeaderRequestID, r.ID)
 	ctx.Response.Header.Set(HeaderRetryAfter, viewsRetryAfter)
+	if r.route != nil && r.route.dialect != nil {
+		r.route.dialect.WriteError(ctx, r.ID, apierror.ErrUnavailable, apierror.ErrUnavailable)
+		return
+	}
 	writeError(ctx, r.ID, apierror.ErrUnavailable)
 }
