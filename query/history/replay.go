@@ -116,15 +116,28 @@ func (in *replayBody) validate() error {
 func (s store) undelivered(ctx context.Context, subscriber string, in replayBody) ([]schemas.Notification, error) {
 	// has(?, outcome) rather than IN (?): ClickHouse 18.16 cannot bind a
 	// slice to IN.
+	//
+	// Rows are found by when they happened (the table's order), up to
+	// replayTail after `to`, but counted by when their notification was
+	// created: a narrow range late in a long outage must not count every
+	// suppression after it, or "narrow from/to" could never be obeyed. The
+	// creation time is read from the notification's JSON to the second
+	// (ClickHouse's DateTime), so the range's boundary seconds are
+	// included here and cut exactly by the replayer (dispatcher.Replay
+	// filters on CreatedAt). Rows without a notification (delivered
+	// attempts) are kept: they mark a delivery id as delivered.
 	q := `SELECT delivery_id, anyIf(notification, notification != '' AND has(?, outcome)) AS n,
 			max(outcome = 'delivered') AS delivered
 		FROM history_deliveries FINAL
 		WHERE subscriber = ? AND type = ? AND occurred_at >= ? AND occurred_at < ?
+			AND (notification = '' OR
+				ifNull(parseDateTimeBestEffortOrNull(visitParamExtractString(notification, 'createdAt')) BETWEEN ? AND ?, 1))
 		GROUP BY delivery_id
 		HAVING delivered = 0 AND n != ''
 		ORDER BY delivery_id
 		LIMIT ?`
-	rows, err := s.conn.Query(ctx, q, in.Outcomes, subscriber, in.Type, in.From, in.To.Add(replayTail), MaxReplay+1)
+	rows, err := s.conn.Query(ctx, q, in.Outcomes, subscriber, in.Type, in.From, in.To.Add(replayTail),
+		in.From.UTC().Truncate(time.Second), in.To.UTC().Truncate(time.Second), MaxReplay+1)
 	if err != nil {
 		return nil, fmt.Errorf("query undelivered notifications: %w", err)
 	}
