@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,8 +267,6 @@ func outageAndReplay(b *demoapi.Binary, from time.Time, sk *sink) *outageResult 
 	// The suppressed records reach ClickHouse through the history sink
 	// (batches of up to a second); replay once they stop growing.
 	t0 := time.Now()
-	body := fmt.Sprintf(`{"type":"availability","from":%q,"to":%q,"outcomes":["suppressed","failed"]}`,
-		from.Add(-time.Minute).UTC().Format(time.RFC3339), time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
 	quiet := 0
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline) && quiet < 3; {
 		time.Sleep(time.Second)
@@ -280,19 +280,38 @@ func outageAndReplay(b *demoapi.Binary, from time.Time, sk *sink) *outageResult 
 			quiet = 0
 		}
 	}
-	status, raw, err := b.Call(demoapi.Reseller, "POST", "/registry/v1.1/deliveries/replay", body)
 	or.ReenabledWait = time.Since(t0)
-	if err != nil || status >= 300 {
-		or.ReplayAnswer = fmt.Sprintf("replay: %d %v %.300s", status, err, raw)
-		return or
+	// The registry caps one replay (100,000 notifications: "narrow
+	// from/to"), so a long outage is replayed window by window, as a
+	// subscriber would; a window refused as too large is halved.
+	end := time.Now().Add(time.Minute)
+	var answers []string
+	for at, win := from.Add(-time.Minute), 30*time.Second; at.Before(end); {
+		to := at.Add(win)
+		if to.After(end) {
+			to = end
+		}
+		body := fmt.Sprintf(`{"type":"availability","from":%q,"to":%q,"outcomes":["suppressed","failed"]}`,
+			at.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+		status, raw, err := b.Call(demoapi.Reseller, "POST", "/registry/v1.1/deliveries/replay", body)
+		if err == nil && status == 400 && strings.Contains(string(raw), "narrow from/to") && win > 2*time.Second {
+			win /= 2
+			continue
+		}
+		if err != nil || status >= 300 {
+			or.ReplayAnswer = fmt.Sprintf("replay of [%s, %s): %d %v %.300s", at.Format(time.RFC3339), to.Format(time.RFC3339), status, err, raw)
+			return or
+		}
+		var ans struct {
+			Replayed int `json:"replayed"`
+			Count    int `json:"count"`
+		}
+		_ = json.Unmarshal(raw, &ans)
+		or.Replayed += max(ans.Replayed, ans.Count)
+		answers = append(answers, strconv.Itoa(status))
+		at = to
 	}
-	var ans struct {
-		Replayed int `json:"replayed"`
-		Count    int `json:"count"`
-	}
-	_ = json.Unmarshal(raw, &ans)
-	or.Replayed = max(ans.Replayed, ans.Count)
-	or.ReplayAnswer = fmt.Sprintf("%d %.200s", status, raw)
+	or.ReplayAnswer = fmt.Sprintf("%d windows answered %s", len(answers), strings.Join(slices.Compact(answers), ","))
 	return or
 }
 
