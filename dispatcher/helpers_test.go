@@ -34,13 +34,13 @@ type env struct {
 	brokers []string
 	prod    *stream.Producer
 	mr      *miniredis.Miniredis
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	subs    *fakeSubs
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWith(t, "")
+	return newEnvWith(t, false)
 }
 
 // newRealEnv is newEnv on a real redis-server (testharness.Redis: skipped
@@ -49,10 +49,10 @@ func newEnv(t *testing.T) *env {
 // miniredis runs one at a time in an interpreter.
 func newRealEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWith(t, testharness.Redis(t))
+	return newEnvWith(t, true)
 }
 
-func newEnvWith(t *testing.T, redisURL string) *env {
+func newEnvWith(t *testing.T, real bool) *env {
 	t.Helper()
 	b, err := kafkabroker.Start(t.Context(), kafkabroker.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -75,19 +75,17 @@ func newEnvWith(t *testing.T, redisURL string) *env {
 	prod := stream.NewProducer(stream.ProducerConfig{Brokers: brokers})
 	t.Cleanup(func() { _ = prod.Close() })
 	var mr *miniredis.Miniredis
-	var rdb *redis.Client
-	if redisURL == "" {
+	var rdb redis.UniversalClient
+	if !real {
 		mr = miniredis.RunT(t)
-		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		t.Cleanup(func() { _ = c.Close() })
+		rdb = c
 	} else {
-		opts, err := redis.ParseURL(redisURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.PoolSize = 64
-		rdb = redis.NewClient(opts)
+		// A redis-server, or the shared Redis Cluster with
+		// SWITCHBACK_TEST_REDIS=cluster.
+		rdb = testharness.RedisClient(t, 64)
 	}
-	t.Cleanup(func() { _ = rdb.Close() })
 	return &env{t: t, brokers: brokers, prod: prod, mr: mr, rdb: rdb, subs: newFakeSubs()}
 }
 

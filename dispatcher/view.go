@@ -942,10 +942,20 @@ func (v *view) rebuild(ctx context.Context, brokers []string, now time.Time, epo
 	return rebuildStats{Pending: len(s.pending), Done: len(s.done), Chains: len(chains), Took: time.Since(start)}, nil
 }
 
-// clear deletes the view's keys (not the rebuild lock).
+// clear deletes the view's keys (not the rebuild lock). SCAN walks one
+// server: on a Redis Cluster every master is scanned.
 func (v *view) clear(ctx context.Context) error {
+	if cc, ok := v.rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return v.clearNode(ctx, node) })
+	}
+	return v.clearNode(ctx, v.rdb)
+}
+
+// clearNode deletes the view's keys that SCAN finds on node (deleting
+// through the view's client, which routes each key to its slot).
+func (v *view) clearNode(ctx context.Context, node redis.Cmdable) error {
 	pattern := globEscape(v.prefix) + "*"
-	iter := v.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		if k := iter.Val(); k != v.rebuildLockKey() {

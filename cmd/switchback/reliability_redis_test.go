@@ -149,9 +149,28 @@ type redisFault struct {
 
 func redisFaults(t *testing.T, form string, faults []redisFault) {
 	t.Helper()
-	settle := byForm(form, 10*time.Second, 60*time.Second)
 	rp := startRedisProc(t)
-	p := startBinary(t, append(relEnv(), "SWITCHBACK_REDIS_URL="+rp.url())...)
+	var run []runFault
+	for _, f := range faults {
+		run = append(run, runFault{f.name, func(*proc) string { f.do(rp); return "" }})
+	}
+	redisFaultsOn(t, form, "single", []string{"SWITCHBACK_REDIS_URL=" + rp.url()}, run)
+}
+
+// runFault is one fault of redisFaultsOn: do returns figures to log
+// (key=value ...).
+type runFault struct {
+	name string
+	do   func(p *proc) string
+}
+
+// redisFaultsOn runs the Redis fault tests' loads, reads and accounting
+// with the binary on the Redis that env names (mode: single, cluster,
+// sentinel; logged).
+func redisFaultsOn(t *testing.T, form, mode string, env []string, faults []runFault) {
+	t.Helper()
+	settle := byForm(form, 10*time.Second, 60*time.Second)
+	p := startBinary(t, append(relEnv(), env...)...)
 	sk := newSink(t)
 	base := "http://" + p.api
 	op := api{base, "demo-operator", "demo-operator-secret"}
@@ -229,7 +248,7 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 		l.waitCount(t, f.name, pushKeys, 5, 60*time.Second)
 		l.waitCount(t, f.name, crKeys, 2, 60*time.Second)
 		oracle.start()
-		f.do(rp)
+		figures := f.do(p)
 		// The loads carry on; the reads go on for a while after. A load
 		// that stops (a write answered wrong) fails the test, after the
 		// figures of the phase are logged.
@@ -241,7 +260,7 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 		correct, clean, wrong, samples := oracle.halt()
 		if stopped != nil {
 			tl, _ := account(sk, "/av", l, l.of(f.name))
-			relLog(t, f.name, tl, fmt.Sprintf("mode=single-process reads_correct=%d reads_503=%d reads_wrong=%d loads_stopped=true", correct, clean, wrong))
+			relLog(t, f.name, tl, fmt.Sprintf("mode=single-process redis=%s reads_correct=%d reads_503=%d reads_wrong=%d loads_stopped=true %s", mode, correct, clean, wrong, figures))
 			t.Fatalf("%s: %v; reads: %d wrong, e.g.:\n%s", f.name, stopped, wrong, strings.Join(samples, "\n"))
 		}
 		next := "final"
@@ -255,7 +274,7 @@ func redisFaults(t *testing.T, form string, faults []redisFault) {
 		}
 		caught := waitDelivered(sk, "/av", l, 120*time.Second)
 		tl, _ := account(sk, "/av", l, l.of(f.name))
-		relLog(t, f.name, tl, fmt.Sprintf("mode=single-process reads_correct=%d reads_503=%d reads_wrong=%d all_delivered_after=%s", correct, clean, wrong, caught))
+		relLog(t, f.name, tl, fmt.Sprintf("mode=single-process redis=%s reads_correct=%d reads_503=%d reads_wrong=%d all_delivered_after=%s %s", mode, correct, clean, wrong, caught, figures))
 		checkTally(t, f.name, tl)
 		if wrong > 0 {
 			t.Errorf("%s: %d reads answered wrong (neither correct nor a clean 503), e.g.:\n%s", f.name, wrong, strings.Join(samples, "\n"))

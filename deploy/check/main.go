@@ -72,7 +72,7 @@ func checkConfig(where string, args []string, env map[string]string) {
 		fail("%s: config.Load: %v", where, err)
 		return
 	}
-	if cmd != "migrate" && (c.EmbeddedKafka() || c.RedisURL == "") {
+	if cmd != "migrate" && (c.EmbeddedKafka() || c.EmbeddedRedis()) {
 		fail("%s: a single tier needs external Kafka and Redis", where)
 		return
 	}
@@ -83,9 +83,15 @@ func checkConfig(where string, args []string, env map[string]string) {
 	ok("%s: `switchback %s` config loads (brokers=%v http=%s ops=%s log=%s)", where, cmd, c.KafkaBrokers, c.HTTPAddr, c.OpsAddr, c.LogFormat)
 }
 
-func compose(deploy string) {
+// compose loads compose.yaml with the overrides named (e.g. the Redis
+// Cluster's) and checks every service.
+func compose(deploy string, overrides ...string) {
 	envFile := filepath.Join(deploy, ".env.example")
-	opts, err := cli.NewProjectOptions([]string{filepath.Join(deploy, "compose.yaml")},
+	files := []string{filepath.Join(deploy, "compose.yaml")}
+	for _, o := range overrides {
+		files = append(files, filepath.Join(deploy, o))
+	}
+	opts, err := cli.NewProjectOptions(files,
 		cli.WithEnvFiles(envFile), cli.WithDotEnv, cli.WithName("switchback"))
 	if err != nil {
 		fail("compose options: %v", err)
@@ -96,7 +102,7 @@ func compose(deploy string) {
 		fail("compose load: %v", err)
 		return
 	}
-	ok("compose.yaml loads and validates with compose-go (%d services)", len(p.Services))
+	ok("%s loads and validates with compose-go (%d services)", strings.Join(append([]string{"compose.yaml"}, overrides...), " + "), len(p.Services))
 	names := p.ServiceNames()
 	sort.Strings(names)
 	for _, n := range names {
@@ -169,7 +175,11 @@ func kubeDocs(dir string) [][]byte {
 	}
 	listed := map[string]bool{"kustomization.yaml": true, "secret.example.yaml": true}
 	var docs [][]byte
-	for _, f := range append(k.Resources, "secret.example.yaml") {
+	files := k.Resources
+	if _, err := os.Stat(filepath.Join(dir, "secret.example.yaml")); err == nil {
+		files = append(files, "secret.example.yaml")
+	}
+	for _, f := range files {
 		listed[f] = true
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -218,6 +228,8 @@ func kube(dir string) {
 			obj = &corev1.Service{}
 		case "Deployment":
 			obj = &appsv1.Deployment{}
+		case "StatefulSet":
+			obj = &appsv1.StatefulSet{}
 		case "Job":
 			obj = &batchv1.Job{}
 		default:
@@ -245,6 +257,13 @@ func kube(dir string) {
 				}
 			}
 			pods = append(pods, podOwner{fmt.Sprintf("Deployment %s (replicas %d)", o.Name, *o.Spec.Replicas), o.Spec.Template.Spec})
+		case *appsv1.StatefulSet:
+			for k, v := range o.Spec.Selector.MatchLabels {
+				if o.Spec.Template.Labels[k] != v {
+					fail("StatefulSet %s: selector %s=%s does not match its pod labels", o.Name, k, v)
+				}
+			}
+			ok("StatefulSet %s/%s (replicas %d)", o.Namespace, o.Name, *o.Spec.Replicas)
 		case *batchv1.Job:
 			pods = append(pods, podOwner{"Job " + o.Name, o.Spec.Template.Spec})
 		case *corev1.Namespace:
@@ -253,6 +272,10 @@ func kube(dir string) {
 	}
 	for _, p := range pods {
 		for _, c := range p.spec.Containers {
+			if !strings.HasPrefix(c.Image, "switchback") {
+				ok("%s: container %s (%s) is not Switchback's", p.where, c.Name, c.Image)
+				continue
+			}
 			env := map[string]string{}
 			for _, ef := range c.EnvFrom {
 				if ef.ConfigMapRef != nil {
@@ -299,7 +322,9 @@ func main() {
 		deploy = os.Args[1]
 	}
 	compose(deploy)
+	compose(deploy, "compose.redis-cluster.yaml")
 	kube(filepath.Join(deploy, "kubernetes"))
+	kube(filepath.Join(deploy, "kubernetes", "redis-cluster"))
 	if failed {
 		fmt.Println("deploy/ check FAILED")
 		os.Exit(1)

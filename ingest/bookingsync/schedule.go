@@ -136,7 +136,9 @@ func addDays(date string, n int) string {
 // ScheduleOptions configures NewSchedule.
 type ScheduleOptions struct {
 	Redis redis.UniversalClient // required
-	// KeyPrefix of every key. Default "sb:bookingsync:".
+	// KeyPrefix of every key. Default "sb:{bookingsync}:": the schedule
+	// (due index and each item's days, changed together) in one Redis
+	// Cluster slot.
 	KeyPrefix string
 	// HorizonDays is how many days ahead of each product's local today the
 	// schedule keeps refreshed. Default 90 (the change notification's
@@ -171,7 +173,7 @@ func NewSchedule(o ScheduleOptions) *Schedule {
 		panic("bookingsync.NewSchedule: Redis is required")
 	}
 	if o.KeyPrefix == "" {
-		o.KeyPrefix = "sb:bookingsync:"
+		o.KeyPrefix = "sb:{bookingsync}:"
 	}
 	if o.HorizonDays <= 0 {
 		o.HorizonDays = 90

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 // TestDayInterval_ByStatuses: doc 3 rule 8 per status, and a day's
@@ -330,7 +331,7 @@ func TestScheduler_RebuildsAfterRedisFlush(t *testing.T) {
 		t.Fatalf("first round %+v %v", rr, err)
 	}
 	e.takeCalls()
-	keys, _ := e.Redis.Keys(ctx, "sb:bookingsync:*").Result()
+	keys, _ := testharness.Keys(ctx, e.Redis, "sb:{bookingsync}:*")
 	if len(keys) == 0 {
 		t.Fatal("no schedule keys")
 	}

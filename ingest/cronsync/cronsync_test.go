@@ -466,7 +466,7 @@ func TestWorker_OneReportPerRequestThroughRedeliveryDuplicatesAndRebuild(t *test
 			handleAll(t, all)
 		}},
 		{"view flushed, rebuilt, redelivered", func(t *testing.T) {
-			if err := e.Redis.FlushDB(ctx).Err(); err != nil {
+			if err := testharness.FlushAll(ctx, e.Redis); err != nil {
 				t.Fatal(err)
 			}
 			if err := store.Rebuild(ctx, e.Brokers); err != nil {
@@ -582,7 +582,7 @@ func TestWorker_Outcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := e.Redis.FlushDB(context.Background()).Err(); err != nil {
+			if err := testharness.FlushAll(context.Background(), e.Redis); err != nil {
 				t.Fatal(err)
 			}
 			w, store := newWorker(e, tt.sy, tt.o)

@@ -87,7 +87,7 @@ func Run(ctx context.Context, opts Options) error {
 		if cfg.EmbeddedKafka() {
 			return errors.New("invalid SWITCHBACK_KAFKA_BROKERS: a single tier needs external Kafka (use 'switchback run' for one process)")
 		}
-		if cfg.RedisURL == "" {
+		if cfg.EmbeddedRedis() {
 			return errors.New("invalid SWITCHBACK_REDIS_URL: a single tier needs external Redis (use 'switchback run' for one process)")
 		}
 	}
@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ep := Endpoints{HTTP: t.httpAddr, Ops: opsLn.Addr().String(), Kafka: deps.brokers, Redis: config.RedactURL(deps.redisURL)}
+	ep := Endpoints{HTTP: t.httpAddr, Ops: opsLn.Addr().String(), Kafka: deps.brokers, Redis: deps.redisAddr}
 	if cfg.Demo && cfg.DemoData && opts.Command == "run" && t.httpAddr != "" {
 		d, err := startDemo(cfg, t.httpAddr, log, reg, &closers)
 		if err != nil {

@@ -28,7 +28,7 @@ func printBanner(w io.Writer, cfg config.Config, opts Options, tiers []string, d
 	}
 	fmt.Fprintf(&b, "  Ops         http://%s   (/metrics /healthz /readyz)\n", ep.Ops)
 	fmt.Fprintf(&b, "  Kafka       %s (%s)\n", strings.Join(d.brokers, ","), d.kafkaMode)
-	fmt.Fprintf(&b, "  Redis       %s (%s, %s)\n", config.RedactURL(d.redisURL), d.redisMode, d.redisKind)
+	fmt.Fprintf(&b, "  Redis       %s (%s, %s)\n", d.redisAddr, d.redisMode, d.redisKind)
 	switch {
 	case !needsClickHouse(tiers):
 	case d.chMode == ops.ModeParked:

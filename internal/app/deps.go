@@ -22,6 +22,10 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
+// ClusterStateReload is how often the cluster client re-reads the slot
+// map (see newRedisClient).
+const ClusterStateReload = time.Second
+
 // minRedisPool is the least Redis connection pool of a process (see
 // startDeps).
 const minRedisPool = 256
@@ -31,9 +35,10 @@ type deps struct {
 	brokers     []string
 	kafkaMode   ops.Mode
 	redisURL    string
+	redisAddr   string // what the banner and /readyz show: no password; the cluster's seeds or the sentinels
 	redisKind   string
 	redisMode   ops.Mode
-	redis       *redis.Client
+	redis       redis.UniversalClient
 	clickhouse  driver.Conn // nil when history is parked on its topic
 	chMode      ops.Mode
 	chURL       string
@@ -90,7 +95,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
 
 	// Redis.
-	if cfg.RedisURL == "" && allowEmbedded {
+	if cfg.EmbeddedRedis() && allowEmbedded {
 		dir, err := dataPath(cfg, "redis")
 		if err != nil {
 			return nil, err
@@ -103,26 +108,20 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 		d.redisURL, d.redisKind, d.redisMode = r.URL(), r.Kind(), ops.ModeEmbedded
 	} else {
 		d.redisURL, d.redisKind, d.redisMode = cfg.RedisURL, "redis", ops.ModeExternal
-	}
-	ropts, err := redis.ParseURL(d.redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("invalid SWITCHBACK_REDIS_URL: %w", err)
+		if cfg.RedisMode != "single" {
+			d.redisKind = "redis-" + cfg.RedisMode
+		}
 	}
 	// The views guard reads its marker on every new connection before the
 	// connection serves: a Redis restarted without its data (or from an
 	// older snapshot) is seen on the first reconnect, not at the next
 	// poll. /readyz says "rebuilding" until the views are complete.
 	d.views = views.New(views.Options{Logger: log.With("part", "views"), Registerer: reg})
-	ropts.OnConnect = d.views.OnConnect
-	// go-redis sizes its pool at 10 connections per CPU: on a 2-core box
-	// 20, which every API write, the processors and the dispatcher share.
-	// Under load the commands then wait for a connection rather than for
-	// Redis (measured: availability pushes at ~1,100/s with Redis at a
-	// third of a core). A pool_size in the URL still wins.
-	if !strings.Contains(d.redisURL, "pool_size=") {
-		ropts.PoolSize = max(ropts.PoolSize, minRedisPool)
+	rc, addr, err := newRedisClient(cfg, d.redisURL, d.views)
+	if err != nil {
+		return nil, err
 	}
-	d.redis = redis.NewClient(ropts)
+	d.redis, d.redisAddr = rc, addr
 	d.views.Bind(d.redis)
 	guard := d.views
 	ready.Set("views", ops.Component{Mode: d.redisMode, Kind: "views", Required: true}, func(ctx context.Context) error {
@@ -132,8 +131,7 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 		return nil
 	})
 	closers.push("redis client", func(context.Context) error { return d.redis.Close() })
-	rc := d.redis
-	ready.Set("redis", ops.Component{Mode: d.redisMode, Kind: d.redisKind, Address: config.RedactURL(d.redisURL), Required: true},
+	ready.Set("redis", ops.Component{Mode: d.redisMode, Kind: d.redisKind, Address: addr, Required: true},
 		func(ctx context.Context) error { return rc.Ping(ctx).Err() })
 	if err := retry(ctx, log, "redis", func(ctx context.Context) error { return rc.Ping(ctx).Err() }); err != nil {
 		return nil, err
@@ -236,4 +234,69 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(ctx conte
 			delay = 10 * time.Second
 		}
 	}
+}
+
+// newRedisClient makes the Redis client of cfg.RedisMode over url (the
+// embedded server's in single mode when SWITCHBACK_REDIS_URL is unset),
+// with the views guard's OnConnect hook on every connection (every node's,
+// on a cluster), and the address /readyz shows (no password).
+//
+// go-redis sizes its pool at 10 connections per CPU: on a 2-core box 20,
+// which every API write, the processors and the dispatcher share. Under
+// load the commands then wait for a connection rather than for Redis
+// (measured: availability pushes at ~1,100/s with Redis at a third of a
+// core). A pool_size in the URL still wins. On a cluster the pool is per
+// node.
+func newRedisClient(cfg config.Config, url string, g *views.Guard) (redis.UniversalClient, string, error) {
+	pool := func(n int) int {
+		if strings.Contains(url, "pool_size=") {
+			return n
+		}
+		return max(n, minRedisPool)
+	}
+	switch cfg.RedisMode {
+	case "cluster":
+		copts, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, "", fmt.Errorf("invalid SWITCHBACK_REDIS_URL (cluster form redis://host1:port?addr=host2:port): %w", err)
+		}
+		copts.PoolSize = pool(copts.PoolSize)
+		// go-redis re-reads the slot map every minute, or on a MOVED
+		// answer; a dead master answers nothing, so without a shorter
+		// interval its slots stay routed to it (every command failing,
+		// 503) for up to a minute after its replica took over. One CLUSTER
+		// SLOTS a second is cheap.
+		copts.ClusterStateReloadInterval = ClusterStateReload
+		// Each node's client gets the guard's hook with the node's address:
+		// the guard keeps one marker per shard and a run id per node.
+		copts.NewClient = func(o *redis.Options) *redis.Client {
+			o.OnConnect = g.OnConnectNode(o.Addr)
+			return redis.NewClient(o)
+		}
+		return redis.NewClusterClient(copts), "cluster " + strings.Join(copts.Addrs, ","), nil
+	case "sentinel":
+		fopts := &redis.FailoverOptions{MasterName: cfg.RedisSentinelMaster, SentinelAddrs: cfg.RedisSentinelAddrs}
+		if url != "" {
+			ropts, err := redis.ParseURL(url)
+			if err != nil {
+				return nil, "", fmt.Errorf("invalid SWITCHBACK_REDIS_URL: %w", err)
+			}
+			fopts.Username, fopts.Password, fopts.DB, fopts.TLSConfig = ropts.Username, ropts.Password, ropts.DB, ropts.TLSConfig
+			fopts.PoolSize, fopts.DialTimeout, fopts.ReadTimeout, fopts.WriteTimeout = ropts.PoolSize, ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout
+		}
+		fopts.PoolSize = pool(fopts.PoolSize)
+		// The failover client talks to whichever server is the master now:
+		// a promoted replica has a run id of its own, so the guard takes its
+		// marker (written by the old master) for one of another server run
+		// and rebuilds, as after a restart.
+		fopts.OnConnect = g.OnConnect
+		return redis.NewFailoverClient(fopts), "sentinel " + cfg.RedisSentinelMaster + "@" + strings.Join(cfg.RedisSentinelAddrs, ","), nil
+	}
+	ropts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, "", fmt.Errorf("invalid SWITCHBACK_REDIS_URL: %w", err)
+	}
+	ropts.OnConnect = g.OnConnect
+	ropts.PoolSize = pool(ropts.PoolSize)
+	return redis.NewClient(ropts), config.RedactURL(url), nil
 }

@@ -408,7 +408,7 @@ func startViews(ctx context.Context, d *deps, sh *shared, log *slog.Logger, clos
 	// state is ahead of any fold).
 	g.Register(views.View{Name: "availability-state", OnlyWhenLost: true, Rebuild: func(ctx context.Context) error {
 		return processorsavailability.RebuildState(ctx, processorsavailability.StateOptions{Brokers: d.brokers, Redis: d.redis,
-			Marker: g.Key(), Logger: log.With("part", "availability-state")})
+			Marker: g.Key(), Fence: g, Logger: log.With("part", "availability-state")})
 	}})
 	// In-process copies of view data start over with the views.
 	g.OnChange(sh.avail.ResetLocal)

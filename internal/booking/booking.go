@@ -148,7 +148,8 @@ type Options struct {
 	// PollLease is how long a claimed pending booking waits before it is
 	// polled again (processors/booking's poller). Default 2 s.
 	PollLease time.Duration
-	// KeyPrefix of the Redis keys. Default "switchback:booking:".
+	// KeyPrefix of the Redis keys. Default "switchback:{booking}:" (one
+	// Redis Cluster slot: store.go).
 	KeyPrefix string
 	// Source is Envelope.Source of published events. Default "booking".
 	Source string
@@ -177,7 +178,7 @@ func New(opts Options) *Service {
 		opts.PollLease = 2 * time.Second
 	}
 	if opts.KeyPrefix == "" {
-		opts.KeyPrefix = "switchback:booking:"
+		opts.KeyPrefix = "switchback:{booking}:"
 	}
 	if opts.Source == "" {
 		opts.Source = "booking"

@@ -15,7 +15,9 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Redis layout (prefix "switchback:booking:"). Hold and booking ids are
+// Redis layout (prefix "switchback:{booking}:": the apply script keeps a
+// record, the pending set and its supplier's open set in step, so on a
+// Redis Cluster the view is in one slot). Hold and booking ids are
 // the reseller's, unique within its channel only (two resellers may use
 // the same id and learn nothing of each other): records are keyed by
 // their ref, "<channel>/<id>" (neither may contain '/').
@@ -87,15 +89,17 @@ func bookingOpenUntil(rec schemas.BookingRecord) string {
 // while awaiting tickets, removed otherwise; and for both the supplier's
 // open set (KEYS[3]): member ARGV[6] scored ARGV[7], removed when final.
 // It also adds the hold id ARGV[8] to the reference sets KEYS[4] (its
-// reseller reference; "" when none) and KEYS[5] (its supplier reference).
-// KEYS: entity, pending ("" for holds), open, reseller reference set,
-// supplier reference set. ARGV: version, rec, awaiting, due, ref, open
-// member, open until ("" final), hold id.
+// reseller reference; the entity again when none) and KEYS[5] (its
+// supplier reference). Every key is of the view's one slot (a Redis
+// Cluster refuses a script whose keys span slots, "" included).
+// KEYS: entity, pending (the entity again for holds), open, reseller
+// reference set, supplier reference set. ARGV: version, rec, awaiting,
+// due, ref, open member, open until ("" final), hold id.
 var applyScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'v')
 if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[1], 'rec', ARGV[2])
-if KEYS[2] ~= '' then
+if KEYS[2] ~= KEYS[1] then
   if ARGV[3] == '1' then
     redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[5])
   else
@@ -107,7 +111,7 @@ if ARGV[7] == '' then
 else
   redis.call('ZADD', KEYS[3], ARGV[7], ARGV[6])
 end
-if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[8]) end
+if KEYS[4] ~= KEYS[1] then redis.call('SADD', KEYS[4], ARGV[8]) end
 redis.call('SADD', KEYS[5], ARGV[8])
 return 1
 `)
@@ -125,6 +129,7 @@ func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error)
 		}
 		ref = Ref(rec.ChannelID, rec.Hold.ID)
 		key, awaiting, member, until, sid = s.holdKey(ref), "0", "h:"+ref, holdOpenUntil(rec), rec.SupplierID
+		pending = key
 		channel, holdID, resellerRef = rec.ChannelID, rec.Hold.ID, rec.Hold.Ext[ExtResellerReference]
 	case schemas.EventBooking:
 		var rec schemas.BookingRecord
@@ -143,7 +148,7 @@ func (s *Service) Apply(ctx context.Context, env schemas.Envelope) (bool, error)
 	default:
 		return false, fmt.Errorf("event type %q: %w", env.Type, ErrInvalidEvent)
 	}
-	resellerKey := ""
+	resellerKey := key // none: a key of the slot, which the script skips
 	if resellerRef != "" {
 		resellerKey = s.refsKey(channel, refReseller, resellerRef)
 	}

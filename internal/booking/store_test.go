@@ -6,20 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 func newService(t *testing.T, now time.Time) *Service {
 	t.Helper()
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testharness.RedisClient(t, 0)
 	return New(Options{Redis: rdb, Clock: func() time.Time { return now }})
 }
 

@@ -172,8 +172,9 @@ return {'ok', '1', owner}
 // pipelines, saving the round trips (*views.Guard implements it).
 type PipelinedFence interface {
 	Fence
-	Key() string
-	EpochOf(raw string, err error) (string, error)
+	// PipeEpoch queues the marker's read (every shard's on a Redis
+	// Cluster) in pipe; the func interprets the answer after Exec.
+	PipeEpoch(ctx context.Context, pipe redis.Pipeliner) func() (string, error)
 }
 
 // rateState is a rate's stored availabilities as the batch goes: the raw
@@ -232,13 +233,13 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	}
 	token := uuid.NewString()
 	lockCmds := make([]*redis.Cmd, len(sids))
-	var markerCmd *redis.StringCmd
+	var markerCmd func() (string, error)
 	err = s.execScripts(ctx, func(pipe redis.Pipeliner) {
 		for i, sid := range sids {
 			lockCmds[i] = ownerLockScript.EvalSha(ctx, pipe, []string{s.k.lock(sid), s.k.supplier(sid)}, token, lockTTL.Milliseconds())
 		}
 		if fence != nil {
-			markerCmd = pipe.Get(ctx, fence.Key())
+			markerCmd = fence.PipeEpoch(ctx, pipe)
 		}
 	})
 	if err != nil {
@@ -330,7 +331,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		}
 	}
 	if fence != nil {
-		markerCmd = pipe.Get(ctx, fence.Key())
+		markerCmd = fence.PipeEpoch(ctx, pipe)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		fail(live, unavailable("read availabilities", err))
@@ -461,8 +462,8 @@ func (s *Store) fenceEpochStart(ctx context.Context, fence PipelinedFence) (stri
 
 // checkEpoch reads the marker's answer of a pipeline: it must be a
 // complete epoch, and the one want names when want is not "".
-func (s *Store) checkEpoch(fence PipelinedFence, c *redis.StringCmd, want string) (string, error) {
-	e, err := fence.EpochOf(c.Result())
+func (s *Store) checkEpoch(_ PipelinedFence, read func() (string, error), want string) (string, error) {
+	e, err := read()
 	if err != nil {
 		return "", unavailable("read the views epoch", err)
 	}

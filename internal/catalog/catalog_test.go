@@ -57,14 +57,9 @@ var (
 	admin = principals.Principal{ID: "adm", Role: principals.RoleAdmin}
 )
 
-func newStore(t *testing.T) (*Store, *recorder, *redis.Client) {
+func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
 	t.Helper()
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testharness.RedisClient(t, 0)
 	rec := &recorder{}
 	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testKeyring(t)})
 	s.lockWait = 300 * time.Millisecond
@@ -124,7 +119,7 @@ func TestApply_IsIdempotentAndIgnoresOlderVersions(t *testing.T) {
 		})
 	}
 	t.Run("replay in order on an empty view converges", func(t *testing.T) {
-		if err := rdb.FlushAll(ctx).Err(); err != nil {
+		if err := testharness.FlushAll(ctx, rdb); err != nil {
 			t.Fatal(err)
 		}
 		for _, env := range []schemas.Envelope{envs[1], envs[0], envs[1]} {
@@ -321,7 +316,7 @@ func TestCredentials_AreStoredButNeverRendered(t *testing.T) {
 	if envs := rec.envelopes(t); strings.Contains(string(envs[0].Data), secret) || !strings.Contains(string(envs[0].Data), `"bearerToken":"sb:v1:`) {
 		t.Errorf("event carries the credentials in clear, or not at all: %s", envs[0].Data)
 	}
-	keys, _ := rdb.Keys(ctx, "*").Result()
+	keys, _ := testharness.Keys(ctx, rdb, "*")
 	for _, k := range keys {
 		var vals []string
 		switch typ, _ := rdb.Type(ctx, k).Result(); typ {

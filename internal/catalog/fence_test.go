@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 // flushingFence is the views' epoch as a write sees it: each call takes
@@ -57,7 +59,7 @@ func TestWrite_FencedAgainstLostViews(t *testing.T) {
 			published := len(rec.envelopes(t))
 			f := &flushingFence{answers: tt.answers}
 			if tt.flush {
-				f.lose = func() { _ = rdb.FlushAll(ctx).Err() }
+				f.lose = func() { _ = testharness.FlushAll(ctx, rdb) }
 			}
 			s.fence = f
 			_, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "again"))

@@ -49,7 +49,7 @@ type ViewOptions struct {
 	Bound time.Duration
 	// ProbeInterval is how often the end offsets are read (default 20 ms).
 	ProbeInterval time.Duration
-	// KeyPrefix as the Store's (default "switchback:catalog:").
+	// KeyPrefix as the Store's (default DefaultKeyPrefix).
 	KeyPrefix  string
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -82,7 +82,7 @@ func NewView(o ViewOptions) *View {
 		o.ProbeInterval = 20 * time.Millisecond
 	}
 	if o.KeyPrefix == "" {
-		o.KeyPrefix = "switchback:catalog:"
+		o.KeyPrefix = DefaultKeyPrefix
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

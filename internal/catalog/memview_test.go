@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/testharness"
@@ -46,12 +44,7 @@ func newViewEnv(t *testing.T, bound time.Duration) *viewEnv {
 	}
 	prod := stream.NewProducer(stream.ProducerConfig{Brokers: brokers})
 	t.Cleanup(func() { _ = prod.Close() })
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testharness.RedisClient(t, 0)
 	view := NewView(ViewOptions{Brokers: brokers, Bound: bound, ProbeInterval: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -56,7 +56,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Source is Envelope.Source of published events. Default "catalog".
 	Source string
-	// KeyPrefix prefixes every Redis key. Default "switchback:catalog:".
+	// KeyPrefix prefixes every Redis key. Default "switchback:{catalog}:"
+	// (the hash tag keeps the whole view in one Redis Cluster slot: see
+	// the layout below).
 	KeyPrefix string
 	// Fence, when set, keeps writes from deciding on a lost view: the
 	// epoch of the Redis views (internal/views.Guard) is read before a
@@ -132,7 +134,7 @@ func NewStore(opts Options) *Store {
 		opts.Source = "catalog"
 	}
 	if opts.KeyPrefix == "" {
-		opts.KeyPrefix = "switchback:catalog:"
+		opts.KeyPrefix = DefaultKeyPrefix
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
 		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence,
@@ -187,9 +189,15 @@ func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
 	}
 }
 
-// Redis layout. Supplier keys carry the id in a hash tag so that one
-// supplier's keys share a cluster slot; the channel indexes and the sets
-// do not, so the view needs one Redis node (like the registry).
+// DefaultKeyPrefix is the default Options.KeyPrefix.
+const DefaultKeyPrefix = "switchback:{catalog}:"
+
+// Redis layout. The default prefix carries the hash tag {catalog}, so that
+// on a Redis Cluster every key of the view is in one slot: the apply
+// scripts keep a supplier's records and the indexes across suppliers and
+// channels (suppliers, owner:, c:<C>:*) in step atomically, which one slot
+// alone allows (docs/decisions.md, "Redis Cluster"). The "{S}" below is
+// then part of the name only (Redis hashes the first tag).
 //
 //	channels                 hash  channelId -> Channel JSON
 //	channels:ver             hash  channelId -> "version:micros" of the last applied event

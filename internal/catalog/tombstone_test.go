@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 type openCount map[string]int
@@ -44,7 +45,7 @@ func TestSupplierIDs_AreTheirOperatorsForEver(t *testing.T) {
 	}
 	check(t)
 	// The view rebuilt from the topic keeps the tombstone.
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := testharness.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	for _, env := range rec.envelopes(t) {

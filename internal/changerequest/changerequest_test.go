@@ -97,14 +97,9 @@ func (r *recorder) Messages() []stream.Message {
 	return append([]stream.Message(nil), r.msgs...)
 }
 
-func newStore(t *testing.T, now func() time.Time) (*Store, *recorder, *redis.Client) {
+func newStore(t *testing.T, now func() time.Time) (*Store, *recorder, redis.UniversalClient) {
 	t.Helper()
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testharness.RedisClient(t, 0)
 	rec := &recorder{}
 	return NewStore(Options{Redis: rdb, Publisher: rec, Clock: now}), rec, rdb
 }
@@ -188,7 +183,7 @@ func TestStore_CreateListGetScopedAndRebuilt(t *testing.T) {
 		}
 	}
 	t.Run("live", check)
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
+	if err := testharness.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
 	// The records in another order (the view is order-insensitive).

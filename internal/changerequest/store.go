@@ -35,7 +35,7 @@ const MaxWindowDays = 366
 type Options struct {
 	Redis     redis.UniversalClient
 	Publisher stream.Publisher
-	KeyPrefix string // default "sb:cr:"
+	KeyPrefix string // default "sb:{cr}:": the scripts keep the record and its indexes in step, so the view is in one Redis Cluster slot
 	Clock     func() time.Time
 	Logger    *slog.Logger
 }
@@ -52,7 +52,7 @@ type Store struct {
 // NewStore returns a store.
 func NewStore(opts Options) *Store {
 	if opts.KeyPrefix == "" {
-		opts.KeyPrefix = "sb:cr:"
+		opts.KeyPrefix = "sb:{cr}:"
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now

@@ -22,11 +22,20 @@ import (
 // Config is every setting of the binary. Unset external addresses mean
 // embedded mode for that part.
 type Config struct {
-	KafkaBrokers      []string
-	RedisURL          string
-	ClickHouseURL     string
-	DataDir           string
-	EmbeddedKafkaAddr string
+	KafkaBrokers []string
+	RedisURL     string
+	// RedisMode is how RedisURL is read: "single" (one server, or the
+	// embedded one when RedisURL is unset), "cluster" (Redis Cluster:
+	// RedisURL names seed nodes) or "sentinel" (a Sentinel-managed
+	// master: RedisSentinelMaster and RedisSentinelAddrs).
+	RedisMode string
+	// RedisSentinelMaster and RedisSentinelAddrs find the master in
+	// sentinel mode.
+	RedisSentinelMaster string
+	RedisSentinelAddrs  []string
+	ClickHouseURL       string
+	DataDir             string
+	EmbeddedKafkaAddr   string
 	// EmbeddedClickHouseAddr is the native address of the clickhouse-server
 	// child (loopback only); port 0 picks a free one at every start.
 	EmbeddedClickHouseAddr string
@@ -140,7 +149,7 @@ func Settings() []Setting {
 			}
 			return nil
 		}},
-		{"SWITCHBACK_REDIS_URL", "redis-url", "", "redis:// URL of an external Redis; unset: redis-server child if on PATH, else in-process miniredis", func(c *Config, v string) error {
+		{"SWITCHBACK_REDIS_URL", "redis-url", "", "redis:// URL of an external Redis; unset: redis-server child if on PATH, else in-process miniredis. cluster mode: the seed nodes, redis://[user:password@]host1:port?addr=host2:port&addr=host3:port (no database; go-redis options as query parameters); sentinel mode: optional, the master's credentials, database and options, redis://[user:password@]master/0 (the host is the sentinels' to say)", func(c *Config, v string) error {
 			if v != "" {
 				u, err := url.Parse(v)
 				if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
@@ -148,6 +157,32 @@ func Settings() []Setting {
 				}
 			}
 			c.RedisURL = v
+			return nil
+		}},
+		{"SWITCHBACK_REDIS_MODE", "redis-mode", "single", "single (one Redis server, or the embedded one), cluster (Redis Cluster, seed nodes in SWITCHBACK_REDIS_URL) or sentinel (failover through Redis Sentinel: SWITCHBACK_REDIS_SENTINEL_MASTER and SWITCHBACK_REDIS_SENTINEL_ADDRS)", func(c *Config, v string) error {
+			switch v {
+			case "single", "cluster", "sentinel":
+				c.RedisMode = v
+				return nil
+			}
+			return errors.New("must be single, cluster or sentinel")
+		}},
+		{"SWITCHBACK_REDIS_SENTINEL_MASTER", "redis-sentinel-master", "", "sentinel mode: the name the sentinels monitor the master under (sentinel monitor <name> ...)", func(c *Config, v string) error {
+			c.RedisSentinelMaster = strings.TrimSpace(v)
+			return nil
+		}},
+		{"SWITCHBACK_REDIS_SENTINEL_ADDRS", "redis-sentinel-addrs", "", "sentinel mode: comma-separated host:port of the sentinels", func(c *Config, v string) error {
+			c.RedisSentinelAddrs = nil
+			for _, a := range strings.Split(v, ",") {
+				a = strings.TrimSpace(a)
+				if a == "" {
+					continue
+				}
+				if _, _, err := net.SplitHostPort(a); err != nil {
+					return fmt.Errorf("sentinel %q is not host:port", a)
+				}
+				c.RedisSentinelAddrs = append(c.RedisSentinelAddrs, a)
+			}
 			return nil
 		}},
 		{"SWITCHBACK_CLICKHOUSE_URL", "clickhouse-url", "", "clickhouse:// URL (native protocol) of an external ClickHouse; unset: clickhouse-server child if on PATH, else history parked on its topic", func(c *Config, v string) error {
@@ -407,6 +442,9 @@ func (c *Config) demoNeeds(given func(env string) bool) error {
 }
 
 func (c Config) validate() error {
+	if err := c.validateRedis(); err != nil {
+		return err
+	}
 	if (c.AdminKey == "") != (c.AdminSecret == "") {
 		return errors.New("invalid SWITCHBACK_ADMIN_KEY/SWITCHBACK_ADMIN_SECRET: set both or neither")
 	}
@@ -421,6 +459,35 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// validateRedis checks that the Redis settings fit their mode: a cluster
+// or a sentinel-managed master is never embedded.
+func (c Config) validateRedis() error {
+	switch c.RedisMode {
+	case "cluster":
+		if c.RedisURL == "" {
+			return errors.New("invalid SWITCHBACK_REDIS_URL: SWITCHBACK_REDIS_MODE=cluster needs the seed nodes, redis://host1:port?addr=host2:port&addr=host3:port")
+		}
+		if u, err := url.Parse(c.RedisURL); err == nil && strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "0" {
+			return errors.New("invalid SWITCHBACK_REDIS_URL: a Redis Cluster has only database 0")
+		}
+	case "sentinel":
+		if c.RedisSentinelMaster == "" {
+			return errors.New("invalid SWITCHBACK_REDIS_SENTINEL_MASTER: SWITCHBACK_REDIS_MODE=sentinel needs the master's name")
+		}
+		if len(c.RedisSentinelAddrs) == 0 {
+			return errors.New("invalid SWITCHBACK_REDIS_SENTINEL_ADDRS: SWITCHBACK_REDIS_MODE=sentinel needs the sentinels' host:port")
+		}
+	default:
+		if c.RedisSentinelMaster != "" || len(c.RedisSentinelAddrs) > 0 {
+			return errors.New("invalid SWITCHBACK_REDIS_SENTINEL_MASTER/SWITCHBACK_REDIS_SENTINEL_ADDRS: set only with SWITCHBACK_REDIS_MODE=sentinel")
+		}
+	}
+	return nil
+}
+
+// EmbeddedRedis reports whether the embedded Redis is used.
+func (c Config) EmbeddedRedis() bool { return c.RedisMode == "single" && c.RedisURL == "" }
 
 func flagOf(settings []Setting, env string) string {
 	for _, s := range settings {

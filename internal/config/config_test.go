@@ -53,6 +53,13 @@ func TestLoad_InvalidSettingIsNamed(t *testing.T) {
 	}{
 		{"bad broker", map[string]string{"SWITCHBACK_KAFKA_BROKERS": "nohost"}, nil, "SWITCHBACK_KAFKA_BROKERS"},
 		{"bad redis url", map[string]string{"SWITCHBACK_REDIS_URL": "http://x"}, nil, "SWITCHBACK_REDIS_URL"},
+		{"bad redis mode", map[string]string{"SWITCHBACK_REDIS_MODE": "sharded"}, nil, "SWITCHBACK_REDIS_MODE"},
+		{"cluster without seeds", map[string]string{"SWITCHBACK_REDIS_MODE": "cluster"}, nil, "SWITCHBACK_REDIS_URL"},
+		{"cluster with a database", map[string]string{"SWITCHBACK_REDIS_MODE": "cluster", "SWITCHBACK_REDIS_URL": "redis://h:7000/3"}, nil, "only database 0"},
+		{"sentinel without master", map[string]string{"SWITCHBACK_REDIS_MODE": "sentinel", "SWITCHBACK_REDIS_SENTINEL_ADDRS": "h:26379"}, nil, "SWITCHBACK_REDIS_SENTINEL_MASTER"},
+		{"sentinel without sentinels", map[string]string{"SWITCHBACK_REDIS_MODE": "sentinel", "SWITCHBACK_REDIS_SENTINEL_MASTER": "m"}, nil, "SWITCHBACK_REDIS_SENTINEL_ADDRS"},
+		{"bad sentinel addr", map[string]string{"SWITCHBACK_REDIS_MODE": "sentinel", "SWITCHBACK_REDIS_SENTINEL_MASTER": "m", "SWITCHBACK_REDIS_SENTINEL_ADDRS": "h"}, nil, "SWITCHBACK_REDIS_SENTINEL_ADDRS"},
+		{"sentinel settings in single mode", map[string]string{"SWITCHBACK_REDIS_SENTINEL_MASTER": "m"}, nil, "SWITCHBACK_REDIS_MODE=sentinel"},
 		{"bad clickhouse url", map[string]string{"SWITCHBACK_CLICKHOUSE_URL": "http://x:8123"}, nil, "SWITCHBACK_CLICKHOUSE_URL"},
 		{"bad http addr", map[string]string{"SWITCHBACK_HTTP_ADDR": "8080"}, nil, "SWITCHBACK_HTTP_ADDR"},
 		{"bad bool", map[string]string{"SWITCHBACK_DEMO": "yes please"}, nil, "SWITCHBACK_DEMO"},

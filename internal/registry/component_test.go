@@ -25,7 +25,7 @@ import (
 // following the topics converges; and with Kafka gone a create is
 // ErrUnavailable and leaves nothing in Redis.
 func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
-	redisURL := testharness.Redis(t)
+	rdb := testharness.RedisClient(t, 0)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
@@ -47,21 +47,21 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	producer := stream.NewProducer(stream.ProducerConfig{Brokers: brokers, WriteTimeout: time.Second})
 	t.Cleanup(func() { _ = producer.Close() })
 
-	opts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
 	secrets := newTestKeyring(t)
 	reg := New(Options{Redis: rdb, Publisher: producer, Secrets: secrets})
 
-	// A second instance with its own view (Redis database 1), following.
-	opts1 := *opts
-	opts1.DB = 1
-	rdb1 := redis.NewClient(&opts1)
-	t.Cleanup(func() { _ = rdb1.Close() })
-	follower := New(Options{Redis: rdb1, Secrets: secrets})
+	// A second instance with its own view (Redis database 1; on a cluster,
+	// which has database 0 only, keys of another prefix), following.
+	var follower *Registry
+	if c, ok := rdb.(*redis.Client); ok {
+		opts1 := *c.Options()
+		opts1.DB = 1
+		rdb1 := redis.NewClient(&opts1)
+		t.Cleanup(func() { _ = rdb1.Close() })
+		follower = New(Options{Redis: rdb1, Secrets: secrets})
+	} else {
+		follower = New(Options{Redis: rdb, Secrets: secrets, KeyPrefix: "follower:{registry}:"})
+	}
 	followCtx, stopFollow := context.WithCancel(ctx)
 	followDone := make(chan error, 1)
 	go func() { followDone <- follower.Follow(followCtx, brokers) }()
@@ -134,8 +134,18 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	want := readView(t, reg, subs)
 
 	// Flush and rebuild from the topics.
-	if err := rdb.FlushDB(ctx).Err(); err != nil {
-		t.Fatal(err)
+	if c, ok := rdb.(*redis.Client); ok {
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		lost, err := testharness.Keys(ctx, rdb, "switchback:{registry}:*")
+		if err != nil || len(lost) == 0 {
+			t.Fatalf("the view's keys on the cluster: %v %v", lost, err)
+		}
+		if err := rdb.Del(ctx, lost...).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := reg.Rebuild(ctx, brokers); err != nil {
 		t.Fatal(err)
@@ -172,7 +182,7 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	if _, err := reg.Rule(ctx, subA, schemas.TypeProduct); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("product rule after failed create: %v", err)
 	}
-	all, err := rdb.Keys(ctx, "*").Result()
+	all, err := testharness.Keys(ctx, rdb, "*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func DefaultMetadata() Metadata { return Metadata{ThrottleDelay: "0s"} }
 // Options configures New.
 type Options struct {
 	// Redis holds the view. Required.
-	Redis *redis.Client
+	Redis redis.UniversalClient
 	// Publisher writes to schemas.TopicRules and schemas.TopicMetadata;
 	// nil makes every write fail with ErrUnavailable (a read-only registry,
 	// e.g. in the dispatcher).
@@ -117,7 +117,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Source is Envelope.Source of the published events. Default "registry".
 	Source string
-	// KeyPrefix prefixes every Redis key. Default "switchback:registry:".
+	// KeyPrefix prefixes every Redis key. Default "switchback:{registry}:"
+	// (one Redis Cluster slot for the view: store.go).
 	KeyPrefix string
 	// Fence, when set, keeps writes from deciding on a lost view: the
 	// epoch of the Redis views (internal/views.Guard) is read before a
@@ -143,7 +144,7 @@ type Fence interface {
 // Registry is the registry of every subscriber. It is safe for concurrent
 // use, across processes too (the atomicity lives in Redis).
 type Registry struct {
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	pub     stream.Publisher
 	policy  URLPolicy
 	now     func() time.Time
@@ -172,7 +173,7 @@ func New(opts Options) *Registry {
 		opts.Source = "registry"
 	}
 	if opts.KeyPrefix == "" {
-		opts.KeyPrefix = "switchback:registry:"
+		opts.KeyPrefix = "switchback:{registry}:"
 	}
 	return &Registry{
 		rdb:     opts.Redis,

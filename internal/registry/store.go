@@ -12,8 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis layout, per subscriber (the {subscriber} hash tag keeps one
-// subscriber's keys in one cluster slot):
+// Redis layout, per subscriber:
 //
 //	<prefix>{sub}:rules        hash  type -> rule (storedRule JSON)
 //	<prefix>{sub}:metadata     string     metadata JSON (absent: defaults)
@@ -22,8 +21,9 @@ import (
 //	<prefix>{sub}:lock:<field> string     pending marker / write lock, expires after lockTTL
 //	<prefix>subscribers        set        subscribers with a rule or metadata
 //
-// The scripts touch the subscribers set too, which lives in another slot:
-// the registry needs a single Redis node (as the rest of Switchback does).
+// The scripts touch the subscribers set too, so on a Redis Cluster the whole
+// view is in one slot: the default prefix carries the hash tag {registry}
+// (Redis hashes the first tag; {sub} is then part of the name only).
 type keys struct{ prefix string }
 
 func (k keys) sub(s string) string         { return k.prefix + "{" + s + "}:" }

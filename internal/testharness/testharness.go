@@ -56,6 +56,7 @@ var dbSeq atomic.Int64
 func Main(m *testing.M) {
 	shared.enabled = true
 	code := m.Run()
+	stopSharedCluster()
 	if shared.ch != nil {
 		if err := shared.ch.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "testharness: stop shared clickhouse-server:", err)

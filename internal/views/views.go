@@ -110,6 +110,9 @@ type Guard struct {
 	m   *metrics
 
 	rdb redis.UniversalClient
+	// cs is set when rdb is a cluster client: one marker per shard
+	// (cluster.go).
+	cs atomic.Pointer[clusterState]
 
 	mu      sync.Mutex
 	views   []View
@@ -154,12 +157,47 @@ func New(o Options) *Guard {
 }
 
 // Bind sets the Redis client the guard reads and writes through (the one
-// whose options carry OnConnect).
-func (g *Guard) Bind(rdb redis.UniversalClient) { g.rdb = rdb }
+// whose options carry OnConnect; on a *redis.ClusterClient every node's
+// options carry OnConnectNode).
+func (g *Guard) Bind(rdb redis.UniversalClient) {
+	g.rdb = rdb
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		g.cs.Store(&clusterState{cc: cc, runs: map[string]string{}})
+	}
+}
 
-// Key is the marker's key. A view that must not be written once the views
-// are complete again (see View.OnlyWhenLost) checks it in its writes.
-func (g *Guard) Key() string { return g.o.Key }
+// Key is the marker's key on one Redis server. A view that must not be
+// written once the views are complete again (see View.OnlyWhenLost) checks
+// it in its writes. "" on a cluster, where the markers are one per shard
+// and no write can check one atomically with keys of other slots: use
+// Epoch there.
+func (g *Guard) Key() string {
+	if g.cluster() != nil {
+		return ""
+	}
+	return g.o.Key
+}
+
+// PipeEpoch queues the read of the marker (every shard's on a cluster) in
+// the caller's pipeline and returns what interprets the answer once the
+// pipeline ran: as Epoch, without the round trip (a stale marker is not
+// deleted here; the next Epoch does it).
+func (g *Guard) PipeEpoch(ctx context.Context, pipe redis.Pipeliner) func() (string, error) {
+	cs := g.cluster()
+	if cs == nil {
+		c := pipe.Get(ctx, g.o.Key)
+		return func() (string, error) { return g.EpochOf(c.Result()) }
+	}
+	keys, err := cs.keys(ctx, g.o.Key)
+	if err != nil {
+		return func() (string, error) { return "", fmt.Errorf("read the views markers: %w", err) }
+	}
+	cmds := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Get(ctx, k)
+	}
+	return func() (string, error) { return g.clusterEpochOf(ctx, cs, keys, cmds) }
+}
 
 // Register adds a view. Register every view before Start.
 func (g *Guard) Register(v View) {
@@ -232,6 +270,9 @@ func (g *Guard) Confirm(ctx context.Context, gen uint64) error {
 // and writers: equal non-empty epochs before and after a piece of work
 // mean that Redis lost nothing in between.
 func (g *Guard) Epoch(ctx context.Context) (string, error) {
+	if cs := g.cluster(); cs != nil {
+		return g.clusterEpoch(ctx, cs)
+	}
 	v, err := g.rdb.Get(ctx, g.o.Key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
@@ -420,13 +461,26 @@ func (g *Guard) Run(ctx context.Context) error {
 		case <-t.C:
 		case <-g.poke:
 		}
-		e, err := g.Epoch(ctx)
+		var err error
+		if cs := g.cluster(); cs != nil {
+			// The slot map can change (a resharding): the markers follow it.
+			_, err = cs.refreshMarkers(ctx, g.o.Key)
+		}
+		e := ""
+		if err == nil {
+			e, err = g.Epoch(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			// Redis is down: every read fails on its own (503). Once it
-			// answers again the marker says what it kept.
+			// answers again the marker says what it kept. On a cluster the
+			// node may be gone for good (its replica promoted): re-read
+			// the slot map now.
+			if cs := g.cluster(); cs != nil {
+				cs.cc.ReloadState(ctx)
+			}
 			if !down {
 				g.log.Warn("views marker unreadable; Redis down?", "err", err)
 				down = true
@@ -518,6 +572,9 @@ return {'set', ARGV[1]}
 // the views while renewing the sentinel, and publishes the epoch only if
 // the sentinel survived. outcome is "rebuilt" or "adopted".
 func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome string, err error) {
+	if cs := g.cluster(); cs != nil {
+		return g.rebuildOnceCluster(ctx, cs, lost)
+	}
 	sentinel := g.o.Key + ":rebuilding:" + randomHex(8)
 	if err := g.rdb.Set(ctx, sentinel, "1", sentinelTTL).Err(); err != nil {
 		return "", "", fmt.Errorf("views: put the rebuild sentinel: %w", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/processors/availability"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -25,7 +26,7 @@ import (
 var prefixes atomic.Int64
 
 // newProc returns a processor with state keys of its own on rdb.
-func newProc(rdb *redis.Client, pub stream.Publisher) (*availability.Processor, string) {
+func newProc(rdb redis.UniversalClient, pub stream.Publisher) (*availability.Processor, string) {
 	prefix := fmt.Sprintf("t%d:", prefixes.Add(1))
 	return availability.New(availability.Options{Redis: rdb, Bindings: world{}, Subscribers: world{}, Rules: world{},
 		Publisher: pub, Clock: func() time.Time { return t0 }, KeyPrefix: prefix}), prefix
@@ -67,10 +68,10 @@ func byRate(t *testing.T, msgs []stream.Message) map[string][]string {
 }
 
 // states returns every saved rate state under prefix, by rate key.
-func states(t *testing.T, rdb *redis.Client, prefix string) map[string][]byte {
+func states(t *testing.T, rdb redis.UniversalClient, prefix string) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, prefix+"avstate:*").Result()
+	keys, err := testharness.Keys(ctx, rdb, prefix+"avstate:*")
 	if err != nil {
 		t.Fatal(err)
 	}

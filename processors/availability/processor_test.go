@@ -70,13 +70,8 @@ func snapshotMsg(t *testing.T, rid string, retrieved time.Time, caps ...int) str
 	return m
 }
 
-func redisClient(t *testing.T) *redis.Client {
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { _ = rdb.Close() })
+func redisClient(t *testing.T) redis.UniversalClient {
+	rdb := testharness.RedisClient(t, 0)
 	return rdb
 }
 

@@ -23,19 +23,27 @@ type StateOptions struct {
 	// KeyPrefix of the state keys, as Options.KeyPrefix. Default "sb:".
 	KeyPrefix string
 	// Marker is the key of the views marker (internal/views.Guard.Key):
-	// states are written only while it is absent. Required.
+	// states are written only while it is absent, checked by the write's
+	// script. On a Redis Cluster there is no one marker a script could
+	// check beside a state key of any slot (Guard.Key is ""): Fence is
+	// then read before every chunk of writes instead. One of them is
+	// required.
 	Marker string
+	// Fence reads the views' epoch (*views.Guard): "" while they are lost.
+	Fence interface {
+		Epoch(ctx context.Context) (string, error)
+	}
 	Clock  func() time.Time
 	Logger *slog.Logger
 }
 
 // foldWriteScript writes a rebuilt state only while the views are marked
-// lost. KEYS: state, marker. ARGV: state ("" deletes). Once any process
+// lost. KEYS: state, marker (absent on a cluster: checked before). ARGV: state ("" deletes). Once any process
 // finished the rebuild and set the marker, the processors resume and move
 // the states on; a slower rebuild writing after that would set them back
 // (and a change back to an earlier value would go unnotified).
 var foldWriteScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 if ARGV[1] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[1]) end
 return 1
 `)
@@ -60,8 +68,8 @@ return 1
 // Run it only while the views are marked lost (internal/views registers it
 // OnlyWhenLost): every write is conditional on the marker's absence.
 func RebuildState(ctx context.Context, o StateOptions) error {
-	if o.Redis == nil || o.Marker == "" {
-		return fmt.Errorf("availability: RebuildState needs Redis and Marker")
+	if o.Redis == nil || (o.Marker == "" && o.Fence == nil) {
+		return fmt.Errorf("availability: RebuildState needs Redis and Marker or Fence")
 	}
 	if o.GroupID == "" {
 		o.GroupID = defaultGroupID
@@ -111,6 +119,20 @@ func RebuildState(ctx context.Context, o StateOptions) error {
 	written := 0
 	for lo := 0; lo < len(order); lo += chunk {
 		keys := order[lo:min(lo+chunk, len(order))]
+		if o.Marker == "" {
+			// A cluster: the epoch before the chunk. A process that
+			// completes the views between this read and the chunk's writes
+			// could see a state set back by them (the one window the
+			// script closes on one server; docs/decisions.md).
+			e, err := o.Fence.Epoch(ctx)
+			if err != nil {
+				return fmt.Errorf("write rebuilt availability states: %w", err)
+			}
+			if e != "" {
+				o.Logger.Info("availability states: the views were completed by another process; stopping", "written", written)
+				return nil
+			}
+		}
 		cmds := make([]*redis.Cmd, len(keys))
 		_, err := o.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for i, k := range keys {
@@ -118,7 +140,11 @@ func RebuildState(ctx context.Context, o StateOptions) error {
 				if st := states[k]; len(st.Versions) > 0 {
 					val = encodeState(make([]byte, 0, 16+16*len(st.Slots)+8*len(st.Coverage)), *st)
 				}
-				cmds[i] = foldWriteScript.Eval(ctx, pipe, []string{k, o.Marker}, val)
+				if o.Marker == "" {
+					cmds[i] = foldWriteScript.Eval(ctx, pipe, []string{k}, val)
+				} else {
+					cmds[i] = foldWriteScript.Eval(ctx, pipe, []string{k, o.Marker}, val)
+				}
 			}
 			return nil
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -224,7 +225,7 @@ func TestRebuild_FlushAndReplayGiveIdenticalReads(t *testing.T) {
 
 	flush := func() {
 		t.Helper()
-		if err := e.Redis.FlushAll(ctx).Err(); err != nil {
+		if err := testharness.FlushAll(ctx, e.Redis); err != nil {
 			t.Fatal(err)
 		}
 		if got := reads(t, e); got["R1 GET /v1.2/suppliers"] == before["R1 GET /v1.2/suppliers"] {

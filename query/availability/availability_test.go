@@ -73,7 +73,7 @@ func (f fakeCatalog) Availabilities(context.Context, principals.Principal, strin
 type env struct {
 	clock *clock
 	sim   *partnersim.Server
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	pub   *catalogtest.Recorder
 	cat   fakeCatalog
 }
@@ -86,12 +86,7 @@ func newEnv(t *testing.T) *env {
 	ts := httptest.NewServer(e.sim)
 	t.Cleanup(ts.Close)
 	e.cat = fakeCatalog{url: ts.URL}
-	opts, err := redis.ParseURL(testharness.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.rdb = redis.NewClient(opts)
-	t.Cleanup(func() { _ = e.rdb.Close() })
+	e.rdb = testharness.RedisClient(t, 0)
 	return e
 }
 

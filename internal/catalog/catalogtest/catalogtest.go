@@ -124,7 +124,7 @@ type Options struct {
 type Env struct {
 	URL        string
 	Store      *catalog.Store
-	Redis      *redis.Client
+	Redis      redis.UniversalClient
 	Rec        *Recorder // nil with Kafka
 	Brokers    []string  // nil without Kafka
 	Producer   *stream.Producer
@@ -162,17 +162,20 @@ func Start(t testing.TB, opts Options) *Env {
 	} else {
 		e.Logger = slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	url := opts.RedisURL
-	if url == "" {
-		url = testharness.Redis(t)
+	if opts.RedisURL == "" {
+		// A redis-server, or the shared Redis Cluster with
+		// SWITCHBACK_TEST_REDIS=cluster.
+		e.Redis = testharness.RedisClient(t, 64)
+	} else {
+		ropts, err := redis.ParseURL(opts.RedisURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ropts.PoolSize = 64
+		c := redis.NewClient(ropts)
+		t.Cleanup(func() { _ = c.Close() })
+		e.Redis = c
 	}
-	ropts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ropts.PoolSize = 64
-	e.Redis = redis.NewClient(ropts)
-	t.Cleanup(func() { _ = e.Redis.Close() })
 
 	var pub stream.Publisher
 	if opts.Kafka {
