@@ -70,7 +70,8 @@ func describeException(d *runtime.ExceptionDetails) string {
 // binary in headless Chromium (Debian's chromium) and checks that the
 // vendored Redoc rendered the reseller API: the page says it loaded the
 // document, its visible text has the API's title and operations, the
-// registry page shows the webhooks, nothing was asked of any address but
+// registry page shows the webhooks, the OCTO page its reservation and
+// confirmation, nothing was asked of any address but
 // the binary's (the one outside image Redoc has is blocked by the page's
 // Content-Security-Policy before any request), and no script failed. The
 // screenshots are kept in the test output directory
@@ -117,6 +118,9 @@ func TestBinary_DocsRenderTheResellerAPIInChromium(t *testing.T) {
 		{"/docs/registry", "docs-registry.png", []string{
 			"Switchback notification registry API and webhooks", "Webhooks", "The availability notification",
 			"Create the supplier rule",
+		}},
+		{"/docs/octo", "docs-octo.png", []string{
+			"Switchback OCTO API", "Make a reservation", "Confirm a reservation", "Availability by day",
 		}},
 	}
 	for _, pg := range pages {

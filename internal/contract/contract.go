@@ -7,7 +7,9 @@
 //   - an undocumented route (a path no document has, answered other than
 //     404 NOT_FOUND; a documented path with an undocumented method,
 //     answered other than 405 with exactly the documented methods in
-//     Allow);
+//     Allow; under the prefix a document claims with
+//     x-switchback-unrouted, /octo/, answered other than that document's
+//     own error);
 //   - a status the operation does not document;
 //   - a response body, or a header, that its schema does not admit: an
 //     undocumented field where the contract is closed, a missing required
@@ -44,6 +46,8 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	liberrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/switchbackhq/switchback/schemas/openapi"
@@ -102,6 +106,24 @@ type family struct {
 	name string
 	v    validator.Validator
 	doc  *v3.Document
+	// unrouted is the family's own answer to the paths under its prefix
+	// that no route serves (unroutedExtension), nil when it has none.
+	unrouted *unrouted
+}
+
+// unroutedExtension is a document's root extension saying that every path
+// under prefix belongs to the family, served or not: a path or method
+// that no route serves there is answered status with a body of the
+// document's components.schemas[schema], not the router's 404/405 error
+// object. The OCTO dialect answers so (400 BAD_REQUEST, query/octo).
+const unroutedExtension = "x-switchback-unrouted"
+
+type unrouted struct {
+	Prefix string `yaml:"prefix"`
+	Status int    `yaml:"status"`
+	Schema string `yaml:"schema"`
+
+	schema *base.Schema
 }
 
 // route is one documented path template of a family.
@@ -143,6 +165,9 @@ func New() (*Checker, error) {
 			return nil, fmt.Errorf("%s: validator: %v", f.Name, errs)
 		}
 		fam := &family{name: f.Name, v: v, doc: &m.Model}
+		if fam.unrouted, err = readUnrouted(&m.Model); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
 		c.families = append(c.families, fam)
 		for p := m.Model.Paths.PathItems.First(); p != nil; p = p.Next() {
 			rt, err := newRoute(fam, p.Key(), p.Value())
@@ -158,6 +183,62 @@ func New() (*Checker, error) {
 		}
 	}
 	return c, nil
+}
+
+// readUnrouted reads the document's unroutedExtension, nil when absent.
+func readUnrouted(doc *v3.Document) (*unrouted, error) {
+	if doc.Extensions == nil {
+		return nil, nil
+	}
+	n, ok := doc.Extensions.Get(unroutedExtension)
+	if !ok {
+		return nil, nil
+	}
+	var u unrouted
+	if err := n.Decode(&u); err != nil {
+		return nil, fmt.Errorf("%s: %w", unroutedExtension, err)
+	}
+	if !strings.HasPrefix(u.Prefix, "/") || !strings.HasSuffix(u.Prefix, "/") || u.Status < 400 || u.Status > 599 {
+		return nil, fmt.Errorf("%s: want a prefix /.../ and an error status, got %q and %d", unroutedExtension, u.Prefix, u.Status)
+	}
+	var proxy *base.SchemaProxy
+	if doc.Components != nil && doc.Components.Schemas != nil {
+		proxy = doc.Components.Schemas.GetOrZero(u.Schema)
+	}
+	if proxy == nil {
+		return nil, fmt.Errorf("%s: no schema %q in components.schemas", unroutedExtension, u.Schema)
+	}
+	if u.schema = proxy.Schema(); u.schema == nil {
+		return nil, fmt.Errorf("%s: schema %q: %v", unroutedExtension, u.Schema, proxy.GetBuildError())
+	}
+	return &u, nil
+}
+
+// unroutedFamily is the family that answers the unserved paths under its
+// prefix, for path; nil when none does.
+func (c *Checker) unroutedFamily(path string) *family {
+	for _, f := range c.families {
+		if f.unrouted != nil && strings.HasPrefix(path, f.unrouted.Prefix) {
+			return f
+		}
+	}
+	return nil
+}
+
+// checkUnrouted reports what is wrong when the answer to an unserved path
+// or method under f's prefix is not f's own: "" when it is.
+func (c *Checker) checkUnrouted(f *family, x Exchange) string {
+	if x.Status != f.unrouted.Status {
+		return fmt.Sprintf("answered %d, want %d (%s under %s)", x.Status, f.unrouted.Status, f.unrouted.Schema, f.unrouted.Prefix)
+	}
+	if ok, errs := schema_validation.NewSchemaValidator(config.WithFormatAssertions()).ValidateSchemaBytes(f.unrouted.schema, x.ResponseBody); !ok {
+		var why []string
+		for _, e := range errs {
+			why = append(why, describe(e)...)
+		}
+		return fmt.Sprintf("the body is not %s: %s", f.unrouted.Schema, strings.Join(why, "; "))
+	}
+	return ""
 }
 
 func newChecker(deviations []*Deviation) *Checker {
@@ -273,9 +354,12 @@ type Exchange struct {
 func (c *Checker) Check(x Exchange) []Violation {
 	path := x.Request.URL.Path
 	rt := c.match(path)
+	own := c.unroutedFamily(path)
 	fam := "unrouted"
 	if rt != nil {
 		fam = rt.fam.name
+	} else if own != nil {
+		fam = own.name
 	}
 	var vs []Violation
 	add := func(route, msg string) {
@@ -289,6 +373,16 @@ func (c *Checker) Check(x Exchange) []Violation {
 		add(routeOf(rt), fmt.Sprintf("duplicate JSON key %q in the response body", k))
 	}
 	switch {
+	case own != nil && (rt == nil || !slices.Contains(rt.methods, x.Request.Method)):
+		// Under a family's own prefix (x-switchback-unrouted): its error
+		// answers what no route serves, in place of the router's 404/405.
+		if msg := c.checkUnrouted(own, x); msg != "" {
+			if rt == nil {
+				add("", "undocumented route: "+msg)
+			} else {
+				add(rt.template, "undocumented method: "+msg)
+			}
+		}
 	case rt == nil:
 		// Not a route of the contract: only the router's 404 may answer.
 		if msg := c.checkError(x, http.StatusNotFound); msg != "" {

@@ -50,6 +50,7 @@ var labels = map[string]string{
 	"registry":  "Registry and webhooks",
 	"operator":  "Operator",
 	"admin":     "Admin",
+	"octo":      "OCTO",
 	"discovery": "Reference",
 }
 

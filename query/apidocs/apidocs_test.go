@@ -171,8 +171,8 @@ func TestRegister_IndexListsEveryFamily(t *testing.T) {
 	if idx.Meta.ReqID != a.header.Get("X-Request-ID") {
 		t.Errorf("meta.reqId %q, header %q", idx.Meta.ReqID, a.header.Get("X-Request-ID"))
 	}
-	if len(idx.Documents) != 6 {
-		t.Fatalf("%d documents, want 6", len(idx.Documents))
+	if len(idx.Documents) != 7 {
+		t.Fatalf("%d documents, want 7", len(idx.Documents))
 	}
 	for _, d := range idx.Documents {
 		for _, path := range []string{d.JSON, d.Docs} {

@@ -31,12 +31,12 @@ import (
 // The documents and the shared files, embedded. redocly.yaml (the lint
 // configuration) is not part of the contract.
 //
-//go:embed reseller.yaml channel.yaml registry.yaml operator.yaml admin.yaml discovery.yaml components.yaml catalog.yaml
+//go:embed reseller.yaml channel.yaml registry.yaml operator.yaml admin.yaml octo.yaml discovery.yaml components.yaml catalog.yaml
 var files embed.FS
 
 // families are the API families in the order the reference pages list
 // them: the file of each is <name>.yaml.
-var families = []string{"reseller", "channel", "registry", "operator", "admin", "discovery"}
+var families = []string{"reseller", "channel", "registry", "operator", "admin", "octo", "discovery"}
 
 // shared are the files of shared components a document may reference.
 var shared = []string{"components.yaml", "catalog.yaml"}
