@@ -62,11 +62,13 @@ func FuzzParseOCTOAvailability(f *testing.F) {
 		out, _, err := bookingsystem.ParseOCTOAvailability(body, bookingsystem.AvailabilityExpect{AvailabilityType: typ, OptionID: "O1",
 			LocalDateStart: "2026-11-22", LocalDateEnd: "2026-12-01"})
 		checkErr(t, err)
+		// OCTO allows any status on either availability type (a START_TIME
+		// slot may be FREESALE, an opening-hours day AVAILABLE): doc 3's
+		// type/status rules are the v2 dialect's only (checkAvailabilities).
 		for _, a := range out {
 			switch {
 			case !idOK(a.ID) || a.OptionID != "O1",
 				!slices.Contains([]string{"FREESALE", "AVAILABLE", "LIMITED", "SOLD_OUT", "CLOSED"}, a.Status),
-				opening != (a.Status == bookingsystem.Freesale),
 				a.Vacancies != nil && *a.Vacancies < 0,
 				a.Capacity != nil && *a.Capacity < 0,
 				!a.LocalDateTimeStart.Before(a.LocalDateTimeEnd),
