@@ -259,6 +259,22 @@ func settledFigures(t *testing.T, ops string) procFigures {
 	return best
 }
 
+// stableFigures is settledFigures once two in a row agree (goroutines
+// within 5, fds within 2), at most 6 tries: a baseline taken while the
+// process is still starting would charge its start-up to the fault.
+func stableFigures(t *testing.T, ops string) procFigures {
+	t.Helper()
+	prev := settledFigures(t, ops)
+	for range 5 {
+		cur := settledFigures(t, ops)
+		if cur.Goroutines-prev.Goroutines <= 5 && cur.FDs-prev.FDs <= 2 {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
+}
+
 // growth checks that after is within tolerance of before: goroutines and
 // open fds by count, memory by ratio. It returns what grew past it.
 func growth(before, after procFigures, goroutines, fds float64, memRatio float64) []string {
