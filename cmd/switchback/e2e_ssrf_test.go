@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +22,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -116,7 +115,7 @@ var ssrfDeliveryCases = []ssrfDeliveryCase{
 }
 
 func runSSRF(t *testing.T, allow bool) {
-	name := loopbackHostsName(t)
+	name := outboundtest.LoopbackName()
 	landing := newSink(t) // where the redirects point; must never be reached
 	redirects := map[string]string{}
 	for _, c := range ssrfDeliveryCases {
@@ -364,67 +363,6 @@ func ssrfDeliveryLog(t *testing.T, c client, deliveryID string) []ssrfLogRow {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// loopbackHostsName is a name that /etc/hosts maps to loopback and only
-// to loopback, other than localhost (which registration refuses by name):
-// the resolved-address check is then exercised without a DNS server. ""
-// when there is none.
-func loopbackHostsName(t *testing.T) string {
-	t.Helper()
-	f, err := os.Open("/etc/hosts")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(strings.SplitN(sc.Text(), "#", 2)[0])
-		if len(fields) < 2 {
-			continue
-		}
-		if a, err := netip.ParseAddr(fields[0]); err != nil || !a.IsLoopback() {
-			continue
-		}
-		for _, n := range fields[1:] {
-			n = strings.ToLower(n)
-			if n == "localhost" || strings.HasSuffix(n, ".localhost") || !plainHostname(n) {
-				continue
-			}
-			addrs, err := net.LookupHost(n)
-			if err != nil || len(addrs) == 0 {
-				continue
-			}
-			onlyLoopback := true
-			for _, a := range addrs {
-				if ip, err := netip.ParseAddr(a); err != nil || !ip.IsLoopback() {
-					onlyLoopback = false
-				}
-			}
-			if onlyLoopback {
-				return n
-			}
-		}
-	}
-	return ""
-}
-
-// plainHostname admits what registration takes as a name: letters, digits,
-// '-' and '_' in dot-separated labels, the last not numeric.
-func plainHostname(n string) bool {
-	labels := strings.Split(n, ".")
-	for _, l := range labels {
-		if l == "" {
-			return false
-		}
-		for _, c := range l {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	last := labels[len(labels)-1]
-	return strings.Trim(last, "0123456789") != "" && !strings.HasPrefix(last, "0x")
 }
 
 // tlsSink is the TLS sink: a sink answering 200, or 307 to a location for
