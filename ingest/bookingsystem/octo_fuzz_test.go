@@ -109,6 +109,10 @@ func FuzzParseOCTOBooking(f *testing.F) {
 	f.Add(octoBooking())
 	f.Add(octoBooking(`"status":"ON_HOLD"`, `"status":"REDEEMED"`))
 	f.Add([]byte(`{"uuid":"x","status":"MAYBE","availability":{"localDateTimeStart":"bad"}}`))
+	// An OCTO hold without utcExpiresAt: OCTO makes it nullable, so it is
+	// accepted (doc 3's utcHoldExpiration MUST binds the v2 dialect only).
+	// CI's fuzz run once asserted the v2 rule here; kept as a seed.
+	f.Add([]byte(`{"uuid":"0b7e1c2a-3f4d-4e5f-8a9b-1c2d3e4f5a6b","status":"ON_HOLD","productId":"1","optionId":"1","utcExpiresAt":null,"unitItems":[]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		b, ps, err := bookingsystem.ParseOCTOBooking(body, bookingsystem.BookingExpect{})
 		checkErr(t, err)
@@ -119,7 +123,7 @@ func FuzzParseOCTOBooking(f *testing.F) {
 			return
 		}
 		if !slices.Contains([]string{"ON_HOLD", "EXPIRED", "PENDING", "REJECTED", "CONFIRMED", "CANCELLED"}, b.Status) ||
-			!idOK(b.ProductID) || (b.Status == "ON_HOLD" && b.UTCHoldExpiration == nil) {
+			!idOK(b.ProductID) {
 			t.Fatalf("accepted %+v", b)
 		}
 	})
