@@ -141,7 +141,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 	st.Store(e.Store)
 	svc = availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec})
 	// A second server with the availability routes, same principals, and
-	// the Redis views guard as internal/app wires it (its marker set: the
+	// the Redis views guard as cmd/switchback/internal/app wires it (its marker set: the
 	// views are complete, so a found answer costs no Redis round trip).
 	guard := views.New(views.Options{})
 	guard.Bind(e.Redis)

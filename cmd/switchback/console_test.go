@@ -609,7 +609,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		}
 		// The newest synchronization is the first full one, or one of the
 		// change notifications the demo raises for S1 every few ticks
-		// (internal/demo): either way it succeeded and the row says which.
+		// (cmd/switchback/internal/demo): either way it succeeded and the row says which.
 		if st := pageEval[string](b, `document.querySelector('tr[data-supplier="S1"]').dataset.state`); st != "ok" {
 			b.fail("S1's state is %q, want ok: %s", st, s1)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/bench/partnersim"
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/schemas"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 )
 

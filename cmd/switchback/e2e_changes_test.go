@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 )
 

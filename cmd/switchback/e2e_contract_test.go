@@ -13,7 +13,7 @@ import (
 
 	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/bench/partnersim"
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/schemas"
 )

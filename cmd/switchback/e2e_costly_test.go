@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 )
 
 // TestBinary_HistoryFloodByOneKeyIs429AndSparesOthers is issue 18's

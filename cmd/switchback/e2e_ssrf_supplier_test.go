@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
 )

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
 	"github.com/switchbackhq/switchback/schemas"
 )

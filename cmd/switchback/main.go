@@ -1,7 +1,7 @@
 // Command switchback is the one binary of Switchback. `switchback run` starts
 // every tier in one process; `ingest`, `process`, `query` and `dispatch`
 // start one tier each against external Kafka, Redis and ClickHouse. main only
-// reads the command line and hands over to internal/app, which wires.
+// reads the command line and hands over to cmd/switchback/internal/app, which wires.
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/config"
 )
 

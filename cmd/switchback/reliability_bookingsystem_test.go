@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/bench/bookingsim"
-	"github.com/switchbackhq/switchback/internal/app"
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 )
 

@@ -23,7 +23,7 @@ import (
 
 // Syncer refreshes what Switchback caches of one supplier's product from
 // the operator's system, for a request's mode and window, so that the
-// usual notifications reach subscribers. internal/app implements it per
+// usual notifications reach subscribers. cmd/switchback/internal/app implements it per
 // connection kind.
 type Syncer interface {
 	Sync(ctx context.Context, r changerequest.Request) (changerequest.Result, error)

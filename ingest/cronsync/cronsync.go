@@ -14,7 +14,7 @@
 // never loses it, and a redone run never makes a second report.
 //
 // It must not know how a booking system is read (that is the Syncer, wired
-// by internal/app) nor serve the reports (query/operator does).
+// by cmd/switchback/internal/app) nor serve the reports (query/operator does).
 package cronsync
 
 import (

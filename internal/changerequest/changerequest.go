@@ -9,7 +9,7 @@
 // WORKING → SUCCEEDED / FAILED / PARTIAL_FAILURE with their timestamps.
 //
 // It must not know how a supplier's system is reached: that is the
-// worker's Syncer (ingest/changerequest.Refresher, wired by internal/app).
+// worker's Syncer (ingest/changerequest.Refresher, wired by cmd/switchback/internal/app).
 package changerequest
 
 import (

@@ -70,7 +70,7 @@ func TestGuard_OnACluster_ALostShardIsSeenAndRebuilt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts.ClusterStateReloadInterval = time.Second // as internal/app
+			opts.ClusterStateReloadInterval = time.Second // as cmd/switchback/internal/app
 			opts.NewClient = func(o *redis.Options) *redis.Client {
 				o.OnConnect = g.OnConnectNode(o.Addr)
 				return redis.NewClient(o)

@@ -66,7 +66,7 @@ func (v *topicView) rebuild(rdb redis.UniversalClient) func(ctx context.Context)
 }
 
 // process is one Switchback process's guard, with its own Redis client
-// carrying the OnConnect hook, as internal/app wires it.
+// carrying the OnConnect hook, as cmd/switchback/internal/app wires it.
 type process struct {
 	g    *views.Guard
 	rdb  *redis.Client

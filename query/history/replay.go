@@ -14,7 +14,7 @@ import (
 )
 
 // Replayer republishes notifications to the dispatcher (dispatcher.Replay,
-// wired by internal/app: query/ does not import a stage). It sends them
+// wired by cmd/switchback/internal/app: query/ does not import a stage). It sends them
 // again under their own delivery ids, even if sent before.
 type Replayer interface {
 	Replay(ctx context.Context, subscriber, typ string, from, to time.Time, ns []schemas.Notification) (int, error)

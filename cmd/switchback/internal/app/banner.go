@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchbackhq/switchback/cmd/switchback/internal/demo"
 	"github.com/switchbackhq/switchback/internal/config"
-	"github.com/switchbackhq/switchback/internal/demo"
 	"github.com/switchbackhq/switchback/internal/ops"
 )
 
