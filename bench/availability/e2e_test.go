@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	procavail "github.com/switchbackhq/switchback/processors/availability"
 	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
 	"github.com/switchbackhq/switchback/query/availability"

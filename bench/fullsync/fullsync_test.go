@@ -1,6 +1,6 @@
 // Package fullsync benchmarks the scheduled full synchronization of a
 // booking-system supplier (ingest/bookingsync.Syncer.SyncSupplier, spec
-// doc 3) against the simulated booking system (bench/bookingsim) with real
+// doc 3) against the simulated booking system (internal/simulators/bookingsim) with real
 // catalog writes: the catalog store publishing to the embedded Kafka
 // broker (acks=all) and applying to a real redis-server when one is on
 // PATH (internal/testharness), else to miniredis (the log says which).
@@ -32,13 +32,13 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsync"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators

@@ -13,7 +13,7 @@
 // the redis-server and clickhouse-server children when installed; the
 // broker runs apart as Kafka does in production, -embedded-broker puts it
 // back inside), a simulated partner
-// (bench/partnersim, inventory changing a little every minute) behind a set
+// (internal/simulators/partnersim, inventory changing a little every minute) behind a set
 // of partner suppliers, a push supplier whose operator changes
 // availabilities, and a webhook sink. The mix, open loop:
 //
@@ -63,7 +63,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/bench/internal/demoapi"
-	"github.com/switchbackhq/switchback/bench/partnersim"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 
 const channel = "5e1f7c2a-0d4b-4c3e-9a61-2b7d3f9e8a10" // the demo channel

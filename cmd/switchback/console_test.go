@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // consoleChromium finds Debian's chromium (or another Chrome on PATH); the

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 
 // TestE2E_AvailabilityReadsGoThroughTheCache is issue 5's read path over

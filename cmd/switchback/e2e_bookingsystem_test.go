@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

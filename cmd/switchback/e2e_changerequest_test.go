@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
-	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 
 // TestE2E_ChangeNotificationRefreshesAndNotifies is spec doc 3's change

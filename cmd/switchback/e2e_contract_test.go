@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
-	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -26,7 +26,7 @@ import (
 //
 //   - operator-pushed: the operator sets up the supplier, product and rates
 //     (terms and prices) and pushes availabilities; holds and bookings go
-//     to its partner (bench/partnersim), which answers bookings at once;
+//     to its partner (internal/simulators/partnersim), which answers bookings at once;
 //   - partner: the same through a partner that accepts bookings (202) and
 //     attaches their tickets later;
 //   - bookingsystem (v2) and octo: the operator only connects the supplier;

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
-	"github.com/switchbackhq/switchback/bench/partnersim"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 
 // TestE2E_OCTO_EveryKindOfSupplier sells every kind of supplier

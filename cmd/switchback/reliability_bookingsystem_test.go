@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // TestReliability_BookingSystemSlowFailingGarbage is issue 9's "booking
 // system slow, failing or answering garbage", over the built binary: a
-// supplier on the simulated booking system (spec doc 3, bench/bookingsim)
+// supplier on the simulated booking system (spec doc 3, internal/simulators/bookingsim)
 // behind the fault switch of the partner test. The operator's change
 // notifications (each one a refresh through the v2 client) are the
 // traffic. For each fault (failing with 500, answering garbage, and in the

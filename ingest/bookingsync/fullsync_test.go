@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/cronreport"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 func (e *env) sync(t *testing.T, sy *Syncer, days int) (res resultT, err error) {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // octoExample is the OCTO OpenAPI document's example product

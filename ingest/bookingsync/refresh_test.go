@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 func intp(v int) *int { return &v }

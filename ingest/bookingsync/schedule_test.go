@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 	"github.com/switchbackhq/switchback/internal/testharness"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // TestNoCredentialInErrorsLogsOrMetrics: a hostile booking system that

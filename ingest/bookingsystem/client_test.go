@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // The simulated booking system's order state machine (spec doc 3, Order)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/partnersim"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators

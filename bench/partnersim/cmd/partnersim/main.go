@@ -1,4 +1,4 @@
-// Command partnersim serves the simulated partner (bench/partnersim) for
+// Command partnersim serves the simulated partner (internal/simulators/partnersim) for
 // demos and load tests:
 //
 //	go run ./bench/partnersim/cmd/partnersim -addr 127.0.0.1:9090 -latency 50ms -error-rate 0.01 -change-rate 0.2
@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/partnersim"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Package demo is what `make run` shows on a fresh machine: a simulated
-// partner (bench/partnersim) behind a demo supplier and a simulated
-// booking system (bench/bookingsim, spec doc 3) behind a second one whose
+// partner (internal/simulators/partnersim) behind a demo supplier and a simulated
+// booking system (internal/simulators/bookingsim, spec doc 3) behind a second one whose
 // products arrive by the scheduled full synchronization, the demo
 // operator's products bound to the demo channel, a subscriber (the demo sink
 // principal) with a rule of every notification type pointing at a
@@ -30,8 +30,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
-	"github.com/switchbackhq/switchback/bench/partnersim"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )

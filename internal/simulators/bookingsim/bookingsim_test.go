@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/bench/bookingsim"
+	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 var t0 = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)

@@ -10,7 +10,9 @@
 // failures of chosen calls (InjectFault, faults.go), and data that breaks
 // doc 3's rules on request (Config.Break). Tests, benchmarks and the demo
 // use it; it is not production code and shares no code with the client
-// (ingest/bookingsystem), so each checks the other.
+// (ingest/bookingsystem), so each checks the other. It lives under
+// internal/ rather than bench/ because demo mode (cmd/switchback/internal/demo)
+// ships it in the binary, and no non-test code may import bench/.
 //
 // Inventory: suppliers "S1".."Sn"; products "<S>-P1".."<S>-Pm": odd
 // numbers START_TIME, even numbers OPENING_HOURS; every product whose

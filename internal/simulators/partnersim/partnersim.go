@@ -3,6 +3,9 @@
 // with generated inventory for any supplier and product, and holds and
 // bookings (transactions.go); configurable latency, error rate and change
 // rate. Tests, benchmarks and the demo use it; it is not production code.
+// It lives under internal/ rather than bench/ because demo mode
+// (cmd/switchback/internal/demo) ships it in the binary, and no non-test
+// code may import bench/; bench/partnersim/cmd/partnersim serves it alone.
 //
 // Inventory: every rate has windows of SlotLength starting at the hours of
 // SlotHours of every day. A window's capacity is a hash of (supplier,
