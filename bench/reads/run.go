@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +111,9 @@ func run(o options) error {
 		results = append(results, r)
 	}
 	printTable(results)
+	if err := reportView(b.Ops); err != nil {
+		fmt.Fprintln(os.Stderr, "catalog view figures:", err)
+	}
 	if o.chart != "" {
 		if err := os.WriteFile(o.chart, chart(results), 0o644); err != nil {
 			return err
@@ -321,4 +326,50 @@ func printTable(rs []result) {
 		fmt.Printf("| %s | %.0f | %.2f ms | %.0f | %.2f ms | %.2f | %.1f | %d | %s | %s |\n", r.name, crps, cp99, rps, p99, ratio, pr, non2, target, met)
 	}
 	fmt.Println("(medians over the rounds; ratios taken round by round, route against the ceiling run just before it)")
+}
+
+// reportView prints what the query tier's catalog copy did over the run:
+// which source answered the catalog reads, and how long an event took
+// from its write to its application in the copy (the visibility the copy
+// adds; a read answers from the copy only while it is fresh within
+// SWITCHBACK_CATALOG_VIEW_BOUND, else from Redis, so the bound holds
+// whatever this says). The p99 is the histogram bucket it falls in.
+func reportView(ops string) error {
+	m, err := demoapi.ScrapeSeries(ops)
+	if err != nil {
+		return err
+	}
+	mem, red := m[`switchback_catalog_view_reads_total{source="memory"}`], m[`switchback_catalog_view_reads_total{source="redis"}`]
+	if mem+red == 0 {
+		fmt.Println("catalog view: no reads counted (the copy is off: SWITCHBACK_CATALOG_VIEW_BOUND=0)")
+		return nil
+	}
+	fmt.Printf("catalog view: %.0f catalog reads, %.1f %% from the process's copy, %.1f %% from Redis (copy not fresh)\n",
+		mem+red, 100*mem/(mem+red), 100*red/(mem+red))
+	const h = "switchback_catalog_view_visibility_seconds"
+	count := m[h+"_count"]
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for k, v := range m {
+		if rest, ok := strings.CutPrefix(k, h+`_bucket{le="`); ok {
+			le, err := strconv.ParseFloat(strings.TrimSuffix(rest, `"}`), 64)
+			if err == nil {
+				bs = append(bs, bucket{le, v})
+			}
+		}
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	quantile := func(q float64) string {
+		for _, b := range bs {
+			if b.n >= q*count {
+				return fmt.Sprintf("<= %gs", b.le)
+			}
+		}
+		return "> largest bucket"
+	}
+	if count > 0 {
+		fmt.Printf("catalog view visibility (event write -> applied in the copy): %.0f events, mean %.1f ms, p50 %s, p99 %s\n",
+			count, 1000*m[h+"_sum"]/count, quantile(0.5), quantile(0.99))
+	}
+	return nil
 }

@@ -53,6 +53,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -77,6 +78,7 @@ type options struct {
 	suppliers, products  int
 	pushRates            int
 	slots                int
+	partnerLatency       time.Duration
 	csv, keepLog         string
 	maxGoroutines        float64
 	maxFDs               float64
@@ -99,6 +101,7 @@ func main() {
 	flag.IntVar(&o.products, "products", 4, "products per partner supplier (2 rates each)")
 	flag.IntVar(&o.pushRates, "pushrates", 100, "rates of the push supplier the operator changes")
 	flag.IntVar(&o.slots, "slots", 20000, "availability windows read once before the load to measure memory per cached slot (0: skip)")
+	flag.DurationVar(&o.partnerLatency, "partner-latency", 0, "latency the simulated partner adds to every answer (the cold reads of -slots then show a cold read's p99 behind it)")
 	flag.StringVar(&o.csv, "csv", "", "write the samples to this CSV file")
 	flag.StringVar(&o.keepLog, "keep-log", "bin/soak-switchback.log", "where the process's log is copied when the soak fails")
 	flag.Float64Var(&o.maxGoroutines, "max-goroutine-growth", 100, "tolerance: goroutines may end at most this many above the baseline")
@@ -212,7 +215,7 @@ func run(o options) error {
 			rates[pid] = []string{pid + "-r1", pid + "-r2"}
 		}
 	}
-	sim := partnersim.New(partnersim.Config{Rates: rates, ChangeRate: 0.02, ChangeEvery: time.Minute, Seed: 9})
+	sim := partnersim.New(partnersim.Config{Rates: rates, ChangeRate: 0.02, ChangeEvery: time.Minute, Seed: 9, Latency: o.partnerLatency})
 	psl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -437,7 +440,7 @@ func run(o options) error {
 	// Memory per cached slot, once the load is over (its entries would
 	// otherwise sit in the baseline).
 	if o.slots > 0 {
-		if err := measureSlots(api, opsAddr, rdb, o); err != nil {
+		if err := measureSlots(api, opsAddr, rdb, o, partnerProbe{"http://" + psl.Addr().String(), sim.Calls}); err != nil {
 			verdict = errors.Join(verdict, fmt.Errorf("memory per cached slot: %w", err))
 		}
 	}
@@ -676,7 +679,13 @@ func startBroker(bin, dir, addr string) (pid int, stop func(), err error) {
 // measureSlots reads o.slots distinct windows of one day (each a cache
 // miss storing one entry per bound rate, each entry holding the day's
 // availability slots) and reports the memory they take.
-func measureSlots(api, ops string, rdb *redis.Client, o options) error {
+//
+// Every one of those reads is a cold read (a cache miss answered by the
+// partner), so their latencies are a cold read's as a reseller sees it,
+// at 16 concurrent readers; with -partner-latency the partner adds that
+// much to each answer. Then 64 readers ask for one new window at once:
+// the single flight must make that one partner call per rate set, not 64.
+func measureSlots(api, ops string, rdb *redis.Client, o options, partner partnerProbe) error {
 	if rdb == nil {
 		return errors.New("no redis to measure")
 	}
@@ -721,14 +730,17 @@ func measureSlots(api, ops string, rdb *redis.Client, o options) error {
 	var failed atomic.Int64
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for range 16 {
+	lat := make([][]time.Duration, 16)
+	for w := range 16 {
 		wg.Go(func() {
 			for k := range jobs {
 				pi := k % nProducts
 				s, p := pi/o.products, pi%o.products
 				start := today.AddDate(0, 0, 1+(k/nProducts)%90).Add(time.Duration(k/(nProducts*90)) * time.Hour)
+				t0 := time.Now()
 				st, raw, err := call(api, demoapi.Reseller, "GET", fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s",
 					supplierID(s), productID(s, p), start.Format(time.RFC3339), start.AddDate(0, 0, 1).Format(time.RFC3339)), "")
+				lat[w] = append(lat[w], time.Since(t0))
 				if err != nil || st != 200 {
 					failed.Add(1)
 					continue
@@ -756,6 +768,24 @@ func measureSlots(api, ops string, rdb *redis.Client, o options) error {
 	close(jobs)
 	wg.Wait()
 	took := time.Since(began)
+	if all := slices.Concat(lat...); len(all) > 0 {
+		slices.Sort(all)
+		q := func(f float64) time.Duration { return all[int(f*float64(len(all)-1))].Round(100 * time.Microsecond) }
+		fmt.Printf("\nCOLD reads=%d concurrency=16 partner_latency=%s p50=%s p99=%s max=%s\n",
+			len(all), o.partnerLatency, q(0.5), q(0.99), all[len(all)-1].Round(100*time.Microsecond))
+	}
+	// The ceiling of a cold read: the partner's own answer to the same
+	// requests at the same concurrency, measured now.
+	if all, err := partner.direct(o, min(o.slots, 2000)); err != nil {
+		return err
+	} else if len(all) > 0 {
+		q := func(f float64) time.Duration { return all[int(f*float64(len(all)-1))].Round(100 * time.Microsecond) }
+		fmt.Printf("COLD ceiling: the partner asked directly reads=%d concurrency=16 p50=%s p99=%s max=%s\n",
+			len(all), q(0.5), q(0.99), all[len(all)-1].Round(100*time.Microsecond))
+	}
+	if err := measureFlight(api, o, partner.calls); err != nil {
+		return err
+	}
 	r1, h1, err := settle()
 	if err != nil {
 		return err
@@ -774,6 +804,89 @@ func measureSlots(api, ops string, rdb *redis.Client, o options) error {
 	}
 	if failed.Load() > int64(o.slots)/100 {
 		return fmt.Errorf("%d of %d reads failed", failed.Load(), o.slots)
+	}
+	return nil
+}
+
+// partnerProbe reaches the simulated partner behind the partner suppliers.
+type partnerProbe struct {
+	url   string
+	calls func() int64
+}
+
+// direct asks the partner for the first n windows of measureSlots itself
+// (same requests the hub makes on a miss, 16 at a time) and returns the
+// latencies, sorted.
+func (pp partnerProbe) direct(o options, n int) ([]time.Duration, error) {
+	nProducts := o.suppliers * o.products
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	jobs := make(chan int)
+	lat := make([][]time.Duration, 16)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for k := range jobs {
+				pi := k % nProducts
+				s, p := pi/o.products, pi%o.products
+				start := today.AddDate(0, 0, 1+(k/nProducts)%90).Add(time.Duration(k/(nProducts*90)) * time.Hour)
+				u := fmt.Sprintf("%s/suppliers/%s/products/%s/availabilities?start=%s&end=%s", pp.url, supplierID(s), productID(s, p),
+					start.Format(time.RFC3339), start.AddDate(0, 0, 1).Format(time.RFC3339))
+				t0 := time.Now()
+				resp, err := client.Get(u)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+				if err != nil || resp.StatusCode != 200 {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for k := range n {
+		jobs <- k
+	}
+	close(jobs)
+	wg.Wait()
+	if failed.Load() > 0 {
+		return nil, fmt.Errorf("%d of %d direct partner reads failed", failed.Load(), n)
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	return all, nil
+}
+
+// measureFlight sends 64 reads of one window nobody read yet at once and
+// reports how many partner calls they made (the single flight's worth).
+func measureFlight(api string, o options, partnerCalls func() int64) error {
+	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 120) // past the -slots windows (90 days)
+	path := fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s",
+		supplierID(0), productID(0, 0), start.Format(time.RFC3339), start.AddDate(0, 0, 1).Format(time.RFC3339))
+	before := partnerCalls()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	lat := make([]time.Duration, 64)
+	ready := make(chan struct{})
+	for i := range 64 {
+		wg.Go(func() {
+			<-ready
+			t0 := time.Now()
+			if st, _, err := call(api, demoapi.Reseller, "GET", path, ""); err != nil || st != 200 {
+				failed.Add(1)
+			}
+			lat[i] = time.Since(t0)
+		})
+	}
+	close(ready)
+	wg.Wait()
+	slices.Sort(lat)
+	calls := partnerCalls() - before
+	fmt.Printf("FLIGHT concurrent_cold_reads_of_one_window=64 failed=%d partner_calls=%d partner_latency=%s p50=%s max=%s\n",
+		failed.Load(), calls, o.partnerLatency, lat[32].Round(100*time.Microsecond), lat[63].Round(100*time.Microsecond))
+	if failed.Load() > 0 {
+		return fmt.Errorf("%d of 64 concurrent cold reads failed", failed.Load())
 	}
 	return nil
 }
