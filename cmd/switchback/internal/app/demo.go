@@ -34,7 +34,7 @@ func DemoPrincipals() []DemoPrincipal {
 	}
 }
 
-// startDemo runs the demo data (internal/demo) against this process's API
+// startDemo runs the demo data (cmd/switchback/internal/demo) against this process's API
 // with the demo operator and the demo sink subscriber.
 func startDemo(cfg config.Config, httpAddr string, log *slog.Logger, reg prometheus.Registerer, closers *closeStack) (*demo.Demo, error) {
 	if !cfg.OutboundAllowHTTP || !cfg.OutboundAllowPrivate {
