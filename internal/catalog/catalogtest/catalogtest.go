@@ -37,8 +37,12 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Cred is a test principal's credential and id.
-type Cred struct{ Key, Secret, ID string }
+// Cred is a test principal's credential and id, and the principal it
+// authenticates as: what the API's handlers pass to the store.
+type Cred struct {
+	Key, Secret, ID string
+	Principal       principals.Principal
+}
 
 // Test channels: resellers R1 and R1b sell on ChannelA, R2 on ChannelB.
 const (
@@ -211,7 +215,7 @@ func Start(t testing.TB, opts Options) *Env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Cred{Key: key, Secret: secret, ID: p.ID}
+		return Cred{Key: key, Secret: secret, ID: p.ID, Principal: p}
 	}
 	e.Admin = mk("t-admin", principals.RoleAdmin, "")
 	e.Operator = mk("t-operator", principals.RoleOperator, "")
