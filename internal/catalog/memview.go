@@ -149,7 +149,9 @@ func (v *View) Freshness() time.Time {
 }
 
 // Run follows the topics until ctx ends (then nil), and probes their end
-// offsets. A follower's error stops it with that error.
+// offsets. The followers ride out broker failures (stream.Follow); while
+// they do, the probes fail too and reads go to Redis. Only an error of
+// the view itself stops it.
 func (v *View) Run(ctx context.Context) error {
 	topics := viewTopics()
 	var probe *stream.OffsetProbe
@@ -175,7 +177,7 @@ func (v *View) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, t := range topics {
 		wg.Go(func() {
-			if err := stream.Follow(ctx, v.o.Brokers, t, v.apply); err != nil && ctx.Err() == nil {
+			if err := stream.Follow(ctx, v.o.Brokers, t, v.apply, stream.FollowLogger(v.log)); err != nil && ctx.Err() == nil {
 				cancel(fmt.Errorf("catalog view: %w", err))
 			}
 		})

@@ -298,7 +298,7 @@ func Settings() []Setting {
 		}},
 		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},
 		{"SWITCHBACK_RATE_BURST", "rate-burst", "10000", "requests one API key may send at once above the sustained rate", positiveInt(func(c *Config) *int { return &c.RateBurst })},
-		{"SWITCHBACK_CATALOG_VIEW_BOUND", "catalog-view-bound", "0s", "the query tier answers reseller catalog reads from its own copy of the catalog (followed from Kafka) while every write acknowledged before now minus this is in it, else from Redis; 0 (the default, until a broker-restart stall with the copy on is fixed) reads Redis only; 1s is the tested setting", func(c *Config, v string) error {
+		{"SWITCHBACK_CATALOG_VIEW_BOUND", "catalog-view-bound", "1s", "the query tier answers reseller catalog reads from its own copy of the catalog (followed from Kafka) while every write acknowledged before now minus this is in it, else from Redis; 0 reads Redis only", func(c *Config, v string) error {
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 || d > time.Minute {
 				return errors.New("must be a duration from 0 to 1m")

@@ -156,12 +156,14 @@ func (r *Registry) Rebuild(ctx context.Context, brokers []string) error {
 // following until ctx ends (it returns nil then). It is what makes Redis
 // catch up with a write whose publish succeeded but whose commit did not
 // (crash, Redis blip), and with writes of other instances. Invalid records
-// are logged and skipped; Redis failures are retried.
+// are logged and skipped; Redis failures are retried; broker failures are
+// ridden out (stream.Follow), so the registry keeps following after a
+// broker restart (it used to stop for good).
 func (r *Registry) Follow(ctx context.Context, brokers []string) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(Topics()))
 	for i, topic := range Topics() {
-		wg.Go(func() { errs[i] = stream.Follow(ctx, brokers, topic, r.followHandler(ctx)) })
+		wg.Go(func() { errs[i] = stream.Follow(ctx, brokers, topic, r.followHandler(ctx), stream.FollowLogger(r.log)) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

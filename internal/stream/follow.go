@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -15,19 +16,44 @@ import (
 // consumer group and commits nothing: it is how an instance rebuilds an
 // in-memory view (the principal table, say) from a compacted topic. fn is
 // never called concurrently, so the view needs no lock of its own against
-// Follow; records of one partition reach fn in offset order. An error from
-// fn stops Follow and is returned. Partitions added after the start are not
-// followed.
-func Follow(ctx context.Context, brokers []string, topic string, fn func(Message) error) error {
-	parts, err := topicPartitions(ctx, brokers, topic)
-	if err != nil {
-		return fmt.Errorf("follow %s: %w", topic, err)
+// Follow; records of one partition reach fn in offset order, each once.
+// An error from fn stops Follow and is returned. Partitions added after
+// the start are not followed.
+//
+// The brokers being unreachable is not an error: a follower outlives a
+// broker restart. Each partition's reader is replaced with backoff and
+// resumes after the last record it handed to fn, so nothing is skipped or
+// handed twice; the failures are logged with FollowLogger, if given. (A
+// follower that gave up on the first failed fetch took the whole query
+// process down with it when the broker restarted: the catalog view's
+// error was a tier failure. The registry and the principal followers each
+// had their own retry loop, re-reading their topic from the start.)
+func Follow(ctx context.Context, brokers []string, topic string, fn func(Message) error, opts ...FollowOption) error {
+	var o followOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var (
+		parts []int
+		err   error
+		retry = newRetry(o.log, topic, -1)
+	)
+	for {
+		if parts, err = topicPartitions(ctx, brokers, topic); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !retry.wait(ctx, fmt.Errorf("read metadata: %w", err)) {
+			return nil
+		}
 	}
 	ranges := make([]partitionRange, len(parts))
 	for i, p := range parts {
 		ranges[i] = partitionRange{partition: p, end: -1}
 	}
-	err = readPartitions(ctx, brokers, topic, ranges, fn)
+	err = readPartitions(ctx, brokers, topic, ranges, fn, o.log)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
@@ -35,6 +61,65 @@ func Follow(ctx context.Context, brokers []string, topic string, fn func(Message
 		return fmt.Errorf("follow %s: %w", topic, err)
 	}
 	return nil
+}
+
+// FollowOption configures Follow.
+type FollowOption func(*followOptions)
+
+type followOptions struct {
+	log *slog.Logger
+}
+
+// FollowLogger makes Follow log the broker failures it rides out.
+func FollowLogger(l *slog.Logger) FollowOption {
+	return func(o *followOptions) { o.log = l }
+}
+
+// retry paces a follower's attempts after broker failures: 100 ms doubling
+// to 5 s, reset once a fetch succeeds, and logs the first failure of a
+// streak, every 20th after it, and the recovery.
+type retry struct {
+	log       *slog.Logger
+	topic     string
+	partition int
+	backoff   time.Duration
+	failures  int
+}
+
+func newRetry(log *slog.Logger, topic string, partition int) *retry {
+	return &retry{log: log, topic: topic, partition: partition}
+}
+
+const (
+	followBackoffMin = 100 * time.Millisecond
+	followBackoffMax = 5 * time.Second
+	followLogEvery   = 20
+)
+
+// wait notes a failure and sleeps the backoff; false if ctx ended.
+func (r *retry) wait(ctx context.Context, err error) bool {
+	r.failures++
+	r.backoff = min(max(2*r.backoff, followBackoffMin), followBackoffMax)
+	if r.log != nil && (r.failures == 1 || r.failures%followLogEvery == 0) {
+		r.log.Warn("following a topic: the broker failed; retrying", "topic", r.topic, "partition", r.partition,
+			"failures", r.failures, "retry_in", r.backoff, "err", err)
+	}
+	t := time.NewTimer(r.backoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// ok notes a successful fetch.
+func (r *retry) ok() {
+	if r.failures > 0 && r.log != nil {
+		r.log.Info("following a topic: reading again", "topic", r.topic, "partition", r.partition, "after_failures", r.failures)
+	}
+	r.failures, r.backoff = 0, 0
 }
 
 // ReadAll reads every partition of topic from its first offset up to the
@@ -46,7 +131,7 @@ func ReadAll(ctx context.Context, brokers []string, topic string, fn func(Messag
 	if err != nil {
 		return fmt.Errorf("read all of %s: %w", topic, err)
 	}
-	if err := readPartitions(ctx, brokers, topic, ranges, fn); err != nil {
+	if err := readPartitions(ctx, brokers, topic, ranges, fn, nil); err != nil {
 		return fmt.Errorf("read all of %s: %w", topic, err)
 	}
 	return nil
@@ -64,7 +149,7 @@ func ReadCommitted(ctx context.Context, brokers []string, topic, group string, f
 	if err != nil {
 		return fmt.Errorf("read %s up to the offsets of %s: %w", topic, group, err)
 	}
-	if err := readPartitions(ctx, brokers, topic, ranges, fn); err != nil {
+	if err := readPartitions(ctx, brokers, topic, ranges, fn, nil); err != nil {
 		return fmt.Errorf("read %s up to the offsets of %s: %w", topic, group, err)
 	}
 	return nil
@@ -184,8 +269,9 @@ func readRanges(ctx context.Context, brokers []string, topic string) ([]partitio
 }
 
 // readPartitions reads the ranges concurrently, one reader per partition,
-// and serialises the calls to fn. It returns the first error.
-func readPartitions(ctx context.Context, brokers []string, topic string, ranges []partitionRange, fn func(Message) error) error {
+// and serialises the calls to fn. It returns the first error. log is for
+// followers' retries (see Follow).
+func readPartitions(ctx context.Context, brokers []string, topic string, ranges []partitionRange, fn func(Message) error, log *slog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -195,7 +281,13 @@ func readPartitions(ctx context.Context, brokers []string, topic string, ranges 
 	)
 	for _, pr := range ranges {
 		wg.Go(func() {
-			if err := readPartition(ctx, brokers, topic, pr, &mu, fn); err != nil {
+			read := readPartition
+			if pr.end < 0 {
+				read = func(ctx context.Context, brokers []string, topic string, pr partitionRange, mu *sync.Mutex, fn func(Message) error) error {
+					return followPartition(ctx, brokers, topic, pr.partition, mu, fn, log)
+				}
+			}
+			if err := read(ctx, brokers, topic, pr, &mu, fn); err != nil {
 				cancel(err)
 			}
 		})
@@ -204,6 +296,8 @@ func readPartitions(ctx context.Context, brokers []string, topic string, ranges 
 	return context.Cause(ctx)
 }
 
+// readPartition reads one bounded range (a rebuild). A broker failure is
+// returned: the rebuild's caller decides (the views guard retries it).
 func readPartition(ctx context.Context, brokers []string, topic string, pr partitionRange, mu *sync.Mutex, fn func(Message) error) error {
 	// MaxWait bounds how long an idle fetch waits for new records. A
 	// bounded read (a rebuild) knows its records are there, yet each of
@@ -212,21 +306,8 @@ func readPartition(ctx context.Context, brokers []string, topic string, pr parti
 	// with a short wait a rebuild of the views, which every process runs
 	// at start and after Redis lost them (answering 503 meanwhile), takes
 	// ~40 ms per topic instead. A follower, idle most of the time, keeps
-	// the long wait.
-	maxWait := 500 * time.Millisecond
-	if pr.end >= 0 {
-		maxWait = 50 * time.Millisecond
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:        brokers,
-		Topic:          topic,
-		Partition:      pr.partition,
-		MinBytes:       1,
-		MaxBytes:       10 << 20,
-		MaxWait:        maxWait,
-		ReadBackoffMin: 50 * time.Millisecond,
-		ReadBackoffMax: time.Second,
-	})
+	// the long wait (followPartition).
+	r := newPartitionReader(brokers, topic, pr.partition, 50*time.Millisecond)
 	defer r.Close()
 	if err := r.SetOffset(kafka.FirstOffset); err != nil {
 		return fmt.Errorf("partition %d: seek to first offset: %w", pr.partition, err)
@@ -236,21 +317,89 @@ func readPartition(ctx context.Context, brokers []string, topic string, pr parti
 		if err != nil {
 			return fmt.Errorf("partition %d: fetch: %w", pr.partition, err)
 		}
-		if pr.end >= 0 && km.Offset >= pr.end {
+		if km.Offset >= pr.end {
 			// The record before end was compacted away (or retention
 			// removed everything before end): this one is past the range.
 			return nil
 		}
-		mu.Lock()
-		err = fn(fromKafka(km))
-		mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("partition %d offset %d: %w", pr.partition, km.Offset, err)
+		if err := handle(mu, fn, km); err != nil {
+			return err
 		}
-		if pr.end >= 0 && km.Offset >= pr.end-1 {
+		if km.Offset >= pr.end-1 {
 			return nil
 		}
 	}
+}
+
+// followPartition follows one partition until ctx ends or fn fails. A
+// broker failure replaces the reader (with backoff), resuming after the
+// last record handed to fn.
+func followPartition(ctx context.Context, brokers []string, topic string, partition int, mu *sync.Mutex, fn func(Message) error, log *slog.Logger) error {
+	next := kafka.FirstOffset
+	retry := newRetry(log, topic, partition)
+	for {
+		err := followFrom(ctx, brokers, topic, partition, &next, mu, fn, retry)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var hf handlerFailure
+		if errors.As(err, &hf) {
+			return hf.err
+		}
+		if !retry.wait(ctx, err) {
+			return ctx.Err()
+		}
+	}
+}
+
+// followFrom reads partition from *next with one reader until an error;
+// *next moves past every record handed to fn.
+func followFrom(ctx context.Context, brokers []string, topic string, partition int, next *int64, mu *sync.Mutex, fn func(Message) error, retry *retry) error {
+	r := newPartitionReader(brokers, topic, partition, 500*time.Millisecond)
+	defer r.Close()
+	if err := r.SetOffset(*next); err != nil {
+		return fmt.Errorf("partition %d: seek to offset %d: %w", partition, *next, err)
+	}
+	for {
+		km, err := r.FetchMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("partition %d: fetch: %w", partition, err)
+		}
+		retry.ok()
+		if err := handle(mu, fn, km); err != nil {
+			return handlerFailure{err}
+		}
+		*next = km.Offset + 1
+	}
+}
+
+// handlerFailure marks fn's own error, which stops a follower, apart from
+// the broker's, which a follower rides out.
+type handlerFailure struct{ err error }
+
+func (h handlerFailure) Error() string { return h.err.Error() }
+
+func handle(mu *sync.Mutex, fn func(Message) error, km kafka.Message) error {
+	mu.Lock()
+	err := fn(fromKafka(km))
+	mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("partition %d offset %d: %w", km.Partition, km.Offset, err)
+	}
+	return nil
+}
+
+func newPartitionReader(brokers []string, topic string, partition int, maxWait time.Duration) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        brokers,
+		Topic:          topic,
+		Partition:      partition,
+		MinBytes:       1,
+		MaxBytes:       10 << 20,
+		MaxWait:        maxWait,
+		ReadBackoffMin: 50 * time.Millisecond,
+		ReadBackoffMax: time.Second,
+	})
 }
 
 // OffsetProbe reads the end offsets (high watermarks) of every partition

@@ -1,13 +1,18 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -134,3 +139,98 @@ func TestReadAll_ReadsUpToTheHighWatermarkAndReturns(t *testing.T) {
 		}
 	})
 }
+
+// A follower outlives a broker restart: it resumes after the last record it
+// handed over, so every record reaches fn once, in offset order per
+// partition, and Follow does not return. (It used to return the first
+// failed fetch, which took the whole query process down with the catalog
+// view when the broker restarted under load.)
+func TestFollow_OutlivesABrokerRestartWithoutSkippingOrRepeating(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	addr := b.Addr()
+	brokers := []string{addr}
+	topic := topicName(t, "catalog")
+	ensureTopics(t, brokers, schemas.Topic{Name: topic, Partitions: 3})
+	publishRange := func(from, to int) {
+		p := newProducer(t, brokers, nil)
+		for i := from; i < to; i++ {
+			publish(t, p, stream.Message{Topic: topic, Key: []byte("k" + strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))})
+		}
+		_ = p.Close()
+	}
+	publishRange(0, 10)
+
+	var (
+		mu      sync.Mutex
+		seen    = map[int]int{}   // value → times handed to fn
+		lastOff = map[int]int64{} // partition → last offset
+		order   []string
+	)
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- stream.Follow(ctx, brokers, topic, func(m stream.Message) error {
+			v, _ := strconv.Atoi(string(m.Value))
+			mu.Lock()
+			defer mu.Unlock()
+			seen[v]++
+			if last, ok := lastOff[m.Partition]; ok && m.Offset <= last {
+				order = append(order, fmt.Sprintf("partition %d: offset %d after %d", m.Partition, m.Offset, last))
+			}
+			lastOff[m.Partition] = m.Offset
+			return nil
+		}, stream.FollowLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	}()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	eventually(t, 10*time.Second, "the records before the restart", func() bool { return count() == 10 })
+
+	b.Close()
+	eventually(t, 10*time.Second, "the follower noticing the broker is gone", func() bool {
+		return strings.Contains(logs.String(), "the broker failed; retrying")
+	})
+	b2, err := kafkabroker.Start(t.Context(), kafkabroker.Options{Addr: addr, DataDir: dir})
+	if err != nil {
+		t.Fatalf("restart broker on %s: %v", addr, err)
+	}
+	t.Cleanup(b2.Close)
+	publishRange(10, 20)
+	eventually(t, 30*time.Second, "the records after the restart", func() bool { return count() == 20 })
+
+	select {
+	case err := <-done:
+		t.Fatalf("Follow returned %v during the restart, want it to keep following", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Follow returned %v after ctx ended, want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("record %d handed to fn %d times, want once", v, n)
+		}
+	}
+	if len(order) > 0 {
+		t.Errorf("records out of offset order: %v", order)
+	}
+	if !strings.Contains(logs.String(), "reading again") {
+		t.Errorf("the recovery was not logged; logs:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer the follower's log and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

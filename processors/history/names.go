@@ -94,7 +94,7 @@ func (n *Names) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				err := stream.Follow(ctx, n.opts.Brokers, topic, apply)
+				err := stream.Follow(ctx, n.opts.Brokers, topic, apply, stream.FollowLogger(n.log))
 				if err == nil || ctx.Err() != nil {
 					return
 				}
