@@ -35,6 +35,7 @@ import (
 	procavail "github.com/switchbackhq/switchback/processors/availability"
 	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators
@@ -131,7 +132,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 	var st atomic.Pointer[catalog.Store]
 	var svc *availability.Service
 	var rec catalogtest.Recorder
-	e := catalogtest.Start(b, catalogtest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
+	e := querytest.Start(b, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		s.Handle("GET", "/v1.2/static", nil, func(r *httpapi.Request) error {
 			r.Ctx.SetContentType("application/json")
 			r.Ctx.SetBody(staticBody)
@@ -157,12 +158,12 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 
-	e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator,
+	e.Must(b, 201, "POST", querytest.Ch+"/supplier", e.Operator,
 		strings.Replace(catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"), "https://partner.example.com/api/", ts.URL, 1))
-	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
-	e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator,
+	e.Must(b, 201, "POST", querytest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
+	e.Must(b, 200, "POST", querytest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator,
 		`{"rates":[`+catalogtest.RateBody("r1", "A")+`,`+catalogtest.RateBody("r2", "B")+`,`+catalogtest.RateBody("r3", "C")+`]}`)
-	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]}`)
+	e.Must(b, 201, "POST", querytest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]}`)
 
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 	q := "?start=" + day.Format(time.RFC3339) + "&end=" + day.AddDate(0, 0, 2).Format(time.RFC3339)

@@ -17,6 +17,7 @@ import (
 	procavail "github.com/switchbackhq/switchback/processors/availability"
 	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
 	"github.com/switchbackhq/switchback/query/availability"
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -45,13 +46,13 @@ func TestStaleReadToNotification(t *testing.T) {
 		Rates: map[string][]string{"p1": {"r1", "r2", "r3"}}})
 	ts := httptest.NewServer(sim)
 	t.Cleanup(ts.Close)
-	e := catalogtest.Start(t, catalogtest.Options{Quiet: true})
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator,
+	e := querytest.Start(t, querytest.Options{Quiet: true})
+	e.Must(t, 201, "POST", querytest.Ch+"/supplier", e.Operator,
 		strings.Replace(catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"), "https://partner.example.com/api/", ts.URL, 1))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
-	e.Must(t, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator,
+	e.Must(t, 201, "POST", querytest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
+	e.Must(t, 200, "POST", querytest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator,
 		`{"rates":[`+catalogtest.RateBody("r1", "A")+`,`+catalogtest.RateBody("r2", "B")+`,`+catalogtest.RateBody("r3", "C")+`]}`)
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]}`)
+	e.Must(t, 201, "POST", querytest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]}`)
 
 	var st atomic.Pointer[catalog.Store]
 	st.Store(e.Store)

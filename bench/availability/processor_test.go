@@ -16,6 +16,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/stream"
 	procavail "github.com/switchbackhq/switchback/processors/availability"
 	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -56,9 +57,9 @@ func (c *counting) Publish(_ context.Context, msgs ...stream.Message) error {
 //   - batch256-2consumers: two, as processors/availability.Run starts by
 //     default in one process.
 func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
-	e := catalogtest.Start(b, catalogtest.Options{Quiet: true})
-	e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"))
-	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
+	e := querytest.Start(b, querytest.Options{Quiet: true})
+	e.Must(b, 201, "POST", querytest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Supplier", "C1", "k", "s"))
+	e.Must(b, 201, "POST", querytest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
 	const maxRates = 1024
 	for from := 0; from < maxRates; from += 512 {
 		var body strings.Builder
@@ -70,9 +71,9 @@ func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 			body.WriteString(catalogtest.RateBody("r"+strconv.Itoa(i), "Rate"))
 		}
 		body.WriteString(`]}`)
-		e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator, body.String())
+		e.Must(b, 200, "POST", querytest.Ch+"/bulk/suppliers/s1/products/p1/rates", e.Operator, body.String())
 	}
-	e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/"+catalogtest.ChannelA, e.Operator, `{}`)
+	e.Must(b, 201, "POST", querytest.Ch+"/suppliers/s1/products/p1/channels/"+catalogtest.ChannelA, e.Operator, `{}`)
 
 	tests := []struct {
 		name           string
@@ -94,7 +95,7 @@ func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 	}
 }
 
-func benchProcessor(b *testing.B, e *catalogtest.Env, t0 time.Time, prefix string, rates, workers, batch int) {
+func benchProcessor(b *testing.B, e *querytest.Env, t0 time.Time, prefix string, rates, workers, batch int) {
 	clock := func() time.Time { return t0 }
 	pub := &counting{}
 	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},

@@ -9,6 +9,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // TestRoutes_RegisterNextToTheResellerCatalog: the availability routes
@@ -17,7 +18,7 @@ import (
 func TestRoutes_RegisterNextToTheResellerCatalog(t *testing.T) {
 	var st atomic.Pointer[catalog.Store]
 	var rec catalogtest.Recorder
-	e := catalogtest.Start(t, catalogtest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
+	e := querytest.Start(t, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		// Redis is only touched by reads; the catalog pointer is set below.
 		availability.Register(s, availability.New(availability.Options{Redis: redisPlaceholder(), Catalog: lazyCatalog{&st},
 			Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec}))

@@ -24,6 +24,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // Concurrency is the number of client connections (and goroutines), as
@@ -106,19 +107,19 @@ func staticServer(b *testing.B) string {
 // seed creates nSup suppliers of the operator, each with one product of
 // three rates, bound to channel A (rates r1 and r2, priceTags [b2b] on
 // even suppliers).
-func seed(b *testing.B, e *catalogtest.Env, nSup int) {
+func seed(b *testing.B, e *querytest.Env, nSup int) {
 	b.Helper()
 	for i := range nSup {
 		sid := fmt.Sprintf("s%03d", i)
-		e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody(sid, "Supplier "+sid, "C"+sid, "k", "s"))
-		e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
-		e.Must(b, 200, "POST", catalogtest.Ch+"/bulk/suppliers/"+sid+"/products/p1/rates", e.Operator,
+		e.Must(b, 201, "POST", querytest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody(sid, "Supplier "+sid, "C"+sid, "k", "s"))
+		e.Must(b, 201, "POST", querytest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
+		e.Must(b, 200, "POST", querytest.Ch+"/bulk/suppliers/"+sid+"/products/p1/rates", e.Operator,
 			`{"rates":[`+catalogtest.RateBody("r1", "A")+`,`+catalogtest.RateBody("r2", "B")+`,`+catalogtest.RateBody("r3", "C")+`]}`)
 		tags := ""
 		if i%2 == 0 {
 			tags = `,"priceTags":["b2b"]`
 		}
-		e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]`+tags+`}`)
+		e.Must(b, 201, "POST", querytest.Ch+"/suppliers/"+sid+"/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]`+tags+`}`)
 	}
 }
 
@@ -126,7 +127,7 @@ func BenchmarkResellerReads(b *testing.B) {
 	// The API server also serves a fixed 200-byte body on an authenticated
 	// route: the cost of routing, request id, auth, access log and
 	// metrics, without Redis.
-	e := catalogtest.Start(b, catalogtest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
+	e := querytest.Start(b, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		s.Handle("GET", "/v1.2/static", nil, func(r *httpapi.Request) error {
 			r.Ctx.SetContentType("application/json")
 			r.Ctx.SetBody(staticBody)
@@ -172,14 +173,14 @@ func BenchmarkResellerReads(b *testing.B) {
 }
 
 func BenchmarkOperatorUpserts(b *testing.B) {
-	e := catalogtest.Start(b, catalogtest.Options{Kafka: true, Quiet: true})
+	e := querytest.Start(b, querytest.Options{Kafka: true, Quiet: true})
 	const nSup = Concurrency
 	ctx := context.Background()
 	opP := principals.Principal{ID: e.Operator.ID, Role: principals.RoleOperator}
 	for i := range nSup {
 		sid := fmt.Sprintf("s%03d", i)
-		e.Must(b, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody(sid, "S", "C"+sid, "k", "s"))
-		e.Must(b, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
+		e.Must(b, 201, "POST", querytest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody(sid, "S", "C"+sid, "k", "s"))
+		e.Must(b, 201, "POST", querytest.Ch+"/suppliers/"+sid+"/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
 	}
 	api := strings.TrimPrefix(e.URL, "http://")
 	writer := newClient(api, e.Operator)
@@ -229,7 +230,7 @@ func BenchmarkOperatorUpserts(b *testing.B) {
 // BenchmarkStoreReads measures the catalog's side of a reseller read (Redis
 // round trips and copying), without HTTP, with allocations.
 func BenchmarkStoreReads(b *testing.B) {
-	e := catalogtest.Start(b, catalogtest.Options{Quiet: true})
+	e := querytest.Start(b, querytest.Options{Quiet: true})
 	seed(b, e, 20)
 	ctx := context.Background()
 	now := time.Now()

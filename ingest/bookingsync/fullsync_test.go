@@ -99,11 +99,12 @@ func TestSyncSupplier_NewProductsAndOptionsLandWithPlaceholderNames(t *testing.T
 // rewritten (an option brings nothing but its id).
 func TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields(t *testing.T) {
 	e := start(t, envOptions{})
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Admin, `{"id":"S1-P1","name":"Glacier walk","title":"Walk on ice",
+	w := e.As(t, e.Admin)
+	w.CreateProduct(sid, `{"id":"S1-P1","name":"Glacier walk","title":"Walk on ice",
 "description":"Four hours on the glacier","code":"GW","partnerId":"gw-1","internalName":"old internal","reference":"old-ref","locale":"fr",
 "timeZone":"Europe/Paris","instantConfirmation":false,"instantDelivery":false,"availabilityType":"OPENING_HOURS","deliveryFormats":["EAN13"],
 "deliveryMethods":["VOUCHER"],"redemptionMethod":"PRINT","locations":[{"name":"Start","type":"START","order":1}],"ext":{"k":"v"}}`)
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products/S1-P1/rates", e.Admin, catalogtest.RateBody("S1-P1-O1", "Morning walk"))
+	w.CreateRate(sid, "S1-P1", catalogtest.RateBody("S1-P1-O1", "Morning walk"))
 	rateBefore, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1")
 	if _, err := e.sync(t, e.syncer(nil), 2); err != nil {
 		t.Fatal(err)
@@ -302,7 +303,7 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 // error (the cron report says the sync failed), and nothing is written.
 func TestSyncSupplier_WholeFailures(t *testing.T) {
 	e := start(t, envOptions{})
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Admin, catalogtest.SupplierBody("PARTNER", "P", "P", "k", "s"))
+	e.As(t, e.Admin).CreateSupplier(catalogtest.SupplierBody("PARTNER", "P", "P", "k", "s"))
 	e.Rec.Reset()
 	tests := []struct {
 		name  string
@@ -340,7 +341,7 @@ func TestSyncSupplier_GoneItemsAreKeptReportedAndEmptied(t *testing.T) {
 	if _, err := e.sync(t, sy, 3); err != nil {
 		t.Fatal(err)
 	}
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products/S1-P4/channels/"+catalogtest.ChannelA, e.Admin, `{}`)
+	e.As(t, e.Admin).CreateBinding(sid, "S1-P4", catalogtest.ChannelA, `{}`)
 	e.sim.Update(func(c *bookingsim.Config) { c.ProductsPerSupplier, c.OptionsPerProduct = 3, 1 })
 	res, err := e.sync(t, sy, 3)
 	if err != nil {

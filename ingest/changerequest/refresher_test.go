@@ -38,7 +38,7 @@ func TestRefresher_BookingSystemSuppliersAreRefreshedByBookingSync(t *testing.T)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Admin, catalogtest.SupplierBody("PARTNER", "P", "P", "k", "s"))
+	e.As(t, e.Admin).CreateSupplier(catalogtest.SupplierBody("PARTNER", "P", "P", "k", "s"))
 	client := bookingsystem.NewClient(bookingsystem.Options{Outbound: allowLoopback})
 	r := Refresher{Catalog: e.Store, BookingSync: bookingsync.New(bookingsync.Options{Catalog: e.Store, Client: client,
 		Clock: func() time.Time { return now }})}

@@ -89,9 +89,9 @@ func env(t *testing.T) *catalogtest.Env {
 	kind := func(body, k string) string {
 		return strings.Replace(body, `"kind":"partner"`, `"kind":"`+k+`"`, 1)
 	}
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, kind(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"), "bookingsystem"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator2, kind(catalogtest.SupplierBody("s2", "Two", "S2", "k", "s"), "octo"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("p1", "Partner", "P1", "k", "s"))
+	e.As(t, e.Operator).CreateSupplier(kind(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"), "bookingsystem"))
+	e.As(t, e.Operator2).CreateSupplier(kind(catalogtest.SupplierBody("s2", "Two", "S2", "k", "s"), "octo"))
+	e.As(t, e.Operator).CreateSupplier(catalogtest.SupplierBody("p1", "Partner", "P1", "k", "s"))
 	return e
 }
 
@@ -254,15 +254,15 @@ func TestScheduler_ConnectedSuppliersAreSynchronizedAtOnce(t *testing.T) {
 			}
 		}, a, nil},
 		{"s3 connected after the run", func() {
-			e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, bsBody("s3", "https://bs.example.com/v2"))
+			e.As(t, e.Operator).CreateSupplier(bsBody("s3", "https://bs.example.com/v2"))
 		}, b, []string{"s3"}},
 		{"seen by the other instance: nothing more", nil, a, nil},
 		{"schedule off: nothing", func() {
-			e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, bsBody("s4", "https://bs.example.com/v2"))
+			e.As(t, e.Operator).CreateSupplier(bsBody("s4", "https://bs.example.com/v2"))
 		}, off, nil},
 		{"s4 once the schedule is on", nil, a, []string{"s4"}},
 		{"s3 pointed at another endpoint", func() {
-			e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/s3", e.Operator, bsBody("s3", "https://other.example.com/v2"))
+			e.As(t, e.Operator).PutSupplier("s3", bsBody("s3", "https://other.example.com/v2"))
 		}, b, []string{"s3"}},
 		{"nothing new", nil, b, nil},
 	}

@@ -110,15 +110,15 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 	body := strings.Replace(catalogtest.SupplierBody(sid, "Sim Tours", "SIM", "k", "s"),
 		`{"kind":"partner","baseUrl":"https://partner.example.com/api/","credentials":{"apiKey":"k","apiSecret":"s"}}`,
 		`{"kind":"`+kind+`","baseUrl":"`+endpoint+`","credentials":{"bearerToken":"`+simKey+`"}}`, 1)
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Operator, body)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(body)
 	for p := 1; p <= 4; p++ {
 		pid := fmt.Sprintf("%s-P%d", sid, p)
-		base := catalogtest.Ch + "/suppliers/" + sid + "/products/" + pid
-		e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/"+sid+"/products", e.Operator, productBody(pid, p%4 != 3))
+		op.CreateProduct(sid, productBody(pid, p%4 != 3))
 		for o := 1; o <= 2; o++ {
-			e.Must(t, 201, "POST", base+"/rates", e.Operator, catalogtest.RateBody(fmt.Sprintf("%s-O%d", pid, o), "Option"))
+			op.CreateRate(sid, pid, catalogtest.RateBody(fmt.Sprintf("%s-O%d", pid, o), "Option"))
 		}
-		e.Must(t, 201, "POST", base+"/channels/"+catalogtest.ChannelA, e.Operator, `{"priceAt":"PRICE_AT_SALE"}`)
+		op.CreateBinding(sid, pid, catalogtest.ChannelA, `{"priceAt":"PRICE_AT_SALE"}`)
 	}
 	e.bsc = bs.NewClient(bs.Options{Outbound: allowLoopback, Clock: e.clock.now})
 	e.conn = bs.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
@@ -137,7 +137,7 @@ func productBody(pid string, instant bool) string {
 // system's stays as it is).
 func (e *env) setInstant(t *testing.T, pid string, instant bool) {
 	t.Helper()
-	e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/"+sid+"/products/"+pid, e.Operator, productBody(pid, instant))
+	e.As(t, e.Operator).PutProduct(sid, pid, productBody(pid, instant))
 }
 
 // routerWith replaces the env's Router by one with opts changed by

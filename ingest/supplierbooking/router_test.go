@@ -344,7 +344,7 @@ func TestRouter_PartnerSuppliersStillGoToThePartner(t *testing.T) {
 	ps := httptest.NewServer(psim)
 	t.Cleanup(ps.Close)
 	body := strings.Replace(catalogtest.SupplierBody("sup-p", "Partner Tours", "PT", "pk", "ps"), "https://partner.example.com/api/", ps.URL, 1)
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers", e.Operator, body)
+	e.As(t, e.Operator).CreateSupplier(body)
 	at := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2).Add(9 * time.Hour)
 	h := schemas.Hold{ID: "hold-p", Items: []schemas.HoldItem{{SupplierID: "sup-p", ProductID: "prod-1", RateID: "prod-1-r1", Quantity: 1, At: at}}}
 	got, err := e.router.CreateHoldFor(ctx, "sup-p", catalogtest.ChannelA, h, "req")
@@ -877,7 +877,7 @@ func TestCreateBooking_TicketsCarryTheContract(t *testing.T) {
 			e := startDialect(t, dialect)
 			// The rate's prices are named after the units (as a
 			// synchronization writes them: bookingsync.UnitPrices).
-			e.Must(t, 200, "PUT", catalogtest.Ch+"/suppliers/"+sid+"/products/S1-P2/rates/S1-P2-O1", e.Operator,
+			e.As(t, e.Operator).PutRate(sid, "S1-P2", "S1-P2-O1",
 				`{"id":"S1-P2-O1","name":"Option","prices":[{"id":"adult","name":"Adult","travelerType":{"ageBand":"ADULT","minAge":18,"name":"Adult"},"retail":{"amount":10,"currency":"EUR"}}]}`)
 			h := schemas.Hold{ID: "hold-tickets", Items: []schemas.HoldItem{item("S1-P2", 1, e.freeSlot(), 2), item("S1-P4", 2, e.freeSlot(), 1)}}
 			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {

@@ -42,14 +42,9 @@ type rules struct {
 // today is the floor plan as it stands. Remove an entry with the change
 // its reason names: the test fails on a stale one.
 var today = rules{
-	internalExceptions: map[string]string{
-		// Issue 20 splits catalogtest into a store fixture and an HTTP
-		// fixture (so processor and ingest tests stop starting the query
-		// routes); until that split lands, the fixture imports
-		// query/{channel,httpapi,operator,reseller}. Remove this entry
-		// with the split.
-		"internal/catalog/catalogtest": "issue 20's catalogtest split",
-	},
+	// None under internal/ since catalogtest's split into a store fixture
+	// and query/querytest (issue 20).
+	internalExceptions: map[string]string{},
 	stageExceptions: map[arrow]string{
 		// Issue 20 moves the availability cache service out of query/
 		// into a domain package used by query and ingest; until then

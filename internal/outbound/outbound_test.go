@@ -231,10 +231,10 @@ var outboundCall = regexp.MustCompile(`fasthttp\.Client\{|http\.Client\{|http\.T
 
 // notOutbound are the files that may dial without the policy, and why.
 var notOutbound = map[string]string{
-	"internal/outbound/outbound.go":               "the policy itself",
-	"cmd/switchback/internal/demo/demo.go":        "the demo calls this process's own API on its listener",
-	"internal/catalog/catalogtest/catalogtest.go": "a test helper calling the API under test",
-	"query/httpapi/httpapitest/malformed.go":      "a test helper sending malformed requests to the server under test",
+	"internal/outbound/outbound.go":          "the policy itself",
+	"cmd/switchback/internal/demo/demo.go":   "the demo calls this process's own API on its listener",
+	"query/querytest/querytest.go":           "a test helper calling the API under test",
+	"query/httpapi/httpapitest/malformed.go": "a test helper sending malformed requests to the server under test",
 }
 
 // TestEveryOutboundClientUsesThePolicy keeps "one policy for every client

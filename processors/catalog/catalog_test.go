@@ -151,62 +151,56 @@ func TestNotifications_CatalogChangesNotifyBoundSubscribersByTheirRules(t *testi
 	h.rules.set(r2, schemas.TypeChannelBinding, registry.Config{})
 	h.rules.set(r2, schemas.TypeProduct, registry.Config{})
 
-	const (
-		sup  = catalogtest.Ch + "/suppliers/s1"
-		p1   = sup + "/products/p1"
-		p2   = sup + "/products/p2"
-		bdA1 = p1 + "/channels/chan-a"
-	)
+	// The operator's writes, as the channel interface's handlers make them.
+	type writer = catalogtest.Writer
+	sup, prod, rate := catalogtest.SupplierBody, catalogtest.ProductBody, catalogtest.RateBody
 	future := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
 	steps := []struct {
-		name   string
-		method string
-		path   string
-		body   string
-		status int
-		want   []string
+		name  string
+		write func(writer)
+		want  []string
 	}{
-		{"new supplier notifies nobody", "POST", catalogtest.Ch + "/supplier", catalogtest.SupplierBody("s1", "One", "S1", "k", "s"), 201, nil},
-		{"new product notifies nobody", "POST", sup + "/products", catalogtest.ProductBody("p1", "P1", "d"), 201, nil},
-		{"new rate of an unbound product notifies nobody", "POST", p1 + "/rates", catalogtest.RateBody("r1", "R1"), 201, nil},
-		{"second rate", "POST", p1 + "/rates", catalogtest.RateBody("r2", "R2"), 201, nil},
-		{"second product", "POST", sup + "/products", catalogtest.ProductBody("p2", "P2", "d"), 201, nil},
-		{"first rate bound: created, filtered by rule", "POST", bdA1, `{"rateIds":["r1"]}`, 201,
+		{"new supplier notifies nobody", func(w writer) { w.CreateSupplier(sup("s1", "One", "S1", "k", "s")) }, nil},
+		{"new product notifies nobody", func(w writer) { w.CreateProduct("s1", prod("p1", "P1", "d")) }, nil},
+		{"new rate of an unbound product notifies nobody", func(w writer) { w.CreateRate("s1", "p1", rate("r1", "R1")) }, nil},
+		{"second rate", func(w writer) { w.CreateRate("s1", "p1", rate("r2", "R2")) }, nil},
+		{"second product", func(w writer) { w.CreateProduct("s1", prod("p2", "P2", "d")) }, nil},
+		{"first rate bound: created, filtered by rule", func(w writer) { w.CreateBinding("s1", "p1", "chan-a", `{"rateIds":["r1"]}`) },
 			[]string{"R1 channelbinding created s1/p1"}},
-		{"second rate bound: updated", "PUT", bdA1, `{"rateIds":["r1","r2"]}`, 200,
+		{"second rate bound: updated", func(w writer) { w.PutBinding("s1", "p1", "chan-a", `{"rateIds":["r1","r2"]}`) },
 			[]string{"R1 channelbinding updated s1/p1"}},
-		{"identical binding re-sent: nothing", "PUT", bdA1, `{"rateIds":["r2","r1"]}`, 200, nil},
-		{"price tags changed: updated", "PUT", bdA1, `{"rateIds":["r1","r2"],"priceTags":["b2b"]}`, 200,
+		{"identical binding re-sent: nothing", func(w writer) { w.PutBinding("s1", "p1", "chan-a", `{"rateIds":["r2","r1"]}`) }, nil},
+		{"price tags changed: updated", func(w writer) { w.PutBinding("s1", "p1", "chan-a", `{"rateIds":["r1","r2"],"priceTags":["b2b"]}`) },
 			[]string{"R1 channelbinding updated s1/p1"}},
-		{"product description changed: product updated to the bound channel only", "PUT", p1, catalogtest.ProductBody("p1", "P1", "better"), 200,
+		{"product description changed: product updated to the bound channel only", func(w writer) { w.PutProduct("s1", "p1", prod("p1", "P1", "better")) },
 			[]string{"R1 product updated s1/p1"}},
-		{"identical product re-sent: nothing", "PUT", p1, catalogtest.ProductBody("p1", "P1", "better"), 200, nil},
-		{"bound rate changed: rate updated", "PUT", p1 + "/rates/r1", catalogtest.RateBody("r1", "R1 renamed"), 200,
+		{"identical product re-sent: nothing", func(w writer) { w.PutProduct("s1", "p1", prod("p1", "P1", "better")) }, nil},
+		{"bound rate changed: rate updated", func(w writer) { w.PutRate("s1", "p1", "r1", rate("r1", "R1 renamed")) },
 			[]string{"R1 rate updated s1/p1/r1"}},
-		{"supplier changed: supplier updated", "PUT", sup, catalogtest.SupplierBody("s1", "One renamed", "S1", "k", "s"), 200,
+		{"supplier changed: supplier updated", func(w writer) { w.PutSupplier("s1", sup("s1", "One renamed", "S1", "k", "s")) },
 			[]string{"R1 supplier updated s1"}},
-		{"only credentials changed: nothing resellers see", "PUT", sup, catalogtest.SupplierBody("s1", "One renamed", "S1", "k2", "s2"), 200, nil},
-		{"whole product bound: created for both rules that match", "POST", p2 + "/channels/chan-a", `{}`, 201,
+		{"only credentials changed: nothing resellers see", func(w writer) { w.PutSupplier("s1", sup("s1", "One renamed", "S1", "k2", "s2")) }, nil},
+		{"whole product bound: created for both rules that match", func(w writer) { w.CreateBinding("s1", "p2", "chan-a", `{}`) },
 			[]string{"R1 channelbinding created s1/p2", "R1b channelbinding created s1/p2"}},
-		{"rate added under a whole-product binding: updated", "POST", p2 + "/rates", catalogtest.RateBody("r5", "R5"), 201,
+		{"rate added under a whole-product binding: updated", func(w writer) { w.CreateRate("s1", "p2", rate("r5", "R5")) },
 			[]string{"R1 channelbinding updated s1/p2"}},
-		{"rate changed under a whole-product binding: rate updated", "PUT", p2 + "/rates/r5", catalogtest.RateBody("r5", "R5b"), 200,
+		{"rate changed under a whole-product binding: rate updated", func(w writer) { w.PutRate("s1", "p2", "r5", rate("r5", "R5b")) },
 			[]string{"R1 rate updated s1/p2/r5"}},
-		{"rate removed under a whole-product binding: updated", "DELETE", p2 + "/rates/r5", "", 204,
+		{"rate removed under a whole-product binding: updated", func(w writer) { w.DeleteRate("s1", "p2", "r5") },
 			[]string{"R1 channelbinding updated s1/p2"}},
-		{"v2 PUT on a bound product: updated", "PUT", catalogtest.Op + "/suppliers/s1/products/p1/bindings/chan-a", `{"optionIds":["r2"]}`, 200,
+		{"v2 PUT on a bound product: updated", func(w writer) { w.PutOptions("s1", "p1", "chan-a", "r2") },
 			[]string{"R1 channelbinding updated s1/p1"}},
-		{"unbound rate changed: nothing", "PUT", p1 + "/rates/r1", catalogtest.RateBody("r1", "R1 again"), 200, nil},
-		{"product and all its rates unbound: removed", "DELETE", bdA1, "", 204,
+		{"unbound rate changed: nothing", func(w writer) { w.PutRate("s1", "p1", "r1", rate("r1", "R1 again")) }, nil},
+		{"product and all its rates unbound: removed", func(w writer) { w.DeleteBinding("s1", "p1", "chan-a") },
 			[]string{"R1 channelbinding removed s1/p1"}},
-		{"unbound product changed: nothing", "PUT", p1, catalogtest.ProductBody("p1", "P1", "best"), 200, nil},
-		{"bound on the other channel, window not open yet: created", "POST", p1 + "/channels/chan-b", `{"valid":{"from":"` + future + `"}}`, 201,
+		{"unbound product changed: nothing", func(w writer) { w.PutProduct("s1", "p1", prod("p1", "P1", "best")) }, nil},
+		{"bound on the other channel, window not open yet: created", func(w writer) { w.CreateBinding("s1", "p1", "chan-b", `{"valid":{"from":"`+future+`"}}`) },
 			[]string{"R2 channelbinding created s1/p1"}},
-		{"product changed while its only binding is outside its window: nothing", "PUT", p1, catalogtest.ProductBody("p1", "P1", "bestest"), 200, nil},
+		{"product changed while its only binding is outside its window: nothing", func(w writer) { w.PutProduct("s1", "p1", prod("p1", "P1", "bestest")) }, nil},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			e.Must(t, s.status, s.method, s.path, e.Operator, s.body)
+			s.write(e.As(t, e.Operator))
 			if got := h.drain(t); !slices.Equal(got, s.want) {
 				t.Errorf("notifications %q, want %q", got, s.want)
 			}
@@ -218,9 +212,10 @@ func TestNotifications_RedeliveryGivesTheSameIDs(t *testing.T) {
 	h := newHarness(t)
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{}`)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	h.drain(t)
 	first, firstHist := splitTopics(t, h.notes.Messages())
 	if len(first) != 1 {
@@ -246,9 +241,10 @@ func TestNotifications_StaleEventIsAppliedButNotifiesNobody(t *testing.T) {
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
 	h.p.opts.Clock = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{}`)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	if got := h.drain(t); len(got) != 0 {
 		t.Fatalf("week-old events notified %q", got)
 	}
@@ -375,15 +371,15 @@ func TestNotifications_RateCreatedBeforeTheBindingIsNotABindingUpdate(t *testing
 	h := newHarness(t)
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
-	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r2", "R2"))
-	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{"rateIds":["r1"]}`)
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p2", "P2", "d"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p2/rates", e.Operator, catalogtest.RateBody("r3", "R3"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products/p2/channels/chan-a", e.Operator, `{}`)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	op.CreateBinding("s1", "p1", "chan-a", `{"rateIds":["r1"]}`)
+	op.CreateProduct("s1", catalogtest.ProductBody("p2", "P2", "d"))
+	op.CreateRate("s1", "p2", catalogtest.RateBody("r3", "R3"))
+	op.CreateBinding("s1", "p2", "chan-a", `{}`)
 
 	// Bindings first, then the rates they were made after.
 	var first, rates []stream.Message
@@ -419,14 +415,14 @@ func TestNotifications_RateCreatedUnderABindingUsesTheWriteTimeBindings(t *testi
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
 	h.rules.set(e.Reseller2.ID, schemas.TypeChannelBinding, registry.Config{})
-	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{}`)
-	e.Must(t, 201, "POST", p1+"/channels/chan-b", e.Operator, `{}`)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateBinding("s1", "p1", "chan-a", `{}`)
+	op.CreateBinding("s1", "p1", "chan-b", `{}`)
 	h.drain(t)
 
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
 	msgs := e.Rec.Messages()
 	created := msgs[len(msgs)-1]
 	var env schemas.Envelope
@@ -441,7 +437,7 @@ func TestNotifications_RateCreatedUnderABindingUsesTheWriteTimeBindings(t *testi
 		t.Fatalf("rate created with boundChannels %q, want both channels", ev.BoundChannels)
 	}
 	// chan-b unbinds before the processor gets to the rate.
-	e.Must(t, 204, "DELETE", p1+"/channels/chan-b", e.Operator, "")
+	op.DeleteBinding("s1", "p1", "chan-b")
 	if got, want := h.drain(t), []string{
 		"R1 channelbinding updated s1/p1", "R2 channelbinding removed s1/p1", "R2 channelbinding updated s1/p1",
 	}; !slices.Equal(got, want) {

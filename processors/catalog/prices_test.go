@@ -73,13 +73,13 @@ func TestPriceSchedule_NotifiesBoundSubscribersInsideTheirLookAhead(t *testing.T
 	h.rules.set(e.Reseller1.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 7})
 	h.rules.set(e.Reseller1b.ID, schemas.TypePriceSchedule, registry.Config{RateIDs: []string{"r2"}})
 	h.rules.set(e.Reseller2.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 30})
-	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r2", "R2"))
-	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{"rateIds":["r1"]}`)
-	e.Must(t, 201, "POST", p1+"/channels/chan-b", e.Operator, `{"priceTags":["b2b"]}`)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	op.CreateBinding("s1", "p1", "chan-a", `{"rateIds":["r1"]}`)
+	op.CreateBinding("s1", "p1", "chan-b", `{"priceTags":["b2b"]}`)
 	h.drain(t)
 
 	today := time.Now().UTC().Truncate(24 * time.Hour)
@@ -91,24 +91,24 @@ func TestPriceSchedule_NotifiesBoundSubscribersInsideTheirLookAhead(t *testing.T
 			day(2), day(4), publicRetail, b2bRetail, day(20), day(22), publicRetail)
 	}
 	steps := []struct {
-		name, path, body string
+		name, rate, body string
 		want             []string
 	}{
-		{"first schedule: R1 inside 7 days, R2 (b2b prices) inside 30 days", p1 + "/rates/r1/priceschedule", schedule("10", "5"),
+		{"first schedule: R1 inside 7 days, R2 (b2b prices) inside 30 days", "r1", schedule("10", "5"),
 			[]string{"R1 " + day(2) + ".." + day(5), "R2 " + day(2) + ".." + day(5), "R2 " + day(20) + ".." + day(23)}},
-		{"the same schedule again: nothing", p1 + "/rates/r1/priceschedule", schedule("10", "5"), nil},
-		{"public price changed: R1 only (R2's binding shows b2b prices)", p1 + "/rates/r1/priceschedule", schedule("11", "5"),
+		{"the same schedule again: nothing", "r1", schedule("10", "5"), nil},
+		{"public price changed: R1 only (R2's binding shows b2b prices)", "r1", schedule("11", "5"),
 			[]string{"R1 " + day(2) + ".." + day(5)}},
-		{"b2b price changed: R2, and R1 whose binding shows every price", p1 + "/rates/r1/priceschedule", schedule("11", "6"),
+		{"b2b price changed: R2, and R1 whose binding shows every price", "r1", schedule("11", "6"),
 			[]string{"R1 " + day(2) + ".." + day(5), "R2 " + day(2) + ".." + day(5)}},
 		// The second entry shows chan-b no price, where it saw the rate's
 		// own: an entry added is a change even so.
-		{"r2 is not bound to chan-a: R1b's filter on r2 hears nothing; chan-b has it", p1 + "/rates/r2/priceschedule", schedule("1", "2"),
+		{"r2 is not bound to chan-a: R1b's filter on r2 hears nothing; chan-b has it", "r2", schedule("1", "2"),
 			[]string{"R2 " + day(2) + ".." + day(5), "R2 " + day(20) + ".." + day(23)}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			e.Must(t, 200, "PUT", s.path, e.Operator, s.body)
+			e.As(t, e.Operator).PutPriceSchedule("s1", "p1", s.rate, s.body)
 			h.drain(t)
 			if got := priceNotes(t, h); !slices.Equal(got, s.want) {
 				t.Errorf("notifications %q, want %q", got, s.want)
@@ -122,17 +122,17 @@ func TestPriceSchedule_NotifiesBoundSubscribersInsideTheirLookAhead(t *testing.T
 func TestPriceSchedule_HistoryRowsPerChangedPrice(t *testing.T) {
 	h := newHarness(t)
 	e := h.e
-	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
 	body := func(a, b string) string {
 		return `{"entries":[{"from":"2027-01-01","until":"2027-01-31","prices":[{"id":"a","retail":{"amount":` + a +
 			`,"currency":"EUR"}},{"id":"b","retail":{"amount":` + b + `,"currency":"EUR"},"net":{"amount":1,"currency":"EUR"}}]}]}`
 	}
-	e.Must(t, 200, "PUT", p1+"/rates/r1/priceschedule", e.Operator, body("10", "20"))
+	op.PutPriceSchedule("s1", "p1", "r1", body("10", "20"))
 	h.drain(t)
-	e.Must(t, 200, "PUT", p1+"/rates/r1/priceschedule", e.Operator, body("10", "25"))
+	op.PutPriceSchedule("s1", "p1", "r1", body("10", "25"))
 	h.drain(t)
 	_, hist := splitTopics(t, h.notes.Messages())
 	var rows []schemas.PriceChanged
@@ -167,12 +167,12 @@ func TestPriceSchedule_OneNotificationPerProductAndWindowOfABatch(t *testing.T) 
 	h := newHarness(t)
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 7})
-	const p1 = catalogtest.Ch + "/suppliers/s1/products/p1"
-	e.Must(t, 201, "POST", catalogtest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	e.Must(t, 201, "POST", catalogtest.Ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "P1", "d"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r1", "R1"))
-	e.Must(t, 201, "POST", p1+"/rates", e.Operator, catalogtest.RateBody("r2", "R2"))
-	e.Must(t, 201, "POST", p1+"/channels/chan-a", e.Operator, `{}`)
+	op := e.As(t, e.Operator)
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
+	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	h.drain(t)
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	entries := func(amount string) []catalogstore.PriceScheduleEntry {

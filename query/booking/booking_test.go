@@ -22,6 +22,7 @@ import (
 	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
 	"github.com/switchbackhq/switchback/query/booking"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -31,7 +32,7 @@ var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
 
 const (
 	sup, prod, rateA, rateB = "sup-bk", "prod-bk", "rate-a", "rate-b"
-	holds, bookings         = catalogtest.V12 + "/holds", catalogtest.V12 + "/bookings"
+	holds, bookings         = querytest.V12 + "/holds", querytest.V12 + "/bookings"
 )
 
 // lazy lets the routes be registered before the service exists (the
@@ -68,7 +69,7 @@ func (r rules) Rule(_ context.Context, sub, typ string) (registry.Rule, error) {
 }
 
 type env struct {
-	*catalogtest.Env
+	*querytest.Env
 	sim    *partnersim.Server
 	svc    *bookingsvc.Service
 	offset atomic.Int64 // added to the service's clock
@@ -81,7 +82,7 @@ func start(t *testing.T, cfg partnersim.TxConfig) *env {
 	t.Helper()
 	e := &env{}
 	l := &lazy{}
-	e.Env = catalogtest.Start(t, catalogtest.Options{Routes: func(s *httpapi.Server) { booking.Register(s, l) }})
+	e.Env = querytest.Start(t, querytest.Options{Routes: func(s *httpapi.Server) { booking.Register(s, l) }})
 	e.sim = partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", TxConfig: cfg})
 	ps := httptest.NewServer(e.sim)
 	t.Cleanup(ps.Close)
@@ -91,10 +92,10 @@ func start(t *testing.T, cfg partnersim.TxConfig) *env {
 		Clock:   func() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) },
 	})
 	l.svc = e.svc
-	base := catalogtest.Ch + "/suppliers/" + sup + "/products/" + prod
+	base := querytest.Ch + "/suppliers/" + sup + "/products/" + prod
 	for _, s := range []struct{ path, body string }{
-		{catalogtest.Ch + "/suppliers", strings.Replace(catalogtest.SupplierBody(sup, "Booked Tours", "BK", "pk", "ps"), "https://partner.example.com/api/", ps.URL, 1)},
-		{catalogtest.Ch + "/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
+		{querytest.Ch + "/suppliers", strings.Replace(catalogtest.SupplierBody(sup, "Booked Tours", "BK", "pk", "ps"), "https://partner.example.com/api/", ps.URL, 1)},
+		{querytest.Ch + "/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
 		{base + "/rates", catalogtest.RateBody(rateA, "Adult")},
 		{base + "/rates", catalogtest.RateBody(rateB, "Child")},
 		{base + "/channels/" + catalogtest.ChannelA, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a"]}`},
@@ -262,7 +263,7 @@ func TestHoldsAndBookings_OnlyTheirChannelSeesThem(t *testing.T) {
 	}{
 		{"GET", holds + "/" + h}, {"DELETE", holds + "/" + h},
 		{"GET", bookings + "/bk-iso"}, {"PUT", bookings + "/cancel/bk-iso"},
-		{"GET", catalogtest.V13 + "/bookings/bk-iso"},
+		{"GET", querytest.V13 + "/bookings/bk-iso"},
 	} {
 		status, b := e.Do(t, c.method, c.path, e.Reseller2, "")
 		if status != 404 || decode(t, b)["code"] != "NOT_FOUND" {

@@ -10,10 +10,11 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 const (
-	ch = catalogtest.Ch
+	ch = querytest.Ch
 )
 
 // step is one request of a stateful table: rows run in order.
@@ -21,7 +22,7 @@ type step struct {
 	name   string
 	method string
 	path   string
-	who    func(e *catalogtest.Env) catalogtest.Cred
+	who    func(e *querytest.Env) catalogtest.Cred
 	body   string
 	want   int
 	// code is the error code expected in the body ("" for success);
@@ -33,16 +34,16 @@ type step struct {
 }
 
 var (
-	op     = func(e *catalogtest.Env) catalogtest.Cred { return e.Operator }
-	op2    = func(e *catalogtest.Env) catalogtest.Cred { return e.Operator2 }
-	admin  = func(e *catalogtest.Env) catalogtest.Cred { return e.Admin }
-	res1   = func(e *catalogtest.Env) catalogtest.Cred { return e.Reseller1 }
-	nobody = func(*catalogtest.Env) catalogtest.Cred {
+	op     = func(e *querytest.Env) catalogtest.Cred { return e.Operator }
+	op2    = func(e *querytest.Env) catalogtest.Cred { return e.Operator2 }
+	admin  = func(e *querytest.Env) catalogtest.Cred { return e.Admin }
+	res1   = func(e *querytest.Env) catalogtest.Cred { return e.Reseller1 }
+	nobody = func(*querytest.Env) catalogtest.Cred {
 		return catalogtest.Cred{Key: "nobody", Secret: "wrong-secret-0123456789"}
 	}
 )
 
-func run(t *testing.T, e *catalogtest.Env, steps []step) {
+func run(t *testing.T, e *querytest.Env, steps []step) {
 	t.Helper()
 	for _, s := range steps {
 		ok := t.Run(s.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func run(t *testing.T, e *catalogtest.Env, steps []step) {
 }
 
 func TestOperatorSetup_EveryEndpointAndStatus(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	// Availability and price dates within the window of internal/bounds.
 	d1 := time.Now().UTC().AddDate(0, 1, 0).Format(time.DateOnly)
 	d2 := time.Now().UTC().AddDate(0, 1, 30).Format(time.DateOnly)
@@ -266,7 +267,7 @@ func TestOperatorSetup_EveryEndpointAndStatus(t *testing.T) {
 }
 
 func TestCredentials_NeverInResponsesOrLogs(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	const key, secret, token = "cred-key-7f3a", "cred-secret-9b1c", "cred-token-4d2e"
 	var bodies []string
 	do := func(status int, method, path string, c catalogtest.Cred, body string) {
@@ -287,9 +288,9 @@ func TestCredentials_NeverInResponsesOrLogs(t *testing.T) {
 	e.Rec.SetFail(false)
 	e.Must(t, 201, "POST", sup+"/products", e.Operator, catalogtest.ProductBody("p1", "P", "d"))
 	e.Must(t, 201, "POST", sup+"/products/p1/channels/chan-a", e.Operator, `{}`)
-	do(200, "GET", catalogtest.V12+"/suppliers/s1", e.Reseller1, "")
-	do(200, "GET", catalogtest.V13+"/suppliers/s1?content=true", e.Reseller1, "")
-	do(200, "GET", catalogtest.Op+"/suppliers/s1/products/p1/bindings", e.Operator, "")
+	do(200, "GET", querytest.V12+"/suppliers/s1", e.Reseller1, "")
+	do(200, "GET", querytest.V13+"/suppliers/s1?content=true", e.Reseller1, "")
+	do(200, "GET", querytest.Op+"/suppliers/s1/products/p1/bindings", e.Operator, "")
 
 	for _, b := range bodies {
 		for _, c := range []string{key, secret, token} {

@@ -16,6 +16,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/operator"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 type cronClock struct {
@@ -46,7 +47,7 @@ func TestCronReports_EveryRuleAndStatus(t *testing.T) {
 	clk := &cronClock{t: t0}
 	reports := cronreport.NewStore(cronreport.Options{Redis: rdb, Publisher: rec, Clock: clk.Now})
 	cat := catalog.NewStore(catalog.Options{Redis: rdb, Publisher: &catalogtest.Recorder{}}) // the same view as the API's catalog
-	e := catalogtest.Start(t, catalogtest.Options{RedisURL: url, Routes: func(s *httpapi.Server) {
+	e := querytest.Start(t, querytest.Options{RedisURL: url, Routes: func(s *httpapi.Server) {
 		operator.RegisterCronReports(s, cat, reports)
 	}})
 	e.Must(t, 201, "POST", ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Sup One", "S1", "k", "s"))

@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 const (
-	ch = catalogtest.Ch
-	op = catalogtest.Op
+	ch = querytest.Ch
+	op = querytest.Op
 )
 
-func seed(t *testing.T, e *catalogtest.Env) {
+func seed(t *testing.T, e *querytest.Env) {
 	t.Helper()
 	e.Must(t, 201, "POST", ch+"/supplier", e.Operator, catalogtest.SupplierBody("s1", "Sup One", "S1", "k", "s"))
 	e.Must(t, 201, "POST", ch+"/suppliers/s1/products", e.Operator, catalogtest.ProductBody("p1", "Tour", "d"))
@@ -26,7 +27,7 @@ func seed(t *testing.T, e *catalogtest.Env) {
 }
 
 // v2Options reads the v2 binding's optionIds (nil when 404).
-func v2Options(t *testing.T, e *catalogtest.Env, cid string) []string {
+func v2Options(t *testing.T, e *querytest.Env, cid string) []string {
 	t.Helper()
 	status, b := e.Do(t, "GET", op+"/suppliers/s1/products/p1/bindings/"+cid, e.Operator, "")
 	if status == 404 {
@@ -48,7 +49,7 @@ func v2Options(t *testing.T, e *catalogtest.Env, cid string) []string {
 
 // v12Rates reads the v1.2 channelRate of the channel: rateIds and
 // priceTags (nil, nil when absent from the product's list).
-func v12Rates(t *testing.T, e *catalogtest.Env, cid string) (rateIDs, tags []string) {
+func v12Rates(t *testing.T, e *querytest.Env, cid string) (rateIDs, tags []string) {
 	t.Helper()
 	b := e.Must(t, 200, "GET", ch+"/suppliers/s1/products/p1/channels", e.Operator, "")
 	var out struct {
@@ -72,7 +73,7 @@ func v12Rates(t *testing.T, e *catalogtest.Env, cid string) (rateIDs, tags []str
 }
 
 func TestBindings_V12AndV2AreTwoViewsOfOneBinding(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	seed(t, e)
 	v2 := op + "/suppliers/s1/products/p1/bindings/chan-a"
 	v1 := ch + "/suppliers/s1/products/p1/channels/chan-a"
@@ -113,7 +114,7 @@ func TestBindings_V12AndV2AreTwoViewsOfOneBinding(t *testing.T) {
 }
 
 func TestOperatorV2_EveryEndpointAndStatus(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	seed(t, e)
 	b := op + "/suppliers/s1/products/p1/bindings"
 	tests := []struct {

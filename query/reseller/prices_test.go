@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // TestPriceSchedule_OperatorWritesResellerReadsThroughTheBinding: the
@@ -11,7 +12,7 @@ import (
 // reads it only for a rate bound to its channel, with the prices its
 // binding's priceTags let it see, limited to start..end.
 func TestPriceSchedule_OperatorWritesResellerReadsThroughTheBinding(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{Quiet: true})
+	e := querytest.Start(t, querytest.Options{Quiet: true})
 	seed(t, e)
 	const r1Path = ch + "/suppliers/s1/products/p1/rates/r1/priceschedule"
 	body := `{"entries":[

@@ -8,12 +8,13 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 const (
-	ch  = catalogtest.Ch
-	v12 = catalogtest.V12
-	v13 = catalogtest.V13
+	ch  = querytest.Ch
+	v12 = querytest.V12
+	v13 = querytest.V13
 )
 
 // seed sets up three suppliers:
@@ -25,7 +26,7 @@ const (
 // and binds, on chan-a: s1/p1 at r1 with priceTags [b2b]; s2/p3 whole.
 // On chan-b: s1/p2 whole but only from tomorrow; s2/p3 whole until
 // yesterday.
-func seed(t *testing.T, e *catalogtest.Env) {
+func seed(t *testing.T, e *querytest.Env) {
 	t.Helper()
 	tomorrow := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
 	yesterday := time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339)
@@ -49,7 +50,7 @@ func seed(t *testing.T, e *catalogtest.Env) {
 
 type read struct {
 	name     string
-	who      func(e *catalogtest.Env) catalogtest.Cred
+	who      func(e *querytest.Env) catalogtest.Cred
 	path     string
 	want     int
 	contains []string
@@ -57,12 +58,12 @@ type read struct {
 }
 
 var (
-	r1 = func(e *catalogtest.Env) catalogtest.Cred { return e.Reseller1 }
-	r2 = func(e *catalogtest.Env) catalogtest.Cred { return e.Reseller2 }
-	op = func(e *catalogtest.Env) catalogtest.Cred { return e.Operator }
+	r1 = func(e *querytest.Env) catalogtest.Cred { return e.Reseller1 }
+	r2 = func(e *querytest.Env) catalogtest.Cred { return e.Reseller2 }
+	op = func(e *querytest.Env) catalogtest.Cred { return e.Operator }
 )
 
-func check(t *testing.T, e *catalogtest.Env, reads []read) {
+func check(t *testing.T, e *querytest.Env, reads []read) {
 	t.Helper()
 	for _, rd := range reads {
 		t.Run(rd.name, func(t *testing.T) {
@@ -91,7 +92,7 @@ func check(t *testing.T, e *catalogtest.Env, reads []read) {
 }
 
 func TestResellerReads_VisibilityFollowsChannelBindings(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	seed(t, e)
 	check(t, e, []read{
 		{name: "list shows suppliers with a product bound to the channel", who: r1, path: v12 + "/suppliers", want: 200,
@@ -137,14 +138,14 @@ func TestResellerReads_VisibilityFollowsChannelBindings(t *testing.T) {
 		{name: "1.3 unbound rate is 404", who: r1, path: v13 + "/suppliers/s1/products/p1/rates/r2", want: 404},
 		{name: "1.3 unbound supplier is 404", who: r1, path: v13 + "/suppliers/s3?content=true", want: 404},
 		{name: "operators may not use reseller routes", who: op, path: v12 + "/suppliers", want: 403},
-		{name: "without valid credentials: 401", who: func(*catalogtest.Env) catalogtest.Cred {
+		{name: "without valid credentials: 401", who: func(*querytest.Env) catalogtest.Cred {
 			return catalogtest.Cred{Key: "t-reseller1", Secret: "wrong-secret-0123456789"}
 		}, path: v13 + "/suppliers", want: 401},
 	})
 }
 
 func TestResellerReads_RateBoundThenUnbound(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	seed(t, e)
 	rate := func(rid string) string { return v12 + "/suppliers/s1/products/p1/rates/" + rid }
 	e.Must(t, 200, "GET", rate("r1"), e.Reseller1, "")
@@ -180,7 +181,7 @@ func TestResellerReads_RateBoundThenUnbound(t *testing.T) {
 }
 
 func TestResellerReads_TwoResellersOfOneChannelSeeTheSame(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	seed(t, e)
 	for _, p := range []string{v12 + "/suppliers", v13 + "/suppliers", v12 + "/suppliers/s1/products/p1/rates"} {
 		a := e.Must(t, 200, "GET", p, e.Reseller1, "")
@@ -196,7 +197,7 @@ func TestResellerReads_TwoResellersOfOneChannelSeeTheSame(t *testing.T) {
 // shows them under v1.2 only; v1.3 shows its Location shape, as it does
 // for suppliers.
 func TestResellerReads_V13ProductsDropTheDeprecatedLocationFields(t *testing.T) {
-	e := catalogtest.Start(t, catalogtest.Options{})
+	e := querytest.Start(t, querytest.Options{})
 	seed(t, e)
 	e.Must(t, 200, "PUT", ch+"/suppliers/s1/products/p1", e.Operator, strings.Replace(catalogtest.ProductBody("p1", "Product p1", "About p1"),
 		`"locations":[{"name":"Start","type":"START","order":1}]`, `"locations":[{"name":"Start","type":"START","order":1,"city":"Paris","utcOffset":"+01:00"}]`, 1))

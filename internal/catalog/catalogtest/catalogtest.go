@@ -1,9 +1,15 @@
-// Package catalogtest starts the catalog APIs for tests and benchmarks: a
-// real redis-server (internal/testharness), the catalog store publishing to
-// an in-memory recorder or to the embedded Kafka broker, a principals
-// table with fixed test principals, and the fasthttp API server with the
-// channel, operator, admin-channel and reseller routes on 127.0.0.1:0.
-// It is imported by _test.go files and bench/ only.
+// Package catalogtest is the catalog's store fixture for tests and
+// benchmarks: a real redis-server (internal/testharness), the catalog store
+// publishing to an in-memory recorder or to the embedded Kafka broker, a
+// principals table with fixed test principals, the test channels, the
+// JSON bodies of the channel interface, and Writer, which makes the
+// catalog writes the API's handlers make, as a principal, straight on the
+// store. It starts no server: query/querytest adds the HTTP API on top.
+//
+// It must not import ingest/, processors/, query/, dispatcher/, bench/ or
+// cmd/ (deps_test.go checks it): ingest and processor tests set up their
+// catalog through it without the query tier. It is imported by _test.go
+// files and bench/ only.
 package catalogtest
 
 import (
@@ -12,11 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,15 +32,15 @@ import (
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/testharness"
-	"github.com/switchbackhq/switchback/query/channel"
-	"github.com/switchbackhq/switchback/query/httpapi"
-	"github.com/switchbackhq/switchback/query/operator"
-	"github.com/switchbackhq/switchback/query/reseller"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Cred is a test principal's credential and id.
-type Cred struct{ Key, Secret, ID string }
+// Cred is a test principal's credential and id, and the principal it
+// authenticates as: what the API's handlers pass to the store.
+type Cred struct {
+	Key, Secret, ID string
+	Principal       principals.Principal
+}
 
 // Test channels: resellers R1 and R1b sell on ChannelA, R2 on ChannelB.
 const (
@@ -116,13 +118,10 @@ type Options struct {
 	RedisURL string
 	// Quiet drops the logs instead of capturing them (benchmarks).
 	Quiet bool
-	// Routes registers more routes on the server (benchmarks).
-	Routes func(*httpapi.Server)
 }
 
-// Env is a running catalog API.
+// Env is a running catalog store.
 type Env struct {
-	URL        string
 	Store      *catalog.Store
 	Redis      redis.UniversalClient
 	Rec        *Recorder // nil with Kafka
@@ -135,8 +134,6 @@ type Env struct {
 	Keyring *keyring.Keyring
 
 	Admin, Operator, Operator2, Reseller1, Reseller1b, Reseller2 Cred
-
-	client *http.Client
 }
 
 // NewKeyring is a keyring with a random key, for tests that store secrets.
@@ -156,7 +153,7 @@ func NewKeyring(t testing.TB) *keyring.Keyring {
 // Start starts everything and registers its stop with t.Cleanup.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
-	e := &Env{Logs: &SyncBuffer{}, client: &http.Client{Timeout: 20 * time.Second}}
+	e := &Env{Logs: &SyncBuffer{}}
 	if opts.Quiet {
 		e.Logger = slog.New(slog.DiscardHandler)
 	} else {
@@ -211,7 +208,7 @@ func Start(t testing.TB, opts Options) *Env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Cred{Key: key, Secret: secret, ID: p.ID}
+		return Cred{Key: key, Secret: secret, ID: p.ID, Principal: p}
 	}
 	e.Admin = mk("t-admin", principals.RoleAdmin, "")
 	e.Operator = mk("t-operator", principals.RoleOperator, "")
@@ -220,28 +217,6 @@ func Start(t testing.TB, opts Options) *Env {
 	e.Reseller1b = mk("t-reseller1b", principals.RoleReseller, ChannelA)
 	e.Reseller2 = mk("t-reseller2", principals.RoleReseller, ChannelB)
 
-	s := httpapi.New(httpapi.Options{Principals: e.Principals, Logger: e.Logger})
-	channel.Register(s, e.Store)
-	channel.RegisterAdmin(s, e.Store)
-	operator.Register(s, e.Store)
-	reseller.Register(s, e.Store)
-	if opts.Routes != nil {
-		opts.Routes(s)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	e.URL = "http://" + ln.Addr().String()
-	t.Cleanup(func() {
-		e.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-done
-	})
 	for _, c := range []catalog.Channel{
 		{ID: ChannelA, Name: "Channel A", CompanyName: "A Travel"},
 		{ID: ChannelB, Name: "Channel B", CompanyName: "B Tours"},
@@ -252,50 +227,6 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	return e
 }
-
-// Do sends a request and returns status and body.
-func (e *Env) Do(t testing.TB, method, path string, c Cred, body string) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-API-Key", c.Key)
-	req.Header.Set("X-API-Secret", c.Secret)
-	req.Header.Set("X-Request-ID", "test-req")
-	res, err := e.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, b
-}
-
-// Must sends a request and fails the test unless the status is want.
-func (e *Env) Must(t testing.TB, want int, method, path string, c Cred, body string) []byte {
-	t.Helper()
-	status, b := e.Do(t, method, path, c, body)
-	if status != want {
-		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, b)
-	}
-	return b
-}
-
-// Paths of the channel interface.
-const (
-	Ch  = "/channel/v1.2"
-	Op  = "/operator/v2"
-	V12 = "/v1.2"
-	V13 = "/v1.3"
-)
 
 // SupplierBody is a valid supplier body with the given id, name and code
 // and a partner connection with credentials apiKey/apiSecret.
