@@ -104,7 +104,7 @@ func benchProcessor(b *testing.B, e *querytest.Env, t0 time.Time, prefix string,
 	msgs := make([][]stream.Message, workers)
 	for i := range b.N {
 		rate, round := i%rates, i/rates
-		s := partner.Snapshot{SupplierID: "s1", ProductID: "p1", RateID: "r" + strconv.Itoa(rate), Start: t0, End: t0.AddDate(0, 0, 7),
+		s := schemas.Snapshot{SupplierID: "s1", ProductID: "p1", RateID: "r" + strconv.Itoa(rate), Start: t0, End: t0.AddDate(0, 0, 7),
 			Retrieved: t0.Add(time.Duration(round) * time.Second), Expires: t0.Add(time.Hour)}
 		for d := range 7 {
 			for _, h := range []int{9, 13, 17} {
@@ -113,7 +113,7 @@ func benchProcessor(b *testing.B, e *querytest.Env, t0 time.Time, prefix string,
 					c = 2 + round%2 // the window that changes every round
 				}
 				start := t0.Add(time.Duration(d*24+h) * time.Hour)
-				s.Availabilities = append(s.Availabilities, partner.Availability{ID: "a" + strconv.Itoa(d*24+h), Start: start, End: start.Add(2 * time.Hour), Capacity: c})
+				s.Availabilities = append(s.Availabilities, schemas.Availability{ID: "a" + strconv.Itoa(d*24+h), Start: start, End: start.Add(2 * time.Hour), Capacity: c})
 			}
 		}
 		m, err := partner.SnapshotMessage(s, t0)

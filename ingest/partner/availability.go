@@ -14,33 +14,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Availability is one availability window of a rate (spec doc 2,
-// "Availability (partner interface)").
-type Availability struct {
-	ID          string    `json:"id"`
-	Start       time.Time `json:"start"`
-	End         time.Time `json:"end"`
-	Capacity    int       `json:"capacity"`
-	MaxCapacity *int      `json:"maxCapacity,omitempty"`
-}
-
-// AvailabilityList is a list of availabilities.
-type AvailabilityList struct {
-	Availability []Availability `json:"availability"`
-}
-
-// List is the availability list wrapper (spec doc 2): byProduct and/or
-// byRate, expires, productId, retrieved.
-type List struct {
-	ByProduct *AvailabilityList           `json:"byProduct,omitempty"`
-	ByRate    map[string]AvailabilityList `json:"byRate,omitempty"`
-	Expires   time.Time                   `json:"expires"`
-	ProductID string                      `json:"productId"`
-	Retrieved time.Time                   `json:"retrieved"`
-}
+// The partner's availability answer (spec doc 2) is schemas' wire model,
+// shared with the cache that stores it and the snapshots that carry it.
+type (
+	Availability     = schemas.Availability
+	AvailabilityList = schemas.AvailabilityList
+	List             = schemas.AvailabilityWrapper
+)
 
 // ErrMalformed is a partner answer that breaks the interface; callers
 // see it as UNAVAILABLE (the partner's body is never shown).
@@ -129,22 +113,4 @@ func ParseAvailabilities(body []byte, reqID, productID string) (List, error) {
 	}
 	l.Retrieved, l.Expires = l.Retrieved.UTC(), l.Expires.UTC()
 	return l, nil
-}
-
-// ForRate returns the availabilities of one rate: byRate[rateID] when the
-// partner aggregated by rate. A partner that answered only byProduct for a
-// request with rate_id answered for that rate (ok is true); without
-// byRate and without rate_id the rate is unknown (ok false).
-func (l List) ForRate(rateID string, askedForRate bool) ([]Availability, bool) {
-	if l.ByRate != nil {
-		al, ok := l.ByRate[rateID]
-		if !ok {
-			return []Availability{}, true // the partner has nothing for it
-		}
-		return al.Availability, true
-	}
-	if l.ByProduct != nil && askedForRate {
-		return l.ByProduct.Availability, true
-	}
-	return nil, false
 }

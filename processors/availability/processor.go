@@ -1,7 +1,8 @@
 // Package availability is the availability processor: it consumes
-// schemas.TopicAvailability (the partner snapshots that query/availability
-// publishes on stale reads, and the operators' pushes, catalog
-// "catalog.availability.*" events), diffs each against what it last saw
+// schemas.TopicAvailability (the partner snapshots, schemas.Snapshot, that
+// the availability cache, internal/availcache, publishes on stale reads,
+// and the operators' pushes, catalog "catalog.availability.*" events),
+// diffs each against what it last saw
 // of the rate (state in Redis), and publishes
 //
 //   - availability notifications (spec doc 1) to TopicNotifications for
@@ -36,26 +37,6 @@ import (
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
-
-// SnapshotEventType is the type of the partner snapshots (the producer is
-// ingest/partner, SnapshotEventType; the wire form is mirrored here so
-// that this stage does not import another).
-const SnapshotEventType = "availability.snapshot"
-
-// snapshot mirrors ingest/partner.Snapshot on the wire.
-type snapshot struct {
-	SupplierID     string    `json:"supplierId"`
-	ProductID      string    `json:"productId"`
-	RateID         string    `json:"rateId"`
-	Start          time.Time `json:"start"`
-	End            time.Time `json:"end"`
-	Retrieved      time.Time `json:"retrieved"`
-	Availabilities []struct {
-		Start    time.Time `json:"start"`
-		End      time.Time `json:"end"`
-		Capacity int       `json:"capacity"`
-	} `json:"availabilities"`
-}
 
 // Bindings lists the bindings of a product; *catalog.Store implements it.
 type Bindings interface {
@@ -237,8 +218,8 @@ func decodeJSON(value []byte) (input, bool, error) {
 		return input{}, false, err
 	}
 	switch env.Type {
-	case SnapshotEventType:
-		var s snapshot
+	case schemas.SnapshotEventType:
+		var s schemas.Snapshot
 		if err := json.Unmarshal(env.Data, &s); err != nil {
 			return input{}, false, err
 		}

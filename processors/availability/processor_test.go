@@ -58,10 +58,10 @@ func (world) Rule(_ context.Context, sub, typ string) (registry.Rule, error) {
 
 func snapshotMsg(t *testing.T, rid string, retrieved time.Time, caps ...int) stream.Message {
 	t.Helper()
-	s := partner.Snapshot{SupplierID: "S1", ProductID: "P1", RateID: rid, Start: t0, End: h(72), Retrieved: retrieved, Expires: retrieved.Add(10 * time.Minute)}
+	s := schemas.Snapshot{SupplierID: "S1", ProductID: "P1", RateID: rid, Start: t0, End: h(72), Retrieved: retrieved, Expires: retrieved.Add(10 * time.Minute)}
 	// windows at 9, 33, 57 h (one a day), capacities as given
 	for i, c := range caps {
-		s.Availabilities = append(s.Availabilities, partner.Availability{ID: "a", Start: h(9 + 24*i), End: h(11 + 24*i), Capacity: c})
+		s.Availabilities = append(s.Availabilities, schemas.Availability{ID: "a", Start: h(9 + 24*i), End: h(11 + 24*i), Capacity: c})
 	}
 	m, err := partner.SnapshotMessage(s, retrieved)
 	if err != nil {

@@ -46,7 +46,7 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 		}
 		return r.OK()
 	})
-	if !ok || !r.End() || env.Type != SnapshotEventType || data == nil {
+	if !ok || !r.End() || env.Type != schemas.SnapshotEventType || data == nil {
 		return input{}, false
 	}
 	env.Data = data
@@ -67,6 +67,8 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 			s.end = d.Time()
 		case "retrieved":
 			s.retrieved = d.Time()
+		case "expires":
+			d.Time() // not used; checked as encoding/json would
 		case "availabilities":
 			if seenSlots {
 				return false // encoding/json's reuse of the slice: leave it to it
@@ -86,8 +88,14 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 						a.End = d.Time()
 					case "capacity":
 						a.Vacancies = int(d.Int())
+					case "id":
+						d.Str() // not used; checked as encoding/json would
+					case "maxCapacity":
+						if !d.Null() {
+							d.Int()
+						}
 					default:
-						return d.Unknown(key, "start", "end", "capacity")
+						return d.Unknown(key, "id", "start", "end", "capacity", "maxCapacity")
 					}
 					return d.OK()
 				})
@@ -95,7 +103,7 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 				return ok
 			})
 		default:
-			return d.Unknown(key, "supplierId", "productId", "rateId", "start", "end", "retrieved", "availabilities")
+			return d.Unknown(key, "supplierId", "productId", "rateId", "start", "end", "retrieved", "expires", "availabilities")
 		}
 		return d.OK()
 	})

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
-func snapshotValue(tb testing.TB, s partner.Snapshot) []byte {
+func snapshotValue(tb testing.TB, s schemas.Snapshot) []byte {
 	tb.Helper()
 	m, err := partner.SnapshotMessage(s, s.Retrieved)
 	if err != nil {
@@ -17,11 +18,11 @@ func snapshotValue(tb testing.TB, s partner.Snapshot) []byte {
 	return m.Value
 }
 
-func sampleSnapshot() partner.Snapshot {
+func sampleSnapshot() schemas.Snapshot {
 	at := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 	maxCap := 12
-	return partner.Snapshot{SupplierID: "S1", ProductID: "P1", RateID: "R1", Start: at, End: at.Add(72 * time.Hour),
-		Retrieved: at.Add(time.Minute + 123456789), Expires: at.Add(time.Hour), Availabilities: []partner.Availability{
+	return schemas.Snapshot{SupplierID: "S1", ProductID: "P1", RateID: "R1", Start: at, End: at.Add(72 * time.Hour),
+		Retrieved: at.Add(time.Minute + 123456789), Expires: at.Add(time.Hour), Availabilities: []schemas.Availability{
 			{ID: "a", Start: at.Add(9 * time.Hour), End: at.Add(11 * time.Hour), Capacity: 5},
 			{ID: "b", Start: at.Add(33 * time.Hour), End: at.Add(35 * time.Hour), Capacity: 0, MaxCapacity: &maxCap},
 		}}

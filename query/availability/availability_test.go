@@ -128,7 +128,7 @@ func TestFreshness_FreshServedFromCacheThenOneCallAfterMaxAge(t *testing.T) {
 	}
 	for _, m := range msgs {
 		var env schemas.Envelope
-		if err := json.Unmarshal(m.Value, &env); err != nil || m.Topic != schemas.TopicAvailability || env.Type != partner.SnapshotEventType {
+		if err := json.Unmarshal(m.Value, &env); err != nil || m.Topic != schemas.TopicAvailability || env.Type != schemas.SnapshotEventType {
 			t.Fatalf("bad snapshot %s: %v", m.Value, err)
 		}
 		if strings.HasSuffix(env.Key, "/R3") || env.Key != string(m.Key) {

@@ -6,7 +6,7 @@
 // to the supplier's partner (ingest/partner) once per key across the
 // process (singleflight) and across processes (a short Redis lock); the
 // answer is written back and published as a snapshot
-// (partner.SnapshotEventType) for processors/availability to diff. A read
+// (schemas.SnapshotEventType) for processors/availability to diff. A read
 // waits Deadline for the partner; past it, a stale entry that the partner
 // has not expired is served (and the refresh finishes in the background),
 // no usable entry is 503.
@@ -580,7 +580,7 @@ func (s *Service) fetchAndStore(reqID, sid, pid, rid string, rates []string, w w
 		}
 		pipe.Set(ctx, s.key(sid, pid, r, w), entry{fetched: now, expires: expires, retrieved: retrieved, raw: raw}.encode(), ttl)
 		if fromPartner {
-			m, err := partner.SnapshotMessage(partner.Snapshot{SupplierID: sid, ProductID: pid, RateID: r, Start: w.start, End: w.end,
+			m, err := partner.SnapshotMessage(schemas.Snapshot{SupplierID: sid, ProductID: pid, RateID: r, Start: w.start, End: w.end,
 				Retrieved: retrieved, Expires: expires, Availabilities: as}, now)
 			if err != nil {
 				return err
