@@ -1,11 +1,12 @@
 // Package partner is the client of the partner interface v1.2 (spec doc 2,
 // "Partner interface"): the reservation systems of suppliers whose
-// connection kind is "partner". It owns the wire format of the partner's
-// answers, the strict parsing of them, the mapping of the partner's
-// failures to domain errors (without the partner's internals), a circuit
-// breaker per partner and the switchback_ingest_partner_* metrics.
+// connection kind is "partner". It owns the strict parsing of the
+// partner's answers (their shapes are schemas', the call's vocabulary
+// internal/partnerapi's), the mapping of the partner's failures to domain
+// errors (without the partner's internals), a circuit breaker per partner
+// and the switchback_ingest_partner_* metrics.
 //
-// It must not cache, publish or decide who sees what: query/availability
+// It must not cache, publish or decide who sees what: internal/availcache
 // does. Credentials are sent as headers and never logged or put in errors.
 package partner
 

@@ -12,37 +12,30 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchbackhq/switchback/internal/breaker"
-	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/partnerapi"
 )
 
-// Domain errors of partner calls. The reseller sees the code and this
-// message only; the partner's status, body and address stay in the log.
+// Domain errors of partner calls, internal/partnerapi's (the same
+// sentinels: errors.Is matches either name).
 var (
-	// ErrUnavailable: the partner failed, timed out, answered garbage or
-	// its breaker is open (UNAVAILABLE, 503).
-	ErrUnavailable = domainerr.New("UNAVAILABLE", "the supplier's system is temporarily unavailable")
-	// ErrRejected: the partner answered 400 to the request (BAD_REQUEST).
-	ErrRejected = domainerr.New("BAD_REQUEST", "the supplier's system rejected the request")
-	// ErrNotFound: the partner answered 404 (NOT_FOUND).
-	ErrNotFound = domainerr.New("NOT_FOUND", "not found at the supplier's system")
+	ErrUnavailable = partnerapi.ErrUnavailable
+	ErrRejected    = partnerapi.ErrRejected
+	ErrNotFound    = partnerapi.ErrNotFound
 )
 
-// Failure kinds, the label of switchback_ingest_partner_errors_total.
+// Failure kinds, internal/partnerapi's: the label of
+// switchback_ingest_partner_errors_total.
 const (
-	KindTimeout   = "timeout"
-	KindTransport = "transport"
-	KindStatus    = "status"
-	KindMalformed = "malformed"
-	KindAuth      = "auth"
-	KindBreaker   = "breaker_open"
-	// KindRefused: the outbound policy refused the partner's url or the
-	// address its name resolved to; nothing was sent.
-	KindRefused = "refused"
-	// KindRequest: our request could not be built (a stored baseUrl that
-	// is no url); nothing was sent.
-	KindRequest = "request"
+	KindTimeout   = partnerapi.KindTimeout
+	KindTransport = partnerapi.KindTransport
+	KindStatus    = partnerapi.KindStatus
+	KindMalformed = partnerapi.KindMalformed
+	KindAuth      = partnerapi.KindAuth
+	KindBreaker   = partnerapi.KindBreaker
+	KindRefused   = partnerapi.KindRefused
+	KindRequest   = partnerapi.KindRequest
 )
 
 // CallError is a failed partner call: Kind for metrics and tests, the
@@ -77,6 +70,13 @@ func (e *CallError) Error() string {
 	return fmt.Sprintf("partner call: %s", e.Kind)
 }
 
+// CallKind is the failure's kind (partnerapi.Kind*): what a caller that
+// must not import this package reads through an interface of its own.
+func (e *CallError) CallKind() string { return e.Kind }
+
+// CallStatus is the partner's HTTP status, 0 when there was none.
+func (e *CallError) CallStatus() int { return e.Status }
+
 // Unwrap gives the domain error (and the cause, for errors.Is on it).
 func (e *CallError) Unwrap() []error { return []error{e.domain, e.cause} }
 
@@ -89,15 +89,8 @@ func (e *CallError) ErrorCode() string {
 	return "UNAVAILABLE"
 }
 
-// Connection is how to reach one partner: catalog.Connection of a
-// supplier whose kind is "partner". Its String never shows the secret.
-type Connection struct {
-	BaseURL   string
-	APIKey    string
-	APISecret string
-}
-
-func (c Connection) String() string { return "partner{" + c.BaseURL + "}" }
+// Connection is how to reach one partner (internal/partnerapi's).
+type Connection = partnerapi.Connection
 
 // Options configures NewClient.
 type Options struct {
@@ -156,14 +149,9 @@ func NewClient(opts Options) *Client {
 	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
 }
 
-// AvailabilitiesRequest is GET /suppliers/{s}/products/{p}/availabilities.
-type AvailabilitiesRequest struct {
-	SupplierID, ProductID string
-	Start, End            time.Time
-	RateID                string // optional
-	// RequestID is sent as X-Request-ID and must come back as meta.reqId.
-	RequestID string
-}
+// AvailabilitiesRequest is GET /suppliers/{s}/products/{p}/availabilities
+// (internal/partnerapi's).
+type AvailabilitiesRequest = partnerapi.AvailabilitiesRequest
 
 // Availabilities calls the partner. ctx's deadline shortens the timeout.
 func (c *Client) Availabilities(ctx context.Context, conn Connection, in AvailabilitiesRequest) (List, error) {
