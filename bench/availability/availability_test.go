@@ -26,6 +26,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound"
@@ -130,7 +131,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 	ts := httptest.NewServer(sim)
 	b.Cleanup(ts.Close)
 	var st atomic.Pointer[catalog.Store]
-	var svc *availability.Service
+	var svc *availcache.Service
 	var rec catalogtest.Recorder
 	e := querytest.Start(b, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		s.Handle("GET", "/v1.2/static", nil, func(r *httpapi.Request) error {
@@ -140,7 +141,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 		})
 	}})
 	st.Store(e.Store)
-	svc = availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec})
+	svc = availcache.New(availcache.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec})
 	// A second server with the availability routes, same principals, and
 	// the Redis views guard as cmd/switchback/internal/app wires it (its marker set: the
 	// views are complete, so a found answer costs no Redis round trip).

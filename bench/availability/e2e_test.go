@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	procavail "github.com/switchbackhq/switchback/processors/availability"
 	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
-	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -57,7 +57,7 @@ func TestStaleReadToNotification(t *testing.T) {
 	var st atomic.Pointer[catalog.Store]
 	st.Store(e.Store)
 	rec := &catalogtest.Recorder{}
-	svc := availability.New(availability.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}),
+	svc := availcache.New(availcache.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}),
 		Publisher: rec, Clock: clock})
 	out := &catalogtest.Recorder{}
 	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},

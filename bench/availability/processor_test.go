@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -116,7 +116,7 @@ func benchProcessor(b *testing.B, e *querytest.Env, t0 time.Time, prefix string,
 				s.Availabilities = append(s.Availabilities, schemas.Availability{ID: "a" + strconv.Itoa(d*24+h), Start: start, End: start.Add(2 * time.Hour), Capacity: c})
 			}
 		}
-		m, err := partner.SnapshotMessage(s, t0)
+		m, err := availcache.SnapshotMessage(s, t0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/query/availability"
@@ -20,7 +21,7 @@ func TestRoutes_RegisterNextToTheResellerCatalog(t *testing.T) {
 	var rec catalogtest.Recorder
 	e := querytest.Start(t, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		// Redis is only touched by reads; the catalog pointer is set below.
-		availability.Register(s, availability.New(availability.Options{Redis: redisPlaceholder(), Catalog: lazyCatalog{&st},
+		availability.Register(s, availcache.New(availcache.Options{Redis: redisPlaceholder(), Catalog: lazyCatalog{&st},
 			Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec}))
 	}})
 	st.Store(e.Store)

@@ -24,7 +24,7 @@ import (
 type Refresher struct {
 	Catalog Catalog
 	// Partner refreshes a partner supplier's availabilities through the
-	// availability cache (*query/availability.Service).
+	// availability cache (*internal/availcache.Service).
 	Partner PartnerRefresher
 	// BookingSync refreshes booking-system suppliers (*bookingsync.Syncer,
 	// built with the process's Schedule so that its refreshes count for

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
@@ -63,7 +63,7 @@ func snapshotMsg(t *testing.T, rid string, retrieved time.Time, caps ...int) str
 	for i, c := range caps {
 		s.Availabilities = append(s.Availabilities, schemas.Availability{ID: "a", Start: h(9 + 24*i), End: h(11 + 24*i), Capacity: c})
 	}
-	m, err := partner.SnapshotMessage(s, retrieved)
+	m, err := availcache.SnapshotMessage(s, retrieved)
 	if err != nil {
 		t.Fatal(err)
 	}

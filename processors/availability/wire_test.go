@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 func snapshotValue(tb testing.TB, s schemas.Snapshot) []byte {
 	tb.Helper()
-	m, err := partner.SnapshotMessage(s, s.Retrieved)
+	m, err := availcache.SnapshotMessage(s, s.Retrieved)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,14 +3,12 @@ package availability
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound"
@@ -25,7 +24,6 @@ import (
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/query/httpapi"
-	"github.com/switchbackhq/switchback/schemas"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators
@@ -90,186 +88,9 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) service(deadline time.Duration) *Service {
-	return New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
+func (e *env) service(deadline time.Duration) *availcache.Service {
+	return availcache.New(availcache.Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
 		Publisher: e.pub, Clock: e.clock.Now, Deadline: deadline})
-}
-
-var day = window{start: t0, end: t0.Add(48 * time.Hour)}
-
-func TestFreshness_FreshServedFromCacheThenOneCallAfterMaxAge(t *testing.T) {
-	e := newEnv(t)
-	s := e.service(2 * time.Second)
-	ctx := context.Background()
-	for range 3 {
-		if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := e.sim.Calls(); n != 1 {
-		t.Fatalf("partner calls = %d, want 1 (then served from Redis)", n)
-	}
-	e.clock.Add(5*time.Minute - time.Second)
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.sim.Calls() != 1 {
-		t.Fatalf("at 4m59s: err %v, calls %d", err, e.sim.Calls())
-	}
-	e.clock.Add(2 * time.Second) // 5 min + 1 s after the fetch
-	got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day)
-	if err != nil || e.sim.Calls() != 2 || got.stale {
-		t.Fatalf("at 5m01s: err %v, calls %d, stale %v", err, e.sim.Calls(), got.stale)
-	}
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.sim.Calls() != 2 {
-		t.Fatalf("after the refresh: err %v, calls %d", err, e.sim.Calls())
-	}
-	// Every refresh published one snapshot per bound rate, never R3.
-	msgs := onTopic(e.pub.Messages(), schemas.TopicAvailability)
-	if len(msgs) != 4 {
-		t.Fatalf("snapshots = %d, want 4", len(msgs))
-	}
-	for _, m := range msgs {
-		var env schemas.Envelope
-		if err := json.Unmarshal(m.Value, &env); err != nil || m.Topic != schemas.TopicAvailability || env.Type != schemas.SnapshotEventType {
-			t.Fatalf("bad snapshot %s: %v", m.Value, err)
-		}
-		if strings.HasSuffix(env.Key, "/R3") || env.Key != string(m.Key) {
-			t.Fatalf("snapshot key %q", env.Key)
-		}
-	}
-}
-
-func TestFreshness_PastPartnerExpiresIsStaleBeforeMaxAge(t *testing.T) {
-	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.ExpiresIn = time.Minute })
-	s := e.service(2 * time.Second)
-	ctx := context.Background()
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Add(61 * time.Second)
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil || e.sim.Calls() != 2 {
-		t.Fatalf("err %v, calls %d, want 2", err, e.sim.Calls())
-	}
-}
-
-func TestConcurrentStaleReads_OnePartnerCall(t *testing.T) {
-	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
-	// Two processes (two services, their own singleflight) on one Redis.
-	a, b := e.service(2*time.Second), e.service(2*time.Second)
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for i := range 64 {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			if _, err := s.load(context.Background(), "r", "chan-a", "S1", "P1", "", day); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if n := e.sim.Calls(); n != 1 {
-		t.Fatalf("partner calls = %d, want 1", n)
-	}
-}
-
-func TestConcurrentReads_ChannelsWithOtherRatesDoNotShareARefresh(t *testing.T) {
-	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
-	s := e.service(2 * time.Second)
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for _, ch := range []string{"chan-a", "chan-c"} {
-		wg.Go(func() {
-			got, err := s.load(context.Background(), "r", ch, "S1", "P1", "", day)
-			if err == nil && got.stale {
-				err = fmt.Errorf("%s: stale", ch)
-			}
-			if err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if n := e.sim.Calls(); n != 2 {
-		t.Fatalf("calls = %d, want 2 (one per rate set)", n)
-	}
-}
-
-func TestDeadline_SlowPartnerServesStaleAndRefreshesInBackground(t *testing.T) {
-	e := newEnv(t)
-	s := e.service(100 * time.Millisecond)
-	ctx := context.Background()
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Add(6 * time.Minute) // stale, but before the partner's expires (10 min)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
-	start := time.Now()
-	got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day)
-	if err != nil || !got.stale {
-		t.Fatalf("err %v, stale %v", err, got.stale)
-	}
-	if d := time.Since(start); d > 300*time.Millisecond {
-		t.Fatalf("stale answer took %v, want about the 100 ms deadline", d)
-	}
-	// The refresh finishes in the background: the entry becomes fresh.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, missing, err := s.read(ctx, "S1", "P1", []string{"R1", "R2"}, day, e.clock.Now())
-		if err == nil && !missing {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("background refresh did not write the entry back")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := e.sim.Calls(); n != 2 {
-		t.Fatalf("calls = %d, want 2", n)
-	}
-}
-
-func TestDeadline_NoEntryIs503(t *testing.T) {
-	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
-	s := e.service(50 * time.Millisecond)
-	_, err := s.load(context.Background(), "r", "chan-a", "S1", "P1", "", day)
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrUnavailable", err)
-	}
-}
-
-func TestPartnerDown_NoEntryIs503_StaleEntryServed(t *testing.T) {
-	e := newEnv(t)
-	s := e.service(time.Second)
-	ctx := context.Background()
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
-		t.Fatal(err)
-	}
-	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
-	e.clock.Add(6 * time.Minute)
-	if got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || !got.stale {
-		t.Fatalf("stale: err %v", err)
-	}
-	other := window{start: t0.Add(72 * time.Hour), end: t0.Add(96 * time.Hour)}
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", other); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("no entry: err = %v", err)
-	}
-	e.clock.Add(5 * time.Minute) // past the partner's expires: discarded
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("expired entry: err = %v", err)
-	}
 }
 
 // ---- HTTP ----
@@ -286,7 +107,7 @@ func (auth) Authenticate(key, _ []byte) (principals.Principal, bool) {
 	return principals.Principal{}, false
 }
 
-func serve(t *testing.T, svc *Service) string {
+func serve(t *testing.T, svc *availcache.Service) string {
 	t.Helper()
 	srv := httpapi.New(httpapi.Options{Principals: auth{}})
 	Register(srv, svc)

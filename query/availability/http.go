@@ -1,17 +1,23 @@
+// Package availability serves the reseller availability reads of spec doc
+// 2 (GET .../availabilities and .../availability, v1.2 and v1.3) from the
+// availability cache (internal/availcache): it checks the request's
+// parameters, reads the cache as the reseller's channel sees it and writes
+// the answer (the list from the cached arrays, without decoding them).
+//
+// It must not cache, call partners or publish: internal/availcache does.
 package availability
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Path parameters (spec doc 2 spelling; the same names as query/reseller,
@@ -25,14 +31,21 @@ var resellerOnly = []principals.Role{principals.RoleReseller}
 
 // Register adds GET .../availabilities and .../availability under /v1.2
 // and /v1.3 (the spec does not show v1.3 shapes: they are the v1.2 ones).
-func Register(s *httpapi.Server, svc *Service) {
+func Register(s *httpapi.Server, svc *availcache.Service) {
+	h := handlers{svc: svc}
 	const prod = "/suppliers/{" + pSupplier + "}/products/{" + pProduct + "}"
 	for _, base := range []string{httpapi.BaseResellerV12, httpapi.BaseResellerV13} {
 		g := s.Group(base)
-		g.Handle(http.MethodGet, prod+"/availabilities", resellerOnly, svc.handleList)
-		g.Handle(http.MethodGet, prod+"/availability", resellerOnly, svc.handleOne)
+		g.Handle(http.MethodGet, prod+"/availabilities", resellerOnly, h.handleList)
+		g.Handle(http.MethodGet, prod+"/availability", resellerOnly, h.handleOne)
 	}
 }
+
+// handlers answers the reads from the cache.
+type handlers struct{ svc *availcache.Service }
+
+// window is a list read's [start, end), to the second.
+type window struct{ start, end time.Time }
 
 // parseWindow reads start and end (RFC 3339, both required, start before
 // end, at most maxWindow apart). Errors name the parameter (400
@@ -90,9 +103,9 @@ func validRateParam(r string) error {
 	return nil
 }
 
-func (s *Service) handleList(r *httpapi.Request) error {
+func (h handlers) handleList(r *httpapi.Request) error {
 	args := r.Ctx.QueryArgs()
-	w, err := parseWindow(string(args.Peek("start")), string(args.Peek("end")), s.opts.MaxWindow)
+	w, err := parseWindow(string(args.Peek("start")), string(args.Peek("end")), h.svc.MaxWindow())
 	if err != nil {
 		return err
 	}
@@ -101,7 +114,7 @@ func (s *Service) handleList(r *httpapi.Request) error {
 		return err
 	}
 	pid := r.Param(pProduct)
-	got, err := s.load(r.Context(), r.ID, r.Principal.ChannelID, r.Param(pSupplier), pid, rid, w)
+	got, err := h.svc.Load(r.Context(), r.ID, r.Principal.ChannelID, r.Param(pSupplier), pid, rid, w.start, w.end)
 	if err != nil {
 		return err
 	}
@@ -112,7 +125,7 @@ func (s *Service) handleList(r *httpapi.Request) error {
 // "byProduct":{"availability":[...]},"productId","retrieved","expires"}}
 // from the cached arrays without decoding them. retrieved is the oldest
 // and expires the earliest of the rates' entries.
-func writeList(r *httpapi.Request, pid string, got rateEntries) error {
+func writeList(r *httpapi.Request, pid string, got availcache.Entries) error {
 	bp := buffers.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= 256<<10 {
@@ -124,26 +137,25 @@ func writeList(r *httpapi.Request, pid string, got rateEntries) error {
 	b = strconv.AppendQuote(b, r.ID)
 	b = append(b, `},"availabilities":{"byRate":{`...)
 	var retrieved, expires time.Time
-	for i, rid := range got.rates {
+	for i := range got.Len() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, rid)
+		b = strconv.AppendQuote(b, got.RateID(i))
 		b = append(b, `:{"availability":`...)
-		b = append(b, got.entries[i].raw...)
+		b = append(b, got.Raw(i)...)
 		b = append(b, '}')
-		e := got.entries[i]
-		if i == 0 || e.retrieved.Before(retrieved) {
-			retrieved = e.retrieved
+		if rt := got.Retrieved(i); i == 0 || rt.Before(retrieved) {
+			retrieved = rt
 		}
-		if i == 0 || e.expires.Before(expires) {
-			expires = e.expires
+		if e := got.Expires(i); i == 0 || e.Before(expires) {
+			expires = e
 		}
 	}
 	b = append(b, `},"byProduct":{"availability":[`...)
 	first := true
-	for i := range got.rates {
-		raw := got.entries[i].raw
+	for i := range got.Len() {
+		raw := got.Raw(i)
 		if len(raw) <= 2 {
 			continue
 		}
@@ -163,7 +175,7 @@ func writeList(r *httpapi.Request, pid string, got rateEntries) error {
 	resp := &r.Ctx.Response
 	resp.SetStatusCode(http.StatusOK)
 	resp.Header.SetContentType("application/json")
-	if got.stale {
+	if got.Stale() {
 		resp.Header.Set("Warning", `110 - "stale availability"`)
 	}
 	resp.SetBody(b) // copies
@@ -177,7 +189,7 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 // availability plus the rateId it belongs to (the reseller may not have
 // named the rate).
 type oneAvailability struct {
-	partner.Availability
+	schemas.Availability
 	RateID string `json:"rateId"`
 }
 
@@ -191,7 +203,7 @@ type oneResponse struct {
 // partner table rule 2): the availability whose window contains at with
 // capacity ≥ qty (bookable); else one whose window contains at, with the
 // most capacity (bookable=false); else 404. Rates are tried in id order.
-func (s *Service) handleOne(r *httpapi.Request) error {
+func (h handlers) handleOne(r *httpapi.Request) error {
 	args := r.Ctx.QueryArgs()
 	at, qty, err := parseAt(string(args.Peek("at")), string(args.Peek("qty")))
 	if err != nil {
@@ -202,8 +214,8 @@ func (s *Service) handleOne(r *httpapi.Request) error {
 		return err
 	}
 	day := at.Truncate(24 * time.Hour)
-	got, err := s.load(r.Context(), r.ID, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), rid,
-		window{start: day, end: day.Add(24 * time.Hour)})
+	got, err := h.svc.Load(r.Context(), r.ID, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), rid,
+		day, day.Add(24*time.Hour))
 	if err != nil {
 		return err
 	}
@@ -217,15 +229,14 @@ func (s *Service) handleOne(r *httpapi.Request) error {
 	return r.JSON(http.StatusOK, &oneResponse{Availability: best, Bookable: best.Capacity >= qty})
 }
 
-func pick(got rateEntries, at time.Time, qty int) (oneAvailability, bool, error) {
+func pick(got availcache.Entries, at time.Time, qty int) (oneAvailability, bool, error) {
 	var best oneAvailability
 	found := false
-	for i, rid := range got.rates {
-		as := got.entries[i].decoded
-		if as == nil {
-			if err := json.Unmarshal(got.entries[i].raw, &as); err != nil {
-				return best, false, err
-			}
+	for i := range got.Len() {
+		rid := got.RateID(i)
+		as, err := got.Availabilities(i)
+		if err != nil {
+			return best, false, err
 		}
 		for _, a := range as {
 			if a.Start.After(at) || !a.End.After(at) {
@@ -240,10 +251,4 @@ func pick(got rateEntries, at time.Time, qty int) (oneAvailability, bool, error)
 		}
 	}
 	return best, found, nil
-}
-
-// Warm fills the cache for a window as a read would (benchmarks, demos).
-func (s *Service) Warm(ctx context.Context, channel, sid, pid, rid string, start, end time.Time) error {
-	_, err := s.load(ctx, "warm", channel, sid, pid, rid, window{start: start.UTC().Truncate(time.Second), end: end.UTC().Truncate(time.Second)})
-	return err
 }

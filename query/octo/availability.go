@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Availability statuses (OCTO's AvailabilityStatus).
@@ -122,14 +122,14 @@ func daysBetween(a, b time.Time) int {
 // read returns the availabilities of the query's option that start in
 // its window and are not past, in order, through the reseller API's
 // cache.
-func (s *Service) read(r *httpapi.Request, q availabilityQuery) ([]partner.Availability, error) {
+func (s *Service) read(r *httpapi.Request, q availabilityQuery) ([]schemas.Availability, error) {
 	sid := r.Param(pSupplier)
 	rates, _, err := s.avail.Lookup(r.Context(), r.ID, r.Principal.ChannelID, sid, q.p.data.ID, q.rate.ID, q.start, q.end)
 	if err != nil {
 		return nil, fail(err, invalidOption(q.rate.ID))
 	}
 	now := s.now()
-	var out []partner.Availability
+	var out []schemas.Availability
 	for _, rt := range rates {
 		if rt.RateID != q.rate.ID {
 			continue
@@ -145,7 +145,7 @@ func (s *Service) read(r *httpapi.Request, q availabilityQuery) ([]partner.Avail
 	return out, nil
 }
 
-func sortAvailabilities(as []partner.Availability) {
+func sortAvailabilities(as []schemas.Availability) {
 	for i := 1; i < len(as); i++ {
 		for j := i; j > 0 && as[j].Start.Before(as[j-1].Start); j-- {
 			as[j], as[j-1] = as[j-1], as[j]
@@ -165,7 +165,7 @@ func (s *Service) availability(r *httpapi.Request) error {
 	}
 	out := make([]Availability, 0, len(as))
 	if q.ids != nil {
-		byID := make(map[string]partner.Availability, len(as))
+		byID := make(map[string]schemas.Availability, len(as))
 		for _, a := range as {
 			byID[a.ID] = a
 		}
@@ -186,7 +186,7 @@ func (s *Service) availability(r *httpapi.Request) error {
 
 // status is OCTO's status of an availability of the cache, with its
 // vacancies and capacity (nil for FREESALE: no limit).
-func status(a partner.Availability) (string, *int, *int) {
+func status(a schemas.Availability) (string, *int, *int) {
 	switch {
 	case a.Capacity >= freesaleCapacity:
 		return statusFreesale, nil, nil
@@ -215,7 +215,7 @@ func bookable(st string) bool {
 // fits reports whether need units fit the vacancies (nil: no limit).
 func fits(vacancies *int, need int) bool { return vacancies == nil || need <= *vacancies }
 
-func octoAvailability(a partner.Availability, q availabilityQuery) Availability {
+func octoAvailability(a schemas.Availability, q availabilityQuery) Availability {
 	loc := q.p.location()
 	st, vac, capa := status(a)
 	out := Availability{ID: a.ID, LocalDateTimeStart: a.Start.In(loc).Format(time.RFC3339),
@@ -244,7 +244,7 @@ func (s *Service) calendar(r *httpapi.Request) error {
 		return err
 	}
 	loc := q.p.location()
-	byDay := make(map[string][]partner.Availability)
+	byDay := make(map[string][]schemas.Availability)
 	for _, a := range as {
 		d := a.Start.In(loc).Format(localDate)
 		byDay[d] = append(byDay[d], a)
@@ -257,7 +257,7 @@ func (s *Service) calendar(r *httpapi.Request) error {
 	return writeJSON(r, requested(r.Ctx), out)
 }
 
-func calendarDay(day string, as []partner.Availability, q availabilityQuery) CalendarDay {
+func calendarDay(day string, as []schemas.Availability, q availabilityQuery) CalendarDay {
 	out := CalendarDay{LocalDate: day, Status: statusClosed, OpeningHours: []OpeningHours{}}
 	if len(as) == 0 {
 		return out

@@ -10,7 +10,7 @@
 // It is a mapping and nothing more: what a reseller may see is the
 // channel's bindings (internal/catalog decides, as for the reseller API),
 // availability is the reseller API's 5-minute cache
-// (query/availability.Service.Lookup), and holds and bookings are
+// (internal/availcache.Service.Lookup), and holds and bookings are
 // internal/booking's, through the same path as the v1.2 reseller API, so
 // a reservation made through OCTO and a hold made through v1.2 are the
 // same thing in the catalog, history and notifications. The mapping, field
@@ -32,11 +32,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -71,9 +71,9 @@ type Catalog interface {
 }
 
 // Availability is the reseller API's availability cache
-// (*query/availability.Service).
+// (*internal/availcache.Service).
 type AvailabilityCache interface {
-	Lookup(ctx context.Context, reqID, channel, sid, pid, rid string, start, end time.Time) ([]availability.Rate, bool, error)
+	Lookup(ctx context.Context, reqID, channel, sid, pid, rid string, start, end time.Time) ([]availcache.Rate, bool, error)
 	MaxWindow() time.Duration
 }
 

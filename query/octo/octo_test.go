@@ -14,13 +14,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/octo"
 	"github.com/switchbackhq/switchback/schemas"
@@ -72,12 +71,12 @@ func (fakeCatalog) ChannelPriceSchedule(context.Context, string, string, string,
 // 13:00: 10 of 10, 2 of 10, 0 of 10.
 type fakeAvailability struct{ day time.Time }
 
-func (f fakeAvailability) Lookup(_ context.Context, _, _, _, _, rid string, _, _ time.Time) ([]availability.Rate, bool, error) {
+func (f fakeAvailability) Lookup(_ context.Context, _, _, _, _, rid string, _, _ time.Time) ([]availcache.Rate, bool, error) {
 	ten := 10
-	slot := func(id string, h, capa int) partner.Availability {
-		return partner.Availability{ID: id, Start: f.day.Add(time.Duration(h) * time.Hour), End: f.day.Add(time.Duration(h+1) * time.Hour), Capacity: capa, MaxCapacity: &ten}
+	slot := func(id string, h, capa int) schemas.Availability {
+		return schemas.Availability{ID: id, Start: f.day.Add(time.Duration(h) * time.Hour), End: f.day.Add(time.Duration(h+1) * time.Hour), Capacity: capa, MaxCapacity: &ten}
 	}
-	return []availability.Rate{{RateID: rid, Availabilities: []partner.Availability{slot("a9", 9, 10), slot("a11", 11, 2), slot("a13", 13, 0)}}}, false, nil
+	return []availcache.Rate{{RateID: rid, Availabilities: []schemas.Availability{slot("a9", 9, 10), slot("a11", 11, 2), slot("a13", 13, 0)}}}, false, nil
 }
 
 func (fakeAvailability) MaxWindow() time.Duration { return 92 * 24 * time.Hour }

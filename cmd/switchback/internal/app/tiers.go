@@ -19,6 +19,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/cronsync"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/ingest/supplierbooking"
+	"github.com/switchbackhq/switchback/internal/availcache"
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/changerequest"
@@ -74,7 +75,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	// One availability cache service per process too: the query tier's
 	// reads and the ingest tier's refreshes share its in-process copy and
 	// its singleflight.
-	sh.avail = queryavailability.New(queryavailability.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
+	sh.avail = availcache.New(availcache.Options{Redis: d.redis, Catalog: sh.catalog, Partner: sh.partner,
 		Publisher: d.producer, Logger: log.With("part", "availability"), Registerer: reg})
 	// One booking-system client per process, likewise (one breaker per
 	// booking system), and one router of holds and bookings over both
@@ -307,7 +308,7 @@ type shared struct {
 	catalogView *catalog.View
 	sender      *webhook.Sender
 	partner     *partner.Client
-	avail       *queryavailability.Service
+	avail       *availcache.Service
 	changes     *changerequest.Store
 	// bookingSystem is the one booking-system client of the process,
 	// suppliers the one router of holds and bookings.

@@ -1,15 +1,14 @@
-// Package availability serves the reseller availability reads of spec doc
-// 2 (GET .../availabilities and .../availability, v1.2 and v1.3) through
-// the availability cache: an entry per (supplier, product, rate, window)
-// in Redis, fresh for MaxAge (5 minutes, spec doc 2 "Limits") and never
-// past the partner's expires. An older or missing entry sends the request
-// to the supplier's partner (ingest/partner) once per key across the
-// process (singleflight) and across processes (a short Redis lock); the
-// answer is written back and published as a snapshot
-// (schemas.SnapshotEventType) for processors/availability to diff. A read
-// waits Deadline for the partner; past it, a stale entry that the partner
-// has not expired is served (and the refresh finishes in the background),
-// no usable entry is 503.
+// Package availcache is the availability cache (spec doc 2, "Limits"): an
+// entry per (supplier, product, rate, window) in Redis, fresh for MaxAge
+// (5 minutes) and never past the partner's expires. An older or missing
+// entry sends the read to the supplier's partner (the Partner interface;
+// ingest/partner's client) once per key across the process (singleflight)
+// and across processes (a short Redis lock); the answer is written back and
+// published as a snapshot (schemas.Snapshot, schemas.SnapshotEventType)
+// for processors/availability to diff. A read waits Deadline for the
+// partner; past it, a stale entry that the partner has not expired is
+// served (and the refresh finishes in the background), no usable entry is
+// ErrUnavailable.
 //
 // Every partner availability call of a refresh is also one
 // schemas.HistoryPartnerCall event on TopicHistory (history_partner_calls
@@ -19,9 +18,16 @@
 // supplier, operation, status, latency and outcome; never the connection's
 // URL, credentials or the partner's response text.
 //
-// It must not diff or notify (processors/availability does), nor write
-// the catalog. Only rates bound to the reseller's channel are visible.
-package availability
+// Its readers: query/availability (the reseller's HTTP reads, Load),
+// query/octo (Lookup) and ingest/changerequest (an operator's change
+// notification, Refresh). It is a domain package below the stages: it
+// imports none, and gets the partner's client through Partner, declared
+// here, and its failures' kinds through internal/partnerapi.
+//
+// It must not serve HTTP (query/availability does), diff or notify
+// (processors/availability does), nor write the catalog. Only rates bound
+// to the reseller's channel are visible.
+package availcache
 
 import (
 	"context"
@@ -41,10 +47,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/partnerapi"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -61,9 +67,10 @@ type Catalog interface {
 	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
 }
 
-// Partner calls a partner; *partner.Client implements it.
+// Partner calls a partner; *ingest/partner.Client implements it. A failed
+// call's error tells its kind and status through failedCall.
 type Partner interface {
-	Availabilities(ctx context.Context, conn partner.Connection, in partner.AvailabilitiesRequest) (partner.List, error)
+	Availabilities(ctx context.Context, conn partnerapi.Connection, in partnerapi.AvailabilitiesRequest) (schemas.AvailabilityWrapper, error)
 }
 
 // Options configures New.
@@ -98,6 +105,8 @@ type Options struct {
 }
 
 // Source is Envelope.Source of the history events the cache publishes.
+// The value predates the cache's move out of query/availability and is
+// kept, so that every partner call row of history has one source.
 const Source = "query/availability"
 
 // maxHistoryInFlight bounds the goroutines publishing the history events
@@ -120,7 +129,7 @@ type Service struct {
 // New returns a service.
 func New(opts Options) *Service {
 	if opts.Redis == nil || opts.Catalog == nil || opts.Partner == nil || opts.Publisher == nil {
-		panic("query/availability.New: Redis, Catalog, Partner and Publisher are required")
+		panic("availcache.New: Redis, Catalog, Partner and Publisher are required")
 	}
 	if opts.MaxAge <= 0 {
 		opts.MaxAge = 5 * time.Minute
@@ -186,8 +195,8 @@ type entry struct {
 	fetched   time.Time              // our clock at write-back
 	expires   time.Time              // the partner's expires
 	retrieved time.Time              // the partner's retrieved
-	raw       []byte                 // JSON array of partner.Availability
-	decoded   []partner.Availability // raw decoded, in the local copy only
+	raw       []byte                 // JSON array of schemas.Availability
+	decoded   []schemas.Availability // raw decoded, in the local copy only
 }
 
 // Entry wire form: "1|<fetched ms>|<expires ms>|<retrieved ms>|<json array>".
@@ -253,8 +262,9 @@ func rateSet(rid string, rates []string) string {
 	return "*" + hex.EncodeToString(sum[:12])
 }
 
-// rateEntries is what a read found for each rate it covers.
-type rateEntries struct {
+// Entries is what a read found for each rate it covers (Load), read
+// through its methods.
+type Entries struct {
 	rates   []string
 	entries []entry
 	stale   bool // at least one entry was served stale
@@ -312,15 +322,15 @@ func (s *Service) boundRates(ctx context.Context, channel, sid, pid, rid string,
 // load returns an entry for every rate the read covers: from the cache
 // when fresh, else through a refresh (waiting at most Deadline), else a
 // stale entry that has not expired, else ErrUnavailable.
-func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string, w window) (rateEntries, error) {
+func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string, w window) (Entries, error) {
 	now := s.opts.Clock()
 	rates, err := s.boundRates(ctx, channel, sid, pid, rid, now)
 	if err != nil {
-		return rateEntries{}, err
+		return Entries{}, err
 	}
 	got, missing, err := s.read(ctx, sid, pid, rates, w, now)
 	if err != nil {
-		return rateEntries{}, err
+		return Entries{}, err
 	}
 	if !missing {
 		s.cache.WithLabelValues("hit").Inc()
@@ -345,7 +355,7 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	now = s.opts.Clock()
 	if ferr == nil {
 		if got, missing, err = s.read(ctx, sid, pid, rates, w, now); err != nil {
-			return rateEntries{}, err
+			return Entries{}, err
 		}
 		if !missing {
 			s.cache.WithLabelValues("miss").Inc()
@@ -356,7 +366,7 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	// serve what has not expired.
 	got, ok, err := s.readUsable(ctx, sid, pid, rates, w, now)
 	if err != nil {
-		return rateEntries{}, err
+		return Entries{}, err
 	}
 	if ok {
 		s.cache.WithLabelValues("stale").Inc()
@@ -366,16 +376,16 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	if ferr != nil && !errors.Is(ferr, context.DeadlineExceeded) {
 		var coded interface{ ErrorCode() string }
 		if errors.As(ferr, &coded) && coded.ErrorCode() != "UNAVAILABLE" {
-			return rateEntries{}, ferr // the partner's 400/404, mapped
+			return Entries{}, ferr // the partner's 400/404, mapped
 		}
 	}
-	return rateEntries{}, fmt.Errorf("availability %s/%s: %w", sid, pid, ErrUnavailable)
+	return Entries{}, fmt.Errorf("availability %s/%s: %w", sid, pid, ErrUnavailable)
 }
 
 // read fetches the rates' entries; missing reports any absent or not fresh.
-func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w window, now time.Time) (rateEntries, bool, error) {
+func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w window, now time.Time) (Entries, bool, error) {
 	if s.opts.LocalTTL > 0 {
-		out := rateEntries{rates: rates, entries: make([]entry, len(rates))}
+		out := Entries{rates: rates, entries: make([]entry, len(rates))}
 		hit := true
 		for i, r := range rates {
 			it, ok := s.local.get(s.key(sid, pid, r, w), now)
@@ -392,9 +402,9 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 	gen := s.local.generation()
 	vals, err := s.mget(ctx, sid, pid, rates, w)
 	if err != nil {
-		return rateEntries{}, false, err
+		return Entries{}, false, err
 	}
-	out := rateEntries{rates: rates, entries: make([]entry, len(rates))}
+	out := Entries{rates: rates, entries: make([]entry, len(rates))}
 	missing := false
 	for i, v := range vals {
 		e, ok := decodeEntry(v)
@@ -415,12 +425,12 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 // readUsable is read for the fallback: every entry present and not past
 // the partner's expires (spec doc 2: the caller discards the data after
 // expires), fresh or not.
-func (s *Service) readUsable(ctx context.Context, sid, pid string, rates []string, w window, now time.Time) (rateEntries, bool, error) {
+func (s *Service) readUsable(ctx context.Context, sid, pid string, rates []string, w window, now time.Time) (Entries, bool, error) {
 	vals, err := s.mget(ctx, sid, pid, rates, w)
 	if err != nil {
-		return rateEntries{}, false, err
+		return Entries{}, false, err
 	}
-	out := rateEntries{rates: rates, entries: make([]entry, len(rates)), stale: true}
+	out := Entries{rates: rates, entries: make([]entry, len(rates)), stale: true}
 	for i, v := range vals {
 		e, ok := decodeEntry(v)
 		if !ok || !now.Before(e.expires) {
@@ -580,7 +590,7 @@ func (s *Service) fetchAndStore(reqID, sid, pid, rid string, rates []string, w w
 		}
 		pipe.Set(ctx, s.key(sid, pid, r, w), entry{fetched: now, expires: expires, retrieved: retrieved, raw: raw}.encode(), ttl)
 		if fromPartner {
-			m, err := partner.SnapshotMessage(schemas.Snapshot{SupplierID: sid, ProductID: pid, RateID: r, Start: w.start, End: w.end,
+			m, err := SnapshotMessage(schemas.Snapshot{SupplierID: sid, ProductID: pid, RateID: r, Start: w.start, End: w.end,
 				Retrieved: retrieved, Expires: expires, Availabilities: as}, now)
 			if err != nil {
 				return err
@@ -616,19 +626,19 @@ func (s *Service) fetchAndStore(reqID, sid, pid, rid string, rates []string, w w
 // partner it returns the call's record (nil when no call was made), also
 // when the call failed.
 func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier, pid, rid string, rates []string, w window) (
-	map[string][]partner.Availability, time.Time, time.Time, *partnerCall, error) {
+	map[string][]schemas.Availability, time.Time, time.Time, *partnerCall, error) {
 	now := s.opts.Clock()
-	out := make(map[string][]partner.Availability, len(rates))
+	out := make(map[string][]schemas.Availability, len(rates))
 	if sup.Connection.Kind != catalog.ConnectionPartner {
 		for _, r := range rates {
 			set, err := s.opts.Catalog.Availabilities(ctx, adminPrincipal, sup.ID, pid, r)
 			if err != nil && !errors.Is(err, catalog.ErrNotFound) {
 				return nil, now, now, nil, err
 			}
-			as := []partner.Availability{}
+			as := []schemas.Availability{}
 			for _, a := range set.Availabilities {
 				if a.Start.Before(w.end) && a.End.After(w.start) {
-					as = append(as, partner.Availability{ID: a.ID, Start: a.Start, End: a.End, Capacity: a.Capacity, MaxCapacity: a.MaxCapacity})
+					as = append(as, schemas.Availability{ID: a.ID, Start: a.Start, End: a.End, Capacity: a.Capacity, MaxCapacity: a.MaxCapacity})
 				}
 			}
 			out[r] = as
@@ -636,9 +646,9 @@ func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier
 		return out, now.Add(s.opts.MaxAge), now, nil, nil
 	}
 	c := sup.Connection
-	conn := partner.Connection{BaseURL: c.BaseURL, APIKey: c.Credentials.APIKey, APISecret: c.Credentials.APISecret}
+	conn := partnerapi.Connection{BaseURL: c.BaseURL, APIKey: c.Credentials.APIKey, APISecret: c.Credentials.APISecret}
 	started := time.Now()
-	l, err := s.opts.Partner.Availabilities(ctx, conn, partner.AvailabilitiesRequest{SupplierID: sup.ID, ProductID: pid,
+	l, err := s.opts.Partner.Availabilities(ctx, conn, partnerapi.AvailabilitiesRequest{SupplierID: sup.ID, ProductID: pid,
 		Start: w.start, End: w.end, RateID: rid, RequestID: reqID})
 	call := newPartnerCall(sup.ID, opAvailabilities, now, time.Since(started), err)
 	if err != nil {
@@ -647,16 +657,16 @@ func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier
 	for _, r := range rates {
 		as, ok := l.ForRate(r, rid != "")
 		if !ok {
-			call.rec.Outcome, call.rec.Error = schemas.CallError, partner.KindMalformed+": byProduct without rate ids"
-			return nil, now, now, call, fmt.Errorf("partner answered byProduct only, without rate ids: %w", partner.ErrUnavailable)
+			call.rec.Outcome, call.rec.Error = schemas.CallError, partnerapi.KindMalformed+": byProduct without rate ids"
+			return nil, now, now, call, fmt.Errorf("partner answered byProduct only, without rate ids: %w", partnerapi.ErrUnavailable)
 		}
-		kept := make([]partner.Availability, 0, len(as))
+		kept := make([]schemas.Availability, 0, len(as))
 		for _, a := range as {
 			if a.Start.Before(w.end) && a.End.After(w.start) {
 				kept = append(kept, a)
 			}
 		}
-		slices.SortFunc(kept, func(a, b partner.Availability) int { return a.Start.Compare(b.Start) })
+		slices.SortFunc(kept, func(a, b schemas.Availability) int { return a.Start.Compare(b.Start) })
 		out[r] = kept
 	}
 	return out, l.Expires, l.Retrieved, call, nil
@@ -682,29 +692,37 @@ func newPartnerCall(sid, op string, at time.Time, took time.Duration, err error)
 		return c
 	}
 	c.rec.Status = 0
-	var ce *partner.CallError
+	var fc failedCall
 	switch {
-	case errors.As(err, &ce):
-		c.rec.Status = ce.Status
-		c.rec.Error = ce.Kind
-		switch ce.Kind {
-		case partner.KindTimeout:
+	case errors.As(err, &fc):
+		c.rec.Status = fc.CallStatus()
+		c.rec.Error = fc.CallKind()
+		switch fc.CallKind() {
+		case partnerapi.KindTimeout:
 			c.rec.Outcome = schemas.CallTimeout
-		case partner.KindBreaker:
+		case partnerapi.KindBreaker:
 			c.rec.Outcome = schemas.CallBreakerOpen
 		default:
 			c.rec.Outcome = schemas.CallError
 		}
 	case errors.Is(err, context.DeadlineExceeded):
-		c.rec.Outcome, c.rec.Error = schemas.CallTimeout, partner.KindTimeout
-	case errors.Is(err, partner.ErrRejected):
-		c.rec.Outcome, c.rec.Status, c.rec.Error = schemas.CallError, 400, partner.KindStatus
-	case errors.Is(err, partner.ErrNotFound):
-		c.rec.Outcome, c.rec.Status, c.rec.Error = schemas.CallError, 404, partner.KindStatus
+		c.rec.Outcome, c.rec.Error = schemas.CallTimeout, partnerapi.KindTimeout
+	case errors.Is(err, partnerapi.ErrRejected):
+		c.rec.Outcome, c.rec.Status, c.rec.Error = schemas.CallError, 400, partnerapi.KindStatus
+	case errors.Is(err, partnerapi.ErrNotFound):
+		c.rec.Outcome, c.rec.Status, c.rec.Error = schemas.CallError, 404, partnerapi.KindStatus
 	default:
 		c.rec.Outcome, c.rec.Error = schemas.CallError, "other"
 	}
 	return c
+}
+
+// failedCall is what a Partner's error tells of the failed call
+// (ingest/partner's *CallError): its kind, one of partnerapi.Kind*, and
+// the partner's HTTP status, 0 when there was none.
+type failedCall interface {
+	CallKind() string
+	CallStatus() int
 }
 
 // message is the call's history event (schemas.NewHistoryEvent, keyed by
@@ -720,6 +738,20 @@ func (c *partnerCall) message() (stream.Message, error) {
 		return stream.Message{}, fmt.Errorf("encode partner call history: %w", err)
 	}
 	return stream.Message{Topic: schemas.TopicHistory, Key: []byte(env.Key), Value: b, Time: env.Time}, nil
+}
+
+// SnapshotMessage encodes a snapshot (schemas.NewSnapshotEvent) as a
+// record of TopicAvailability, keyed by schemas.SnapshotKey.
+func SnapshotMessage(snap schemas.Snapshot, now time.Time) (stream.Message, error) {
+	env, err := schemas.NewSnapshotEvent(snap, now)
+	if err != nil {
+		return stream.Message{}, err
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return stream.Message{}, fmt.Errorf("encode snapshot envelope: %w", err)
+	}
+	return stream.Message{Topic: schemas.TopicAvailability, Key: []byte(env.Key), Value: b, Time: env.Time}, nil
 }
 
 // publishLater publishes a history event from its own goroutine, off the

@@ -1,4 +1,4 @@
-package availability
+package availcache
 
 import (
 	"context"
