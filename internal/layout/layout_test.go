@@ -45,14 +45,11 @@ var today = rules{
 	// None under internal/ since catalogtest's split into a store fixture
 	// and query/querytest (issue 20).
 	internalExceptions: map[string]string{},
-	stageExceptions: map[arrow]string{
-		// Issue 20 moves the availability cache service out of query/
-		// into a domain package used by query and ingest; until then
-		// both read partner.Availability (and query/availability builds
-		// partner snapshots) from ingest/partner.
-		{"query/availability", "ingest/partner"}: "issue 20's availability service move",
-		{"query/octo", "ingest/partner"}:         "issue 20's availability service move",
-	},
+	// None between stages since the availability cache service moved to
+	// internal/availcache, the partner's wire model and snapshot payload
+	// to schemas/ and the partner call's vocabulary to internal/partnerapi
+	// (issue 20).
+	stageExceptions: map[arrow]string{},
 }
 
 // pkg is one package of the module as `go list` describes it: its
