@@ -228,8 +228,27 @@ func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []st
 	for _, r := range rates {
 		stored[r.ID] = r
 	}
+	present, gone, writes := m.planOptions(l, rates, stored)
+	for len(writes) > 0 {
+		n := min(len(writes), catalog.MaxBulk)
+		chunk := writes[:n]
+		writes = writes[n:]
+		still, err := m.writeOptions(ctx, l, stored, chunk)
+		present = append(present, still...)
+		if err != nil {
+			return present, gone, err
+		}
+	}
+	return present, gone, nil
+}
+
+// planOptions sorts the product's options: the stored rates whose terms
+// are unchanged (present, not written), the options to write, and the
+// stored rates no longer among the options (gone). An option whose id
+// cannot be a catalog id is an entry of errs.
+func (m *merge) planOptions(l landed, rates []catalog.Rate, stored map[string]catalog.Rate) (present, gone []string, writes []bookingsystem.Option) {
+	sid, pid := m.sup.ID, l.stored.ID
 	offered := make(map[string]bool, len(l.bp.Options))
-	var writes []bookingsystem.Option
 	for _, o := range l.bp.Options {
 		if !catalog.ValidID(o.ID) {
 			m.errs = append(m.errs, fmt.Sprintf("option %s/%s/%q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", sid, pid, shortID(o.ID)))
@@ -250,63 +269,69 @@ func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []st
 			gone = append(gone, r.ID)
 		}
 	}
-	for len(writes) > 0 {
-		n := min(len(writes), catalog.MaxBulk)
-		chunk := writes[:n]
-		writes = writes[n:]
-		for attempt := 0; len(chunk) > 0; attempt++ {
-			ins := make([]catalog.RateInput, len(chunk))
-			for i, o := range chunk {
-				var cur *catalog.Rate
-				if r, ok := stored[o.ID]; ok {
-					cur = &r
-				}
-				ins[i] = MergeRate(l.bp, o, cur)
+	return present, gone, writes
+}
+
+// writeOptions writes one bulk of options as rates, merged with stored
+// (which it re-reads on a conflict), and returns those that are rates
+// afterwards (present). An option the catalog refuses is an entry of
+// errs and the others are written again; a write that fails for other
+// than the catalog being unavailable is an entry per option. The error is
+// fatal only.
+func (m *merge) writeOptions(ctx context.Context, l landed, stored map[string]catalog.Rate, chunk []bookingsystem.Option) (present []string, err error) {
+	sid, pid := m.sup.ID, l.stored.ID
+	for attempt := 0; len(chunk) > 0; attempt++ {
+		ins := make([]catalog.RateInput, len(chunk))
+		for i, o := range chunk {
+			var cur *catalog.Rate
+			if r, ok := stored[o.ID]; ok {
+				cur = &r
 			}
-			_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
-			if err == nil {
-				for _, o := range chunk {
-					present = append(present, o.ID)
-				}
-				break
+			ins[i] = MergeRate(l.bp, o, cur)
+		}
+		_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
+		if err == nil {
+			for _, o := range chunk {
+				present = append(present, o.ID)
 			}
-			var fe *catalog.FieldError
-			if errors.As(err, &fe) {
-				if i, field, ok := itemIndex(fe.Field, "rates"); ok && i < len(chunk) {
-					m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", optionRef(sid, pid, chunk[i].ID), field, fe.Reason))
-					if _, had := stored[chunk[i].ID]; had {
-						present = append(present, chunk[i].ID) // still a rate: its availability is refreshed
-					}
-					chunk = append(chunk[:i:i], chunk[i+1:]...)
-					continue
+			return present, nil
+		}
+		var fe *catalog.FieldError
+		if errors.As(err, &fe) {
+			if i, field, ok := itemIndex(fe.Field, "rates"); ok && i < len(chunk) {
+				m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", optionRef(sid, pid, chunk[i].ID), field, fe.Reason))
+				if _, had := stored[chunk[i].ID]; had {
+					present = append(present, chunk[i].ID) // still a rate: its availability is refreshed
 				}
-			}
-			if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
-				// Written meanwhile (by the operator, or another run):
-				// merged again with what is stored now.
-				rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
-				if rerr != nil {
-					return present, gone, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), rerr)
-				}
-				clear(stored)
-				for _, r := range rs {
-					stored[r.ID] = r
-				}
+				chunk = append(chunk[:i:i], chunk[i+1:]...)
 				continue
 			}
-			if fatal(ctx, err) {
-				return present, gone, fmt.Errorf("product %s: write rates: %w", productRef(sid, pid), err)
-			}
-			for _, o := range chunk {
-				m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", optionRef(sid, pid, o.ID), err))
-				if _, had := stored[o.ID]; had {
-					present = append(present, o.ID)
-				}
-			}
-			break
 		}
+		if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
+			// Written meanwhile (by the operator, or another run):
+			// merged again with what is stored now.
+			rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
+			if rerr != nil {
+				return present, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), rerr)
+			}
+			clear(stored)
+			for _, r := range rs {
+				stored[r.ID] = r
+			}
+			continue
+		}
+		if fatal(ctx, err) {
+			return present, fmt.Errorf("product %s: write rates: %w", productRef(sid, pid), err)
+		}
+		for _, o := range chunk {
+			m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", optionRef(sid, pid, o.ID), err))
+			if _, had := stored[o.ID]; had {
+				present = append(present, o.ID)
+			}
+		}
+		return present, nil
 	}
-	return present, gone, nil
+	return present, nil
 }
 
 func shortID(id string) string {
