@@ -228,8 +228,27 @@ func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []st
 	for _, r := range rates {
 		stored[r.ID] = r
 	}
+	present, gone, writes := m.planOptions(l, rates, stored)
+	for len(writes) > 0 {
+		n := min(len(writes), catalog.MaxBulk)
+		chunk := writes[:n]
+		writes = writes[n:]
+		still, err := m.writeOptions(ctx, l, stored, chunk)
+		present = append(present, still...)
+		if err != nil {
+			return present, gone, err
+		}
+	}
+	return present, gone, nil
+}
+
+// planOptions sorts the product's options: the stored rates whose terms
+// are unchanged (present, not written), the options to write, and the
+// stored rates no longer among the options (gone). An option whose id
+// cannot be a catalog id is an entry of errs.
+func (m *merge) planOptions(l landed, rates []catalog.Rate, stored map[string]catalog.Rate) (present, gone []string, writes []bookingsystem.Option) {
+	sid, pid := m.sup.ID, l.stored.ID
 	offered := make(map[string]bool, len(l.bp.Options))
-	var writes []bookingsystem.Option
 	for _, o := range l.bp.Options {
 		if !catalog.ValidID(o.ID) {
 			m.errs = append(m.errs, fmt.Sprintf("option %s/%s/%q: the id cannot be a catalog id (letters, digits, '-', '.', '_', '~'); not synchronized", sid, pid, shortID(o.ID)))
@@ -250,63 +269,69 @@ func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []st
 			gone = append(gone, r.ID)
 		}
 	}
-	for len(writes) > 0 {
-		n := min(len(writes), catalog.MaxBulk)
-		chunk := writes[:n]
-		writes = writes[n:]
-		for attempt := 0; len(chunk) > 0; attempt++ {
-			ins := make([]catalog.RateInput, len(chunk))
-			for i, o := range chunk {
-				var cur *catalog.Rate
-				if r, ok := stored[o.ID]; ok {
-					cur = &r
-				}
-				ins[i] = MergeRate(l.bp, o, cur)
+	return present, gone, writes
+}
+
+// writeOptions writes one bulk of options as rates, merged with stored
+// (which it re-reads on a conflict), and returns those that are rates
+// afterwards (present). An option the catalog refuses is an entry of
+// errs and the others are written again; a write that fails for other
+// than the catalog being unavailable is an entry per option. The error is
+// fatal only.
+func (m *merge) writeOptions(ctx context.Context, l landed, stored map[string]catalog.Rate, chunk []bookingsystem.Option) (present []string, err error) {
+	sid, pid := m.sup.ID, l.stored.ID
+	for attempt := 0; len(chunk) > 0; attempt++ {
+		ins := make([]catalog.RateInput, len(chunk))
+		for i, o := range chunk {
+			var cur *catalog.Rate
+			if r, ok := stored[o.ID]; ok {
+				cur = &r
 			}
-			_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
-			if err == nil {
-				for _, o := range chunk {
-					present = append(present, o.ID)
-				}
-				break
+			ins[i] = MergeRate(l.bp, o, cur)
+		}
+		_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
+		if err == nil {
+			for _, o := range chunk {
+				present = append(present, o.ID)
 			}
-			var fe *catalog.FieldError
-			if errors.As(err, &fe) {
-				if i, field, ok := itemIndex(fe.Field, "rates"); ok && i < len(chunk) {
-					m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", optionRef(sid, pid, chunk[i].ID), field, fe.Reason))
-					if _, had := stored[chunk[i].ID]; had {
-						present = append(present, chunk[i].ID) // still a rate: its availability is refreshed
-					}
-					chunk = append(chunk[:i:i], chunk[i+1:]...)
-					continue
+			return present, nil
+		}
+		var fe *catalog.FieldError
+		if errors.As(err, &fe) {
+			if i, field, ok := itemIndex(fe.Field, "rates"); ok && i < len(chunk) {
+				m.errs = append(m.errs, fmt.Sprintf("option %s: the catalog refuses it: %s %s", optionRef(sid, pid, chunk[i].ID), field, fe.Reason))
+				if _, had := stored[chunk[i].ID]; had {
+					present = append(present, chunk[i].ID) // still a rate: its availability is refreshed
 				}
-			}
-			if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
-				// Written meanwhile (by the operator, or another run):
-				// merged again with what is stored now.
-				rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
-				if rerr != nil {
-					return present, gone, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), rerr)
-				}
-				clear(stored)
-				for _, r := range rs {
-					stored[r.ID] = r
-				}
+				chunk = append(chunk[:i:i], chunk[i+1:]...)
 				continue
 			}
-			if fatal(ctx, err) {
-				return present, gone, fmt.Errorf("product %s: write rates: %w", productRef(sid, pid), err)
-			}
-			for _, o := range chunk {
-				m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", optionRef(sid, pid, o.ID), err))
-				if _, had := stored[o.ID]; had {
-					present = append(present, o.ID)
-				}
-			}
-			break
 		}
+		if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
+			// Written meanwhile (by the operator, or another run):
+			// merged again with what is stored now.
+			rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
+			if rerr != nil {
+				return present, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), rerr)
+			}
+			clear(stored)
+			for _, r := range rs {
+				stored[r.ID] = r
+			}
+			continue
+		}
+		if fatal(ctx, err) {
+			return present, fmt.Errorf("product %s: write rates: %w", productRef(sid, pid), err)
+		}
+		for _, o := range chunk {
+			m.errs = append(m.errs, fmt.Sprintf("option %s: write: %v", optionRef(sid, pid, o.ID), err))
+			if _, had := stored[o.ID]; had {
+				present = append(present, o.ID)
+			}
+		}
+		return present, nil
 	}
-	return present, gone, nil
+	return present, nil
 }
 
 func shortID(id string) string {
@@ -347,104 +372,213 @@ func productProblem(sid string, p bookingsystem.Problem) string {
 // read, the catalog is unavailable, ctx ended) fails the whole
 // synchronization; the Result then holds what was done before.
 func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Time) (cronsync.Result, error) {
-	var res cronsync.Result
 	started := time.Now()
 	sup, conn, err := s.resolve(ctx, sid)
 	if err != nil {
-		return res, err
+		return cronsync.Result{}, err
 	}
-	prods, problems, err := s.o.Client.Products(ctx, conn, sid, Capabilities)
+	run := &fullSync{s: s, sid: sid, sup: sup, conn: conn, days: windowDays(from, to), now: s.o.Clock()}
+	if err := run.sync(ctx); err != nil {
+		return run.res, err
+	}
+	res := run.res
+	s.log.Info("supplier synchronized from its booking system", "supplier", sid, "days", run.days,
+		"products", res.Products, "options", res.Options, "availabilities", res.Availabilities, "errors", len(res.Errors),
+		"took", time.Since(started).Round(time.Millisecond), "connection", conn.String())
+	return res, nil
+}
+
+// fullSync is one run of SyncSupplier: the supplier it synchronizes, the
+// Result it fills in and the availability refreshes it queues.
+type fullSync struct {
+	s    *Syncer
+	sid  string
+	sup  catalog.Supplier
+	conn bookingsystem.Connection
+	days int       // length of each product's window (windowDays)
+	now  time.Time // the run's clock reading: each product's today
+	res  cronsync.Result
+	jobs []refreshJob
+}
+
+// refreshJob is one option whose availability a run refreshes over
+// window; gone: the option (or its product) is no longer offered, its
+// availability is emptied.
+type refreshJob struct {
+	t      target
+	window []DayRange
+	gone   bool
+}
+
+// windowDays is how many days [from, to) holds (at least one). The
+// window is that many days from each product's local today at the time
+// the synchronization runs: from and to are UTC dates of when the run
+// was enqueued, and a product west of UTC is still on the day before at
+// 00:00 UTC (its today must be read).
+func windowDays(from, to time.Time) int {
+	return max(1, int(to.Sub(from).Round(24*time.Hour)/(24*time.Hour)))
+}
+
+// sync runs the steps in order: products and options merged into the
+// catalog first, so that the availability refreshes find them.
+func (f *fullSync) sync(ctx context.Context) error {
+	prods, offered, err := f.readProducts(ctx)
 	if err != nil {
-		return res, fmt.Errorf("supplier %s: read products: %w", sid, err)
+		return err
 	}
-	res.Products = len(prods)
+	m := f.s.newMerge(f.sup)
+	if err := m.loadProducts(ctx); err != nil {
+		return err
+	}
+	// Taken before the upsert: a product the booking system stopped
+	// offering is one the catalog held and the read did not return.
+	gone := goneProducts(m.stored, offered)
+	ls, err := m.upsertProducts(ctx, prods)
+	f.takeErrors(m)
+	if err != nil {
+		return err
+	}
+	if err := f.queueOptions(ctx, m, ls); err != nil {
+		return err
+	}
+	if err := f.queueGoneProducts(ctx, gone); err != nil {
+		return err
+	}
+	return f.refresh(ctx)
+}
+
+// readProducts reads the supplier's products and counts them and their
+// options. offered holds every product id the booking system returned,
+// the ones the client rejected by a data rule included (rejected, not
+// gone: their catalog data is left as it is; each is a Result error).
+func (f *fullSync) readProducts(ctx context.Context) ([]bookingsystem.Product, map[string]bool, error) {
+	prods, problems, err := f.s.o.Client.Products(ctx, f.conn, f.sid, Capabilities)
+	if err != nil {
+		return nil, nil, fmt.Errorf("supplier %s: read products: %w", f.sid, err)
+	}
+	f.res.Products = len(prods)
 	offered := make(map[string]bool, len(prods)+len(problems))
 	for _, p := range prods {
-		res.Options += len(p.Options)
+		f.res.Options += len(p.Options)
 		offered[p.ID] = true
 	}
 	for _, p := range problems {
-		res.Errors = append(res.Errors, productProblem(sid, p))
-		offered[p.ID] = true // rejected, not gone: its catalog data is left as it is
-		s.metrics.products.WithLabelValues("failed").Inc()
+		f.res.Errors = append(f.res.Errors, productProblem(f.sid, p))
+		offered[p.ID] = true
+		f.s.metrics.products.WithLabelValues("failed").Inc()
 	}
+	return prods, offered, nil
+}
 
-	m := s.newMerge(sup)
-	if err := m.loadProducts(ctx); err != nil {
-		return res, err
-	}
-	var goneProducts []catalog.Product
-	for _, p := range m.stored {
+// goneProducts are the stored products not offered, sorted by id (the
+// order their errors are reported in).
+func goneProducts(stored map[string]catalog.Product, offered map[string]bool) []catalog.Product {
+	var gone []catalog.Product
+	for _, p := range stored {
 		if !offered[p.ID] {
-			goneProducts = append(goneProducts, p)
+			gone = append(gone, p)
 		}
 	}
-	ls, err := m.upsertProducts(ctx, prods)
-	res.Errors = append(res.Errors, m.errs...)
-	m.errs = nil
-	if err != nil {
-		return res, err
-	}
+	slices.SortFunc(gone, func(a, b catalog.Product) int { return strings.Compare(a.ID, b.ID) })
+	return gone
+}
 
-	// The window is as many days as [from, to) holds, from each product's
-	// local today at the time the synchronization runs: from and to are
-	// UTC dates of when the run was enqueued, and a product west of UTC
-	// is still on the day before at 00:00 UTC (its today must be read).
-	days := max(1, int(to.Sub(from).Round(24*time.Hour)/(24*time.Hour)))
-	now := s.o.Clock()
-	windowOf := func(t target) []DayRange {
-		today := t.today(now)
-		return []DayRange{{Start: today, End: addDays(today, days)}}
-	}
-	type job struct {
-		t      target
-		window []DayRange
-		gone   bool
-	}
-	var jobs []job
+// takeErrors moves the item-level errors the merge collected into the
+// Result.
+func (f *fullSync) takeErrors(m *merge) {
+	f.res.Errors = append(f.res.Errors, m.errs...)
+	m.errs = nil
+}
+
+// target is where the availability of product p's options is written,
+// and window the days refreshed.
+func (f *fullSync) target(p catalog.Product) (target, []DayRange) {
+	t := target{conn: f.conn, sup: f.sup, prod: p, loc: f.s.location(p.TimeZone)}
+	today := t.today(f.now)
+	return t, []DayRange{{Start: today, End: addDays(today, f.days)}}
+}
+
+// queueOptions merges the options of each landed product and queues the
+// refresh of each: the present ones read, the gone ones (kept in the
+// catalog, reported) emptied.
+func (f *fullSync) queueOptions(ctx context.Context, m *merge, ls []landed) error {
 	for _, l := range ls {
 		present, gone, err := m.upsertOptions(ctx, l)
-		res.Errors = append(res.Errors, m.errs...)
-		m.errs = nil
+		f.takeErrors(m)
 		if err != nil {
-			return res, err
+			return err
 		}
-		t := target{conn: conn, sup: sup, prod: l.stored, loc: s.location(l.stored.TimeZone)}
-		window := windowOf(t)
+		t, window := f.target(l.stored)
 		for _, oid := range present {
 			t.optionID = oid
-			jobs = append(jobs, job{t: t, window: window})
+			f.jobs = append(f.jobs, refreshJob{t: t, window: window})
 		}
 		for _, oid := range gone {
-			res.Errors = append(res.Errors, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
-				optionRef(sid, l.stored.ID, oid), l.stored.ID, window[0].Start, window[0].End))
+			f.res.Errors = append(f.res.Errors, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
+				optionRef(f.sid, l.stored.ID, oid), l.stored.ID, window[0].Start, window[0].End))
 			t.optionID = oid
-			jobs = append(jobs, job{t: t, window: window, gone: true})
+			f.jobs = append(f.jobs, refreshJob{t: t, window: window, gone: true})
 		}
 	}
-	slices.SortFunc(goneProducts, func(a, b catalog.Product) int { return strings.Compare(a.ID, b.ID) })
-	for _, p := range goneProducts {
-		s.metrics.products.WithLabelValues("missing").Inc()
-		t := target{conn: conn, sup: sup, prod: p, loc: s.location(p.TimeZone)}
-		window := windowOf(t)
-		res.Errors = append(res.Errors, fmt.Sprintf("product %s: no longer offered by the booking system; kept in the catalog (delete or unbind it there), its availability from %s until %s emptied",
-			productRef(sid, p.ID), window[0].Start, window[0].End))
-		rates, err := s.o.Catalog.Rates(ctx, admin, sid, p.ID)
+	return nil
+}
+
+// queueGoneProducts reports each product no longer offered and queues
+// the emptying of the availability of each of its rates. A product whose
+// rates cannot be read is an item-level error unless the catalog is
+// unavailable.
+func (f *fullSync) queueGoneProducts(ctx context.Context, gone []catalog.Product) error {
+	for _, p := range gone {
+		f.s.metrics.products.WithLabelValues("missing").Inc()
+		t, window := f.target(p)
+		f.res.Errors = append(f.res.Errors, fmt.Sprintf("product %s: no longer offered by the booking system; kept in the catalog (delete or unbind it there), its availability from %s until %s emptied",
+			productRef(f.sid, p.ID), window[0].Start, window[0].End))
+		rates, err := f.s.o.Catalog.Rates(ctx, admin, f.sid, p.ID)
 		if err != nil {
 			if fatal(ctx, err) {
-				return res, fmt.Errorf("product %s: read rates: %w", productRef(sid, p.ID), err)
+				return fmt.Errorf("product %s: read rates: %w", productRef(f.sid, p.ID), err)
 			}
-			res.Errors = append(res.Errors, fmt.Sprintf("product %s: read rates: %v", productRef(sid, p.ID), err))
+			f.res.Errors = append(f.res.Errors, fmt.Sprintf("product %s: read rates: %v", productRef(f.sid, p.ID), err))
 			continue
 		}
 		for _, r := range rates {
 			t.optionID = r.ID
-			jobs = append(jobs, job{t: t, window: window, gone: true})
+			f.jobs = append(f.jobs, refreshJob{t: t, window: window, gone: true})
 		}
 	}
+	return nil
+}
 
-	// Availability, option by option, Concurrency at a time; results are
-	// reported in job order whatever order they finish in.
+// refresh runs the queued refreshes and reports them in the Result, in
+// job order; the first fatal failure (or ctx ending) fails the run.
+func (f *fullSync) refresh(ctx context.Context) error {
+	results, fatalErr := f.runJobs(ctx)
+	for i, r := range results {
+		if !f.jobs[i].gone {
+			f.res.Availabilities += r.read
+		}
+		if fatalErr != nil && errors.Is(r.err, context.Canceled) {
+			continue // cut short by the failure below, not an item's own
+		}
+		f.res.Errors = append(f.res.Errors, r.failures...)
+	}
+	if fatalErr == nil && ctx.Err() != nil {
+		fatalErr = ctx.Err()
+	}
+	if fatalErr != nil {
+		if errors.Is(fatalErr, context.Canceled) && ctx.Err() != nil {
+			fatalErr = ctx.Err()
+		}
+		return fmt.Errorf("supplier %s: %w", f.sid, fatalErr)
+	}
+	return nil
+}
+
+// runJobs refreshes the queued options, Concurrency at a time; results
+// are in job order whatever order they finish in. The first fatal
+// failure cancels the jobs not yet done and is returned.
+func (f *fullSync) runJobs(ctx context.Context) ([]optionResult, error) {
+	jobs := f.jobs
 	results := make([]optionResult, len(jobs))
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -452,10 +586,10 @@ func (s *Syncer) SyncSupplier(ctx context.Context, sid string, from, to time.Tim
 	var once sync.Once
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(s.o.Concurrency, max(len(jobs), 1)) {
+	for range min(f.s.o.Concurrency, max(len(jobs), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				r := s.refreshOption(rctx, jobs[i].t, jobs[i].window, TriggerFullSync, jobs[i].gone)
+				r := f.s.refreshOption(rctx, jobs[i].t, jobs[i].window, TriggerFullSync, jobs[i].gone)
 				results[i] = r
 				if r.err != nil && fatal(rctx, r.err) {
 					once.Do(func() { fatalErr = r.err; cancel() })
@@ -473,26 +607,5 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	for i, r := range results {
-		if !jobs[i].gone {
-			res.Availabilities += r.read
-		}
-		if fatalErr != nil && errors.Is(r.err, context.Canceled) {
-			continue // cut short by the failure below, not an item's own
-		}
-		res.Errors = append(res.Errors, r.failures...)
-	}
-	if fatalErr == nil && ctx.Err() != nil {
-		fatalErr = ctx.Err()
-	}
-	if fatalErr != nil {
-		if errors.Is(fatalErr, context.Canceled) && ctx.Err() != nil {
-			fatalErr = ctx.Err()
-		}
-		return res, fmt.Errorf("supplier %s: %w", sid, fatalErr)
-	}
-	s.log.Info("supplier synchronized from its booking system", "supplier", sid, "days", days,
-		"products", res.Products, "options", res.Options, "availabilities", res.Availabilities, "errors", len(res.Errors),
-		"took", time.Since(started).Round(time.Millisecond), "connection", conn.String())
-	return res, nil
+	return results, fatalErr
 }

@@ -101,24 +101,7 @@ type optionResult struct {
 // RetryInterval, those of a refused read after RefusedInterval.
 func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, trigger string, gone bool) (res optionResult) {
 	start := time.Now()
-	defer func() {
-		outcome := "ok"
-		switch {
-		case res.busy:
-			outcome = "busy"
-		case res.err != nil:
-			outcome = "failed"
-		case len(res.failures) > 0:
-			outcome = "problems"
-		}
-		s.metrics.refreshes.WithLabelValues(trigger, outcome).Inc()
-		s.metrics.refreshSeconds.WithLabelValues(trigger).Observe(time.Since(start).Seconds())
-	}()
-	fail := func(err error) optionResult {
-		res.err = err
-		res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), err))
-		return res
-	}
+	defer func() { s.observeRefresh(trigger, start, res) }()
 	if len(runs) == 0 {
 		return res
 	}
@@ -126,23 +109,65 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 	defer cancel()
 	if sch := s.o.Schedule; sch != nil {
 		unlock, err := sch.lock(ctx, t.item(), s.o.LockWait)
-		if errors.Is(err, errBusy) {
-			res.busy = true
-			return fail(err)
-		}
 		if err != nil {
-			return fail(err)
+			res.busy = errors.Is(err, errBusy)
+			res.err = err
+			res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), err))
+			return res
 		}
 		defer unlock()
 	}
-
 	// Read every run first, then write once: one catalog version (and one
 	// snapshot for the processors) per refresh, however many runs.
-	var read []bookingsystem.Availability
-	var replaced, failed, refused []DayRange
+	days := s.readRuns(ctx, t, runs, gone, &res)
+	if len(days.replaced) > 0 {
+		s.writeRuns(ctx, t, &days, &res)
+	}
+	if sch := s.o.Schedule; sch != nil {
+		now := s.o.Clock()
+		due := dueByDay(t, days.read, days.replaced, days.failed, days.refused, now)
+		next, err := sch.Record(ctx, t.item(), t.today(now), due)
+		if err != nil {
+			// The refresh happened; a missed record only makes the
+			// option due again sooner.
+			s.log.Warn("refresh schedule not recorded", "supplier", t.sup.ID, "product", t.prod.ID, "option", t.optionID, "err", err)
+		}
+		res.due = next
+	}
+	return res
+}
+
+// observeRefresh counts a refresh by its outcome and times it.
+func (s *Syncer) observeRefresh(trigger string, start time.Time, res optionResult) {
+	outcome := "ok"
+	switch {
+	case res.busy:
+		outcome = "busy"
+	case res.err != nil:
+		outcome = "failed"
+	case len(res.failures) > 0:
+		outcome = "problems"
+	}
+	s.metrics.refreshes.WithLabelValues(trigger, outcome).Inc()
+	s.metrics.refreshSeconds.WithLabelValues(trigger).Observe(time.Since(start).Seconds())
+}
+
+// runDays is what reading an option's runs found: the availabilities
+// read, the runs whose days they replace, and the runs whose read failed
+// or was refused (their days kept as they were).
+type runDays struct {
+	read                      []bookingsystem.Availability
+	replaced, failed, refused []DayRange
+}
+
+// readRuns reads the option's availability over each run (none when
+// gone: every run is replaced by nothing), recording failures and the
+// items the client rejected in res.
+func (s *Syncer) readRuns(ctx context.Context, t target, runs []DayRange, gone bool, res *optionResult) runDays {
+	var days runDays
 	for _, run := range runs {
 		if gone {
-			replaced = append(replaced, run)
+			days.replaced = append(days.replaced, run)
 			continue
 		}
 		avs, problems, err := s.o.Client.Availability(ctx, t.conn, bookingsystem.AvailabilityRequest{
@@ -152,9 +177,9 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 		if err != nil {
 			res.err = err
 			if refusedRead(err) {
-				refused = append(refused, run)
+				days.refused = append(days.refused, run)
 			} else {
-				failed = append(failed, run)
+				days.failed = append(days.failed, run)
 			}
 			if len(runs) == 1 {
 				res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), err))
@@ -165,35 +190,28 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 		}
 		res.failures = append(res.failures, problemTexts(t.ref(), problems)...)
 		res.problems += len(problems)
-		read = append(read, avs...)
-		replaced = append(replaced, run)
+		days.read = append(days.read, avs...)
+		days.replaced = append(days.replaced, run)
 	}
-	if len(replaced) > 0 {
-		if err := s.writeAvailabilities(ctx, t, replaced, read); err != nil {
-			res.read = 0
-			res.err = err
-			res.failures = append(res.failures, fmt.Sprintf("option %s: write availabilities: %v", t.ref(), err))
-			failed = append(failed, replaced...)
-			replaced = nil
-		} else {
-			res.read = len(read)
-			for _, a := range read {
-				s.metrics.availabilities.WithLabelValues(a.Status).Inc()
-			}
-		}
+	return days
+}
+
+// writeRuns writes what was read over the replaced runs. When the write
+// fails, the replaced runs become failed ones (due for a retry) and
+// nothing counts as read.
+func (s *Syncer) writeRuns(ctx context.Context, t target, days *runDays, res *optionResult) {
+	if err := s.writeAvailabilities(ctx, t, days.replaced, days.read); err != nil {
+		res.read = 0
+		res.err = err
+		res.failures = append(res.failures, fmt.Sprintf("option %s: write availabilities: %v", t.ref(), err))
+		days.failed = append(days.failed, days.replaced...)
+		days.replaced = nil
+		return
 	}
-	if sch := s.o.Schedule; sch != nil {
-		now := s.o.Clock()
-		due := dueByDay(t, read, replaced, failed, refused, now)
-		next, err := sch.Record(ctx, t.item(), t.today(now), due)
-		if err != nil {
-			// The refresh happened; a missed record only makes the
-			// option due again sooner.
-			s.log.Warn("refresh schedule not recorded", "supplier", t.sup.ID, "product", t.prod.ID, "option", t.optionID, "err", err)
-		}
-		res.due = next
+	res.read = len(days.read)
+	for _, a := range days.read {
+		s.metrics.availabilities.WithLabelValues(a.Status).Inc()
 	}
-	return res
 }
 
 // refusedRead: the booking system answered 400 or 404, or our request

@@ -44,35 +44,8 @@ func result(rec schemas.BookingRecord) Result {
 // it does not cover are 400.
 func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, reqID string, in schemas.Booking) (Result, error) {
 	now := s.now()
-	item := func(i int) (itemRef, int) {
-		it := in.Items[i]
-		return itemRef{it.SupplierID, it.ProductID, it.RateID}, it.Quantity
-	}
-	sid, err := checkItems("booking", len(in.Items), item)
+	sid, err := checkBookingRequest(p, &in, now)
 	if err != nil {
-		return Result{}, err
-	}
-	switch {
-	case in.ChannelID != "" && in.ChannelID != p.ChannelID:
-		return Result{}, invalid("booking.channelId", "is not your channel")
-	case len(in.ResellerBookingRef) > MaxRefLen:
-		return Result{}, invalid("booking.resellerBookingRef", fmt.Sprintf("is longer than %d characters", MaxRefLen))
-	case in.Status != "" || len(in.Tickets) > 0 || len(in.Timeline) > 0 || in.Cancelable != nil:
-		return Result{}, invalid("booking", "status, tickets, timeline and cancelable are set by the supplier's system")
-	}
-	for i := range in.Items {
-		in.Items[i].Rate = nil // the response's: accepted in a request, ignored (as a hold's)
-	}
-	if err := checkID("booking.id", in.ID, false); err != nil {
-		return Result{}, err
-	}
-	if err := checkBookingDates(in, now); err != nil {
-		return Result{}, err
-	}
-	if err := checkID("booking.holdId", in.HoldID, true); err != nil {
-		if in.HoldID == "" {
-			return Result{}, invalid("booking.holdId", "is required: acquire a hold with POST /holds before booking")
-		}
 		return Result{}, err
 	}
 	in.ChannelID = p.ChannelID
@@ -90,6 +63,8 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		return Result{}, err
 	}
 	defer unlock()
+	// A retry (same id) is answered from the record, under the lock, so
+	// that concurrent retries make one booking.
 	old, ver, err := s.loadBooking(ctx, ref)
 	if err != nil {
 		return Result{}, err
@@ -100,69 +75,31 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		}
 		return result(old), nil
 	}
-	rates, err := s.checkVisible(ctx, "booking", p.ChannelID, len(in.Items), item, now)
+	rates, err := s.checkVisible(ctx, "booking", p.ChannelID, len(in.Items), bookingItem(in.Items), now)
 	if err != nil {
 		return Result{}, err
 	}
+	// The hold is locked until the booking is committed with it marked
+	// used, so that two bookings cannot use one hold.
 	holdRef := Ref(p.ChannelID, in.HoldID)
 	unlockHold, err := s.lock(ctx, "h", holdRef)
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlockHold()
-	hold, hver, err := s.loadHold(ctx, holdRef)
+	hold, hver, err := s.bookableHold(ctx, holdRef, p.ChannelID, in, now)
 	if err != nil {
 		return Result{}, err
 	}
-	switch {
-	case hver == 0 || hold.ChannelID != p.ChannelID:
-		return Result{}, invalid("booking.holdId", "is not a hold of yours: acquire a hold with POST /holds before booking")
-	case hold.BookingID != "" && hold.BookingID != in.ID:
-		return Result{}, conflictf("hold %s was already used by booking %s", in.HoldID, hold.BookingID)
-	case hold.Hold.Status != schemas.HoldActive:
-		return Result{}, conflictf("hold %s is %s, not ACTIVE", in.HoldID, hold.Hold.Status)
-	case !now.Before(hold.Hold.Expires):
-		return Result{}, conflictf("hold %s expired at %s", in.HoldID, hold.Hold.Expires.UTC().Format(time.RFC3339))
-	}
-	if i, ok := covers(hold.Hold, in.Items); !ok {
-		return Result{}, invalid(fmt.Sprintf("booking.items[%d]", i), "is not covered by hold "+in.HoldID+" (supplier, product, rate, availability, start time and quantity)")
-	}
-
-	if err := s.sameConnection(ctx, sid, hold.Connection); err != nil {
-		return Result{}, fmt.Errorf("create booking on hold %s: %w", in.HoldID, err)
-	}
-	conn := hold.Connection
-	if conn == "" {
-		if conn, err = s.connectionRef(ctx, sid); err != nil {
-			return Result{}, err
-		}
-	}
-
-	out := in
-	out.ID = PartnerID("booking", p.ChannelID, in.ID)
-	out.HoldID = partnerHoldID(hold)
-	got, accepted, err := s.opts.Partner.CreateBooking(ctx, sid, out, reqID)
+	conn, err := s.holdConnection(ctx, sid, in.HoldID, hold)
 	if err != nil {
-		return Result{}, fmt.Errorf("create booking: %w", fromPartner(err))
+		return Result{}, err
 	}
-	partnerBooking := got.ID
-	if partnerBooking == "" {
-		partnerBooking = out.ID
+	got, partnerBooking, accepted, err := s.partnerCreateBooking(ctx, sid, p.ChannelID, in, hold, reqID)
+	if err != nil {
+		return Result{}, err
 	}
-	// The reseller's ids win over the partner's echo.
-	got.ID, got.HoldID, got.ChannelID = in.ID, in.HoldID, p.ChannelID
-	if got.ResellerBookingRef == "" {
-		got.ResellerBookingRef = in.ResellerBookingRef
-	}
-	if got.Status == "" {
-		got.Status = schemas.BookingOpen
-		if accepted {
-			got.Status = schemas.BookingPending
-		}
-	}
-	if len(got.Timeline) == 0 {
-		got.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: got.Status}}
-	}
+	completeCreatedBooking(&got, in, p.ChannelID, accepted, now)
 	bookingAnswer(&got, in, rates)
 	rec := schemas.BookingRecord{Booking: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
 		Connection: conn, Accepted: accepted, AwaitingTickets: accepted && len(got.Tickets) == 0 && got.Status != schemas.BookingCancelled,
@@ -175,6 +112,125 @@ func (s *Service) CreateBooking(ctx context.Context, p principals.Principal, req
 		return Result{}, err
 	}
 	return result(rec), nil
+}
+
+// bookingItem reads the supplier, product, rate and quantity of a
+// booking's items (checkItems, checkVisible).
+func bookingItem(items []schemas.BookingItem) func(i int) (itemRef, int) {
+	return func(i int) (itemRef, int) {
+		it := items[i]
+		return itemRef{it.SupplierID, it.ProductID, it.RateID}, it.Quantity
+	}
+}
+
+// checkBookingRequest validates what a reseller may send in a booking,
+// before anything is read, and returns the items' supplier. The items'
+// embedded rates are cleared (the response's: accepted in a request,
+// ignored, as a hold's).
+func checkBookingRequest(p principals.Principal, in *schemas.Booking, now time.Time) (string, error) {
+	sid, err := checkItems("booking", len(in.Items), bookingItem(in.Items))
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case in.ChannelID != "" && in.ChannelID != p.ChannelID:
+		return "", invalid("booking.channelId", "is not your channel")
+	case len(in.ResellerBookingRef) > MaxRefLen:
+		return "", invalid("booking.resellerBookingRef", fmt.Sprintf("is longer than %d characters", MaxRefLen))
+	case in.Status != "" || len(in.Tickets) > 0 || len(in.Timeline) > 0 || in.Cancelable != nil:
+		return "", invalid("booking", "status, tickets, timeline and cancelable are set by the supplier's system")
+	}
+	for i := range in.Items {
+		in.Items[i].Rate = nil
+	}
+	if err := checkID("booking.id", in.ID, false); err != nil {
+		return "", err
+	}
+	if err := checkBookingDates(*in, now); err != nil {
+		return "", err
+	}
+	if err := checkID("booking.holdId", in.HoldID, true); err != nil {
+		if in.HoldID == "" {
+			return "", invalid("booking.holdId", "is required: acquire a hold with POST /holds before booking")
+		}
+		return "", err
+	}
+	return sid, nil
+}
+
+// bookableHold loads the booking's hold and checks that it can be booked
+// (spec doc 2, rule 5): the channel's, ACTIVE, not expired, not used by
+// another booking, and covering the booking's items.
+func (s *Service) bookableHold(ctx context.Context, holdRef, channelID string, in schemas.Booking, now time.Time) (schemas.HoldRecord, int64, error) {
+	hold, hver, err := s.loadHold(ctx, holdRef)
+	if err != nil {
+		return schemas.HoldRecord{}, 0, err
+	}
+	switch {
+	case hver == 0 || hold.ChannelID != channelID:
+		return schemas.HoldRecord{}, 0, invalid("booking.holdId", "is not a hold of yours: acquire a hold with POST /holds before booking")
+	case hold.BookingID != "" && hold.BookingID != in.ID:
+		return schemas.HoldRecord{}, 0, conflictf("hold %s was already used by booking %s", in.HoldID, hold.BookingID)
+	case hold.Hold.Status != schemas.HoldActive:
+		return schemas.HoldRecord{}, 0, conflictf("hold %s is %s, not ACTIVE", in.HoldID, hold.Hold.Status)
+	case !now.Before(hold.Hold.Expires):
+		return schemas.HoldRecord{}, 0, conflictf("hold %s expired at %s", in.HoldID, hold.Hold.Expires.UTC().Format(time.RFC3339))
+	}
+	if i, ok := covers(hold.Hold, in.Items); !ok {
+		return schemas.HoldRecord{}, 0, invalid(fmt.Sprintf("booking.items[%d]", i), "is not covered by hold "+in.HoldID+" (supplier, product, rate, availability, start time and quantity)")
+	}
+	return hold, hver, nil
+}
+
+// holdConnection is the connection the booking is made through: the
+// hold's (ErrConnectionChanged when the supplier's changed since), or,
+// for a hold recorded without one, the supplier's current one.
+func (s *Service) holdConnection(ctx context.Context, sid, holdID string, hold schemas.HoldRecord) (string, error) {
+	if err := s.sameConnection(ctx, sid, hold.Connection); err != nil {
+		return "", fmt.Errorf("create booking on hold %s: %w", holdID, err)
+	}
+	if hold.Connection != "" {
+		return hold.Connection, nil
+	}
+	return s.connectionRef(ctx, sid)
+}
+
+// partnerCreateBooking forwards the booking to the supplier's partner
+// under the ids the partner knows (PartnerID, the hold's partner id). It
+// returns the partner's answer, the partner's id of the booking and
+// whether the partner accepted it (202: tickets later).
+func (s *Service) partnerCreateBooking(ctx context.Context, sid, channelID string, in schemas.Booking, hold schemas.HoldRecord, reqID string) (schemas.Booking, string, bool, error) {
+	out := in
+	out.ID = PartnerID("booking", channelID, in.ID)
+	out.HoldID = partnerHoldID(hold)
+	got, accepted, err := s.opts.Partner.CreateBooking(ctx, sid, out, reqID)
+	if err != nil {
+		return schemas.Booking{}, "", false, fmt.Errorf("create booking: %w", fromPartner(err))
+	}
+	partnerBooking := got.ID
+	if partnerBooking == "" {
+		partnerBooking = out.ID
+	}
+	return got, partnerBooking, accepted, nil
+}
+
+// completeCreatedBooking fills in the partner's answer: the reseller's
+// ids win over the partner's echo, and a status and timeline the partner
+// left out are the booking's creation (PENDING when accepted).
+func completeCreatedBooking(got *schemas.Booking, in schemas.Booking, channelID string, accepted bool, now time.Time) {
+	got.ID, got.HoldID, got.ChannelID = in.ID, in.HoldID, channelID
+	if got.ResellerBookingRef == "" {
+		got.ResellerBookingRef = in.ResellerBookingRef
+	}
+	if got.Status == "" {
+		got.Status = schemas.BookingOpen
+		if accepted {
+			got.Status = schemas.BookingPending
+		}
+	}
+	if len(got.Timeline) == 0 {
+		got.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: got.Status}}
+	}
 }
 
 // Record returns the recorded booking id of channel channelID as it is,

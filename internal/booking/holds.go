@@ -22,31 +22,11 @@ import (
 // hold records the connection it was made through.
 func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID string, in schemas.Hold) (schemas.Hold, error) {
 	now := s.now()
-	item := func(i int) (itemRef, int) {
-		it := in.Items[i]
-		return itemRef{it.SupplierID, it.ProductID, it.RateID}, it.Quantity
-	}
-	sid, err := checkItems("hold", len(in.Items), item)
+	sid, err := checkHoldRequest(&in, now)
 	if err != nil {
 		return schemas.Hold{}, err
 	}
-	if err := checkID("hold.id", in.ID, false); err != nil {
-		return schemas.Hold{}, err
-	}
-	if err := checkHoldDates(in, now); err != nil {
-		return schemas.Hold{}, err
-	}
-	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() {
-		return schemas.Hold{}, invalid("hold", "status, timeline and retrieved are set by the supplier's system")
-	}
-	// Spec doc 2: "the request is a subset of the response", and expires
-	// is a hold field: accepted, and ignored (the supplier's system sets
-	// the expiry), as is an item's embedded Rate (a hold read sent back).
-	in.Expires = time.Time{}
-	for i := range in.Items {
-		in.Items[i].Rate = nil
-	}
-	rates, err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), item, now)
+	rates, err := s.checkVisible(ctx, "hold", p.ChannelID, len(in.Items), holdItem(in.Items), now)
 	if err != nil {
 		return schemas.Hold{}, err
 	}
@@ -82,14 +62,9 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 	}
 	out := in
 	out.ID = PartnerID("hold", p.ChannelID, in.ID)
-	var got schemas.Hold
-	if op, ok := s.opts.Partner.(OrderPartner); ok {
-		got, err = op.CreateHoldFor(ctx, sid, p.ChannelID, out, reqID)
-	} else {
-		got, err = s.opts.Partner.CreateHold(ctx, sid, out, reqID)
-	}
+	got, err := s.partnerCreateHold(ctx, sid, p.ChannelID, out, reqID)
 	if err != nil {
-		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
+		return schemas.Hold{}, err
 	}
 	holdAnswer(&got, in, rates)
 	rec := schemas.HoldRecord{Hold: got, ChannelID: p.ChannelID, SupplierID: sid, CreatedBy: p.ID, Fingerprint: fp,
@@ -102,19 +77,78 @@ func (s *Service) CreateHold(ctx context.Context, p principals.Principal, reqID 
 		rec.PartnerHoldID = partnerHold
 	}
 	rec.Hold.ID = in.ID
-	if rec.Hold.Status == "" {
-		rec.Hold.Status = schemas.HoldActive
-	}
-	if rec.Hold.Expires.IsZero() {
-		rec.Hold.Expires = now.Add(s.opts.HoldTTL).UTC()
-	}
-	if len(rec.Hold.Timeline) == 0 {
-		rec.Hold.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: rec.Hold.Status}}
-	}
+	s.completeCreatedHold(&rec.Hold, now)
 	if err := s.commit(ctx, now, holdChange(rec, 1)); err != nil {
 		return schemas.Hold{}, err
 	}
 	return HoldView(rec, now), nil
+}
+
+// holdItem reads the supplier, product, rate and quantity of a hold's
+// items (checkItems, checkVisible).
+func holdItem(items []schemas.HoldItem) func(i int) (itemRef, int) {
+	return func(i int) (itemRef, int) {
+		it := items[i]
+		return itemRef{it.SupplierID, it.ProductID, it.RateID}, it.Quantity
+	}
+}
+
+// checkHoldRequest validates what a reseller may send in a hold, before
+// anything is read, and returns the items' supplier. Spec doc 2: "the
+// request is a subset of the response", and expires is a hold field:
+// accepted, and ignored (the supplier's system sets the expiry), as is
+// an item's embedded Rate (a hold read sent back); both are cleared.
+func checkHoldRequest(in *schemas.Hold, now time.Time) (string, error) {
+	sid, err := checkItems("hold", len(in.Items), holdItem(in.Items))
+	if err != nil {
+		return "", err
+	}
+	if err := checkID("hold.id", in.ID, false); err != nil {
+		return "", err
+	}
+	if err := checkHoldDates(*in, now); err != nil {
+		return "", err
+	}
+	if in.Status != "" || len(in.Timeline) > 0 || !in.Retrieved.IsZero() {
+		return "", invalid("hold", "status, timeline and retrieved are set by the supplier's system")
+	}
+	in.Expires = time.Time{}
+	for i := range in.Items {
+		in.Items[i].Rate = nil
+	}
+	return sid, nil
+}
+
+// partnerCreateHold forwards the hold (under the partner's id) to the
+// supplier's partner, telling it the channel when it takes one
+// (OrderPartner).
+func (s *Service) partnerCreateHold(ctx context.Context, sid, channelID string, out schemas.Hold, reqID string) (schemas.Hold, error) {
+	var got schemas.Hold
+	var err error
+	if op, ok := s.opts.Partner.(OrderPartner); ok {
+		got, err = op.CreateHoldFor(ctx, sid, channelID, out, reqID)
+	} else {
+		got, err = s.opts.Partner.CreateHold(ctx, sid, out, reqID)
+	}
+	if err != nil {
+		return schemas.Hold{}, fmt.Errorf("create hold: %w", fromPartner(err))
+	}
+	return got, nil
+}
+
+// completeCreatedHold fills in what the partner's answer left out: an
+// ACTIVE status, an expiry HoldTTL from now, and the creation as its
+// timeline.
+func (s *Service) completeCreatedHold(h *schemas.Hold, now time.Time) {
+	if h.Status == "" {
+		h.Status = schemas.HoldActive
+	}
+	if h.Expires.IsZero() {
+		h.Expires = now.Add(s.opts.HoldTTL).UTC()
+	}
+	if len(h.Timeline) == 0 {
+		h.Timeline = []schemas.TimelineEntry{{Timestamp: now.UTC(), TypeOf: h.Status}}
+	}
 }
 
 // partnerHoldID is the id the partner knows the hold by.

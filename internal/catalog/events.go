@@ -152,63 +152,108 @@ func (e *Event) EntityKey() string {
 // of an upsert present and consistent with the ids.
 func DecodeEvent(env schemas.Envelope) (Event, error) {
 	var ev Event
-	rest, ok := strings.CutPrefix(env.Type, "catalog.")
-	if !ok {
-		return ev, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
-	}
-	kind, op, _ := strings.Cut(rest, ".")
-	if op != opUpserted && op != opDeleted {
-		return ev, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
-	}
-	if env.Version <= 0 {
-		return ev, fmt.Errorf("event %s: version %d: %w", env.ID, env.Version, ErrInvalidEvent)
+	kind, deleted, err := parseEventType(env)
+	if err != nil {
+		return ev, err
 	}
 	if err := json.Unmarshal(env.Data, &ev); err != nil {
 		return ev, fmt.Errorf("event %s: %w: %w", env.ID, ErrInvalidEvent, err)
 	}
-	deleted := op == opDeleted
-	if ev.Kind != Kind(kind) || deleted != env.Deleted || ev.EntityKey() != env.Key || env.Key == "" {
+	if ev.Kind != kind || deleted != env.Deleted || ev.EntityKey() != env.Key || env.Key == "" {
 		return ev, fmt.Errorf("event %s: kind %q, key %q: %w", env.ID, ev.Kind, env.Key, ErrInvalidEvent)
 	}
-	ids := func(ids ...string) bool {
-		for _, id := range ids {
-			if !ValidID(id) {
-				return false
-			}
-		}
-		return true
-	}
-	bad := false
-	switch ev.Kind {
-	case KindChannel:
-		bad = !ids(ev.ChannelID) || deleted || ev.Channel == nil || ev.Channel.ID != ev.ChannelID || ev.Channel.Version != env.Version
-	case KindSupplier:
-		bad = !ids(ev.SupplierID) || (!deleted && (ev.Supplier == nil || ev.Supplier.ID != ev.SupplierID || ev.Supplier.Version != env.Version))
-	case KindProduct:
-		bad = !ids(ev.SupplierID, ev.ProductID) || (!deleted && (ev.Product == nil || ev.Product.ID != ev.ProductID ||
-			ev.Product.SupplierID != ev.SupplierID || ev.Product.Version != env.Version))
-	case KindRate:
-		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (ev.Rate == nil || ev.Rate.ID != ev.RateID ||
-			ev.Rate.ProductID != ev.ProductID || ev.Rate.SupplierID != ev.SupplierID || ev.Rate.Version != env.Version))
-	case KindBinding:
-		b := ev.Binding
-		bad = !ids(ev.SupplierID, ev.ProductID, ev.ChannelID) || (!deleted && (b == nil || b.SupplierID != ev.SupplierID ||
-			b.ProductID != ev.ProductID || b.ChannelID != ev.ChannelID || b.Version != env.Version))
-	case KindAvailability:
-		a := ev.Availability
-		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (a == nil || a.SupplierID != ev.SupplierID ||
-			a.ProductID != ev.ProductID || a.RateID != ev.RateID || a.Version != env.Version))
-	case KindPriceSchedule:
-		ps := ev.PriceSchedule
-		bad = !ids(ev.SupplierID, ev.ProductID, ev.RateID) || (!deleted && (ps == nil || ps.SupplierID != ev.SupplierID ||
-			ps.ProductID != ev.ProductID || ps.RateID != ev.RateID || ps.Version != env.Version))
-	default:
-		bad = true
-	}
-	if bad {
+	if !ev.stateMatches(env.Version, deleted) {
 		return ev, fmt.Errorf("event %s: %s state does not match key %q: %w", env.ID, ev.Kind, env.Key, ErrInvalidEvent)
 	}
 	return ev, nil
+}
+
+// parseEventType reads the kind and the operation from the envelope's
+// type ("catalog.<kind>.<op>", EventType) and checks its version: the
+// envelope alone, before the payload is decoded.
+func parseEventType(env schemas.Envelope) (kind Kind, deleted bool, err error) {
+	rest, ok := strings.CutPrefix(env.Type, "catalog.")
+	if !ok {
+		return "", false, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
+	}
+	k, op, _ := strings.Cut(rest, ".")
+	if op != opUpserted && op != opDeleted {
+		return "", false, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
+	}
+	if env.Version <= 0 {
+		return "", false, fmt.Errorf("event %s: version %d: %w", env.ID, env.Version, ErrInvalidEvent)
+	}
+	return Kind(k), op == opDeleted, nil
+}
+
+// stateMatches reports whether the event's ids are valid and, for an
+// upsert, its state is present, names the same entity and carries the
+// envelope's version (a consumer applies the state under the ids, so a
+// mismatch would file it under another entity). A channel is never
+// deleted by an event.
+func (e *Event) stateMatches(version int64, deleted bool) bool {
+	switch e.Kind {
+	case KindChannel:
+		return validIDs(e.ChannelID) && !deleted && e.channelMatches(version)
+	case KindSupplier:
+		return validIDs(e.SupplierID) && (deleted || e.supplierMatches(version))
+	case KindProduct:
+		return validIDs(e.SupplierID, e.ProductID) && (deleted || e.productMatches(version))
+	case KindRate:
+		return validIDs(e.SupplierID, e.ProductID, e.RateID) && (deleted || e.rateMatches(version))
+	case KindBinding:
+		return validIDs(e.SupplierID, e.ProductID, e.ChannelID) && (deleted || e.bindingMatches(version))
+	case KindAvailability:
+		return validIDs(e.SupplierID, e.ProductID, e.RateID) && (deleted || e.availabilityMatches(version))
+	case KindPriceSchedule:
+		return validIDs(e.SupplierID, e.ProductID, e.RateID) && (deleted || e.priceScheduleMatches(version))
+	}
+	return false
+}
+
+// validIDs reports whether every id is a valid id (ValidID).
+func validIDs(ids ...string) bool {
+	for _, id := range ids {
+		if !ValidID(id) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Event) channelMatches(version int64) bool {
+	c := e.Channel
+	return c != nil && c.ID == e.ChannelID && c.Version == version
+}
+
+func (e *Event) supplierMatches(version int64) bool {
+	s := e.Supplier
+	return s != nil && s.ID == e.SupplierID && s.Version == version
+}
+
+func (e *Event) productMatches(version int64) bool {
+	p := e.Product
+	return p != nil && p.ID == e.ProductID && p.SupplierID == e.SupplierID && p.Version == version
+}
+
+func (e *Event) rateMatches(version int64) bool {
+	r := e.Rate
+	return r != nil && r.ID == e.RateID && r.ProductID == e.ProductID && r.SupplierID == e.SupplierID && r.Version == version
+}
+
+func (e *Event) bindingMatches(version int64) bool {
+	b := e.Binding
+	return b != nil && b.SupplierID == e.SupplierID && b.ProductID == e.ProductID && b.ChannelID == e.ChannelID && b.Version == version
+}
+
+func (e *Event) availabilityMatches(version int64) bool {
+	a := e.Availability
+	return a != nil && a.SupplierID == e.SupplierID && a.ProductID == e.ProductID && a.RateID == e.RateID && a.Version == version
+}
+
+func (e *Event) priceScheduleMatches(version int64) bool {
+	ps := e.PriceSchedule
+	return ps != nil && ps.SupplierID == e.SupplierID && ps.ProductID == e.ProductID && ps.RateID == e.RateID && ps.Version == version
 }
 
 // Apply materializes one catalog event into Redis: idempotent and

@@ -4,5 +4,7 @@
 // cmd/ wires the stages (ingest, processors, query, dispatcher), the stages
 // use internal/, and bench/ uses everything; nothing under internal/ imports
 // a stage, bench/ or cmd/, no stage imports another, and no non-test code
-// outside bench/ imports bench/.
+// outside bench/ imports bench/. A second test bounds the length of the
+// module's production functions (maxFuncLines), with the longer ones listed
+// by name and reason as in docs/decisions.md.
 package layout

@@ -163,39 +163,14 @@ func checkID(field, id string) error {
 // than silently matching everything.
 func parseConfig(typ string, raw json.RawMessage) (Config, error) {
 	spec := typeSpecs[typ]
-	var fields map[string]json.RawMessage
-	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
-		if trimmed[0] != '{' {
-			return Config{}, invalid("config", "must be an object")
-		}
-		if err := json.Unmarshal(trimmed, &fields); err != nil {
-			return Config{}, invalid("config", "must be an object")
-		}
+	fields, err := decodeConfigFields(typ, spec, raw)
+	if err != nil {
+		return Config{}, err
 	}
-	allowed := spec.fields()
-	names := make([]string, 0, len(fields))
-	for name := range fields {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if !slices.Contains(allowed, name) {
-			return Config{}, invalid("config."+name, fmt.Sprintf("is not a field of the %s config (allowed: %s)", typ, strings.Join(allowed, ", ")))
-		}
-	}
-	present := func(name string) (json.RawMessage, bool) {
-		v, ok := fields[name]
-		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			return nil, false
-		}
-		return v, true
-	}
-
 	var c Config
-	var err error
 	if spec.operations != nil {
 		c.Operations = slices.Clone(spec.operations) // default: every operation of the type
-		if v, ok := present(fieldOperations); ok {
+		if v, ok := fields.present(fieldOperations); ok {
 			if c.Operations, err = parseOperations(typ, spec.operations, v); err != nil {
 				return Config{}, err
 			}
@@ -210,7 +185,7 @@ func parseConfig(typ string, raw json.RawMessage) (Config, error) {
 		{spec.productIDs, fieldProductIDs, &c.ProductIDs},
 		{spec.rateIDs, fieldRateIDs, &c.RateIDs},
 	} {
-		v, ok := present(f.name)
+		v, ok := fields.present(f.name)
 		if !f.on || !ok {
 			continue
 		}
@@ -219,31 +194,89 @@ func parseConfig(typ string, raw json.RawMessage) (Config, error) {
 		}
 	}
 	if spec.lookAhead {
-		c.MaxLookAheadDays = DefaultMaxLookAheadDays
-		if v, ok := present(fieldMaxLookAheadDays); ok {
-			n, err := parseInt("config."+fieldMaxLookAheadDays, v)
-			if err != nil {
-				return Config{}, err
-			}
-			if n < 1 || n > MaxMaxLookAheadDays {
-				return Config{}, invalid("config."+fieldMaxLookAheadDays, fmt.Sprintf("must be between 1 and %d days", MaxMaxLookAheadDays))
-			}
-			c.MaxLookAheadDays = n
+		if c.MaxLookAheadDays, err = fields.maxLookAheadDays(); err != nil {
+			return Config{}, err
 		}
 	}
 	if spec.vacancies {
-		if v, ok := present(fieldVacanciesUnder); ok {
-			n, err := parseInt("config."+fieldVacanciesUnder, v)
-			if err != nil {
-				return Config{}, err
-			}
-			if n < 0 || n > bounds.MaxCapacity {
-				return Config{}, invalid("config."+fieldVacanciesUnder, fmt.Sprintf("must be from 0 (every change) to %d", bounds.MaxCapacity))
-			}
-			c.VacanciesUnder = n
+		if c.VacanciesUnder, err = fields.vacanciesUnder(); err != nil {
+			return Config{}, err
 		}
 	}
 	return c, nil
+}
+
+// configFields are the fields of a config object, undecoded.
+type configFields map[string]json.RawMessage
+
+// decodeConfigFields reads the config object (absent or null: no field)
+// and refuses a field the type does not have, naming the first in name
+// order (the same one on every request).
+func decodeConfigFields(typ string, spec typeSpec, raw json.RawMessage) (configFields, error) {
+	var fields configFields
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		if trimmed[0] != '{' {
+			return nil, invalid("config", "must be an object")
+		}
+		if err := json.Unmarshal(trimmed, &fields); err != nil {
+			return nil, invalid("config", "must be an object")
+		}
+	}
+	allowed := spec.fields()
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(allowed, name) {
+			return nil, invalid("config."+name, fmt.Sprintf("is not a field of the %s config (allowed: %s)", typ, strings.Join(allowed, ", ")))
+		}
+	}
+	return fields, nil
+}
+
+// present returns the field's value, unless it is absent or null (which
+// mean the same: the default).
+func (fields configFields) present(name string) (json.RawMessage, bool) {
+	v, ok := fields[name]
+	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return nil, false
+	}
+	return v, true
+}
+
+// maxLookAheadDays is the config's look-ahead in days, by default
+// DefaultMaxLookAheadDays.
+func (fields configFields) maxLookAheadDays() (int, error) {
+	v, ok := fields.present(fieldMaxLookAheadDays)
+	if !ok {
+		return DefaultMaxLookAheadDays, nil
+	}
+	n, err := parseInt("config."+fieldMaxLookAheadDays, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > MaxMaxLookAheadDays {
+		return 0, invalid("config."+fieldMaxLookAheadDays, fmt.Sprintf("must be between 1 and %d days", MaxMaxLookAheadDays))
+	}
+	return n, nil
+}
+
+// vacanciesUnder is the config's vacancies threshold, by default 0.
+func (fields configFields) vacanciesUnder() (int, error) {
+	v, ok := fields.present(fieldVacanciesUnder)
+	if !ok {
+		return 0, nil
+	}
+	n, err := parseInt("config."+fieldVacanciesUnder, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 || n > bounds.MaxCapacity {
+		return 0, invalid("config."+fieldVacanciesUnder, fmt.Sprintf("must be from 0 (every change) to %d", bounds.MaxCapacity))
+	}
+	return n, nil
 }
 
 func parseOperations(typ string, allowed []string, v json.RawMessage) ([]string, error) {

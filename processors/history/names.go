@@ -93,15 +93,10 @@ func (n *Names) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
-				err := stream.Follow(ctx, n.opts.Brokers, topic, apply, stream.FollowLogger(n.log))
-				if err == nil || ctx.Err() != nil {
-					return
-				}
-				n.log.Warn("following for analysts' names failed; retrying", "topic", topic, "err", err)
-				if sleep(ctx, time.Second) != nil {
-					return
-				}
+			// Follow rides out broker failures; it stops early only on
+			// an error of apply (then the names of this topic stop).
+			if err := stream.Follow(ctx, n.opts.Brokers, topic, apply, stream.FollowLogger(n.log)); err != nil {
+				n.log.Error("following for analysts' names stopped", "topic", topic, "err", err)
 			}
 		}()
 	}

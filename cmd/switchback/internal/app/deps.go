@@ -54,6 +54,7 @@ type deps struct {
 // /readyz saying what is still down meanwhile.
 func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickHouse bool, log *slog.Logger, reg prometheus.Registerer, ready *ops.Readiness, closers *closeStack) (*deps, error) {
 	d := &deps{streamStats: stream.NewMetrics(reg)}
+	st := depStarter{cfg: cfg, allowEmbedded: allowEmbedded, log: log, reg: reg, ready: ready, closers: closers}
 	// Declare every dependency before reaching any, so that /readyz never
 	// says ready while one is still being started.
 	ready.Set("kafka", ops.Component{Kind: "kafka", Required: true}, nil)
@@ -62,125 +63,192 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 	if needClickHouse {
 		ready.Set("clickhouse", ops.Component{Kind: "clickhouse", Required: true}, nil)
 	}
-
-	// Kafka.
-	if cfg.EmbeddedKafka() && allowEmbedded {
-		dir, err := dataPath(cfg, "kafka")
-		if err != nil {
-			return nil, err
-		}
-		// Development only: loopback, and the principals topic written by
-		// this process alone (kafkabroker's guard).
-		b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: log.With("part", "kafka"),
-			Protected: []string{schemas.TopicPrincipals}, Trust: kafkabroker.TrustProcess})
-		if err != nil {
-			return nil, fmt.Errorf("embedded Kafka broker on SWITCHBACK_EMBEDDED_KAFKA_ADDR %s: %w", cfg.EmbeddedKafkaAddr, err)
-		}
-		closers.push("embedded kafka broker", func(context.Context) error { b.Close(); return nil })
-		d.brokers, d.kafkaMode = []string{b.Addr()}, ops.ModeEmbedded
-	} else {
-		d.brokers, d.kafkaMode = cfg.KafkaBrokers, ops.ModeExternal
-	}
-	brokers := d.brokers
-	ready.Set("kafka", ops.Component{Mode: d.kafkaMode, Kind: "kafka", Address: brokers[0], Required: true},
-		func(ctx context.Context) error { return stream.Ping(ctx, brokers) })
-	log.Info("creating topics", "brokers", brokers, "topics", len(schemas.Topics()))
-	if err := retry(ctx, log, "kafka", func(ctx context.Context) error {
-		return stream.EnsureTopics(ctx, brokers, schemas.Topics())
-	}); err != nil {
+	if err := st.reachKafka(ctx, d); err != nil {
 		return nil, err
 	}
-	d.streamStats.DeclareTopics(schemas.TopicNames())
-	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: log.With("part", "producer"), Metrics: d.streamStats})
-	closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
-
-	// Redis.
-	if cfg.EmbeddedRedis() && allowEmbedded {
-		dir, err := dataPath(cfg, "redis")
-		if err != nil {
-			return nil, err
-		}
-		r, err := embedded.StartRedis(ctx, embedded.RedisOptions{DataDir: dir, Logger: log.With("part", "redis"), PreferMiniredis: !cfg.EmbeddedChildren})
-		if err != nil {
-			return nil, fmt.Errorf("embedded Redis: %w", err)
-		}
-		closers.push("embedded redis", func(context.Context) error { return r.Close() })
-		d.redisURL, d.redisKind, d.redisMode = r.URL(), r.Kind(), ops.ModeEmbedded
-	} else {
-		d.redisURL, d.redisKind, d.redisMode = cfg.RedisURL, "redis", ops.ModeExternal
-		if cfg.RedisMode != "single" {
-			d.redisKind = "redis-" + cfg.RedisMode
-		}
-	}
-	// The views guard reads its marker on every new connection before the
-	// connection serves: a Redis restarted without its data (or from an
-	// older snapshot) is seen on the first reconnect, not at the next
-	// poll. /readyz says "rebuilding" until the views are complete.
-	d.views = views.New(views.Options{Logger: log.With("part", "views"), Registerer: reg})
-	rc, addr, err := newRedisClient(cfg, d.redisURL, d.views)
-	if err != nil {
+	if err := st.reachRedis(ctx, d); err != nil {
 		return nil, err
 	}
-	d.redis, d.redisAddr = rc, addr
-	d.views.Bind(d.redis)
-	guard := d.views
-	ready.Set("views", ops.Component{Mode: d.redisMode, Kind: "views", Required: true}, func(ctx context.Context) error {
-		if err := guard.Check(ctx); err != nil {
-			return fmt.Errorf("%w: %w", ops.ErrRebuilding, err)
-		}
-		return nil
-	})
-	closers.push("redis client", func(context.Context) error { return d.redis.Close() })
-	ready.Set("redis", ops.Component{Mode: d.redisMode, Kind: d.redisKind, Address: addr, Required: true},
-		func(ctx context.Context) error { return rc.Ping(ctx).Err() })
-	if err := retry(ctx, log, "redis", func(ctx context.Context) error { return rc.Ping(ctx).Err() }); err != nil {
-		return nil, err
-	}
-
 	// ClickHouse: only the tiers that write or read history (process, query)
 	// use it, so ingest and dispatch neither wait for it nor migrate.
 	if !needClickHouse {
 		return d, nil
 	}
-	// Optional: without it history waits on its topic.
-	d.chURL = cfg.ClickHouseURL
-	d.chMode = ops.ModeExternal
-	if d.chURL == "" && allowEmbedded && cfg.EmbeddedChildren {
-		dir, err := dataPath(cfg, "")
-		if err != nil {
-			return nil, err
+	if err := st.reachClickHouse(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// depStarter is what startDeps's steps share: the configuration, where
+// they report (log, metrics, /readyz) and the stack their closers go on.
+type depStarter struct {
+	cfg           config.Config
+	allowEmbedded bool
+	log           *slog.Logger
+	reg           prometheus.Registerer
+	ready         *ops.Readiness
+	closers       *closeStack
+}
+
+// reachKafka starts the embedded broker or takes the configured ones, waits
+// until the topics exist and makes the producer.
+func (st depStarter) reachKafka(ctx context.Context, d *deps) error {
+	if err := st.kafkaBrokers(ctx, d); err != nil {
+		return err
+	}
+	brokers := d.brokers
+	st.ready.Set("kafka", ops.Component{Mode: d.kafkaMode, Kind: "kafka", Address: brokers[0], Required: true},
+		func(ctx context.Context) error { return stream.Ping(ctx, brokers) })
+	st.log.Info("creating topics", "brokers", brokers, "topics", len(schemas.Topics()))
+	if err := retry(ctx, st.log, "kafka", func(ctx context.Context) error {
+		return stream.EnsureTopics(ctx, brokers, schemas.Topics())
+	}); err != nil {
+		return err
+	}
+	d.streamStats.DeclareTopics(schemas.TopicNames())
+	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: st.log.With("part", "producer"), Metrics: d.streamStats})
+	st.closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
+	return nil
+}
+
+// kafkaBrokers sets d.brokers and d.kafkaMode: the embedded broker's
+// address once started, or the configured brokers.
+func (st depStarter) kafkaBrokers(ctx context.Context, d *deps) error {
+	cfg := st.cfg
+	if !cfg.EmbeddedKafka() || !st.allowEmbedded {
+		d.brokers, d.kafkaMode = cfg.KafkaBrokers, ops.ModeExternal
+		return nil
+	}
+	dir, err := dataPath(cfg, "kafka")
+	if err != nil {
+		return err
+	}
+	// Development only: loopback, and the principals topic written by
+	// this process alone (kafkabroker's guard).
+	b, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: cfg.EmbeddedKafkaAddr, DataDir: dir, Logger: st.log.With("part", "kafka"),
+		Protected: []string{schemas.TopicPrincipals}, Trust: kafkabroker.TrustProcess})
+	if err != nil {
+		return fmt.Errorf("embedded Kafka broker on SWITCHBACK_EMBEDDED_KAFKA_ADDR %s: %w", cfg.EmbeddedKafkaAddr, err)
+	}
+	st.closers.push("embedded kafka broker", func(context.Context) error { b.Close(); return nil })
+	d.brokers, d.kafkaMode = []string{b.Addr()}, ops.ModeEmbedded
+	return nil
+}
+
+// reachRedis starts the embedded server or takes the configured one, makes the
+// client with the views guard on it, and waits until Redis answers.
+func (st depStarter) reachRedis(ctx context.Context, d *deps) error {
+	if err := st.redisServer(ctx, d); err != nil {
+		return err
+	}
+	// The views guard reads its marker on every new connection before the
+	// connection serves: a Redis restarted without its data (or from an
+	// older snapshot) is seen on the first reconnect, not at the next
+	// poll. /readyz says "rebuilding" until the views are complete.
+	d.views = views.New(views.Options{Logger: st.log.With("part", "views"), Registerer: st.reg})
+	rc, addr, err := newRedisClient(st.cfg, d.redisURL, d.views)
+	if err != nil {
+		return err
+	}
+	d.redis, d.redisAddr = rc, addr
+	d.views.Bind(d.redis)
+	guard := d.views
+	st.ready.Set("views", ops.Component{Mode: d.redisMode, Kind: "views", Required: true}, func(ctx context.Context) error {
+		if err := guard.Check(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrRebuilding, err)
 		}
-		log.Info("starting embedded clickhouse-server (first start can take several seconds)")
-		ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Port: cfg.EmbeddedClickHousePort(), Logger: log.With("part", "clickhouse")})
-		switch {
-		case errors.Is(err, embedded.ErrNotInstalled):
-			d.chMode = ops.ModeParked
-		case err != nil:
-			// ClickHouse is for analysts; the pipeline runs without it and
-			// history waits on its topic, so a failed child is not fatal.
-			log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "setting", "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR", "addr", cfg.EmbeddedClickHouseAddr, "err", err)
-			d.chMode = ops.ModeParked
-		default:
-			closers.push("embedded clickhouse", func(context.Context) error { return ch.Close() })
-			d.chURL, d.chMode = ch.URL(), ops.ModeEmbedded
+		return nil
+	})
+	st.closers.push("redis client", func(context.Context) error { return d.redis.Close() })
+	st.ready.Set("redis", ops.Component{Mode: d.redisMode, Kind: d.redisKind, Address: addr, Required: true},
+		func(ctx context.Context) error { return rc.Ping(ctx).Err() })
+	return retry(ctx, st.log, "redis", func(ctx context.Context) error { return rc.Ping(ctx).Err() })
+}
+
+// redisServer sets d.redisURL, d.redisKind and d.redisMode: the embedded
+// server's once started, or the configured one.
+func (st depStarter) redisServer(ctx context.Context, d *deps) error {
+	cfg := st.cfg
+	if !cfg.EmbeddedRedis() || !st.allowEmbedded {
+		d.redisURL, d.redisKind, d.redisMode = cfg.RedisURL, "redis", ops.ModeExternal
+		if cfg.RedisMode != "single" {
+			d.redisKind = "redis-" + cfg.RedisMode
+		}
+		return nil
+	}
+	dir, err := dataPath(cfg, "redis")
+	if err != nil {
+		return err
+	}
+	r, err := embedded.StartRedis(ctx, embedded.RedisOptions{DataDir: dir, Logger: st.log.With("part", "redis"), PreferMiniredis: !cfg.EmbeddedChildren})
+	if err != nil {
+		return fmt.Errorf("embedded Redis: %w", err)
+	}
+	st.closers.push("embedded redis", func(context.Context) error { return r.Close() })
+	d.redisURL, d.redisKind, d.redisMode = r.URL(), r.Kind(), ops.ModeEmbedded
+	return nil
+}
+
+// reachClickHouse reaches ClickHouse and migrates it. It is optional: without
+// it history waits on its topic (parked).
+func (st depStarter) reachClickHouse(ctx context.Context, d *deps) error {
+	d.chURL = st.cfg.ClickHouseURL
+	d.chMode = ops.ModeExternal
+	if d.chURL == "" && st.allowEmbedded && st.cfg.EmbeddedChildren {
+		if err := st.embeddedClickHouse(ctx, d); err != nil {
+			return err
 		}
 	}
 	if d.chURL == "" {
 		d.chMode = ops.ModeParked
-		ready.Set("clickhouse", ops.Component{Mode: ops.ModeParked, Kind: "clickhouse", Required: false}, nil)
-		log.Warn("no ClickHouse: history is parked on its topic until SWITCHBACK_CLICKHOUSE_URL is set or clickhouse-server is installed", "topic", schemas.TopicHistory)
-		return d, nil
+		st.ready.Set("clickhouse", ops.Component{Mode: ops.ModeParked, Kind: "clickhouse", Required: false}, nil)
+		st.log.Warn("no ClickHouse: history is parked on its topic until SWITCHBACK_CLICKHOUSE_URL is set or clickhouse-server is installed", "topic", schemas.TopicHistory)
+		return nil
 	}
+	return st.connectClickHouse(ctx, d)
+}
+
+// embeddedClickHouse starts a clickhouse-server child and sets d.chURL
+// and d.chMode; when it is not installed or fails to start, history is
+// parked (d.chURL stays empty).
+func (st depStarter) embeddedClickHouse(ctx context.Context, d *deps) error {
+	cfg := st.cfg
+	dir, err := dataPath(cfg, "")
+	if err != nil {
+		return err
+	}
+	st.log.Info("starting embedded clickhouse-server (first start can take several seconds)")
+	ch, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{DataDir: dir, Port: cfg.EmbeddedClickHousePort(), Logger: st.log.With("part", "clickhouse")})
+	switch {
+	case errors.Is(err, embedded.ErrNotInstalled):
+		d.chMode = ops.ModeParked
+	case err != nil:
+		// ClickHouse is for analysts; the pipeline runs without it and
+		// history waits on its topic, so a failed child is not fatal.
+		st.log.Error("embedded clickhouse-server failed to start; history is parked on its topic", "setting", "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR", "addr", cfg.EmbeddedClickHouseAddr, "err", err)
+		d.chMode = ops.ModeParked
+	default:
+		st.closers.push("embedded clickhouse", func(context.Context) error { return ch.Close() })
+		d.chURL, d.chMode = ch.URL(), ops.ModeEmbedded
+	}
+	return nil
+}
+
+// connectClickHouse opens d.chURL and applies the migrations, retrying
+// until it succeeds or ctx ends; /readyz says "not connected yet" until
+// then.
+func (st depStarter) connectClickHouse(ctx context.Context, d *deps) error {
 	chURL := d.chURL
 	var conn driver.Conn
-	ready.Set("clickhouse", ops.Component{Mode: d.chMode, Kind: "clickhouse", Address: config.RedactURL(chURL), Required: true},
+	st.ready.Set("clickhouse", ops.Component{Mode: d.chMode, Kind: "clickhouse", Address: config.RedactURL(chURL), Required: true},
 		func(ctx context.Context) error {
 			if conn == nil {
 				return errors.New("not connected yet")
 			}
 			return conn.Ping(ctx)
 		})
-	if err := retry(ctx, log, "clickhouse", func(ctx context.Context) error {
+	if err := retry(ctx, st.log, "clickhouse", func(ctx context.Context) error {
 		c, err := warehouse.Open(ctx, chURL)
 		if err != nil {
 			return err
@@ -191,18 +259,18 @@ func startDeps(ctx context.Context, cfg config.Config, allowEmbedded, needClickH
 			return err
 		}
 		if len(applied) > 0 {
-			log.Info("clickhouse migrations applied", "files", applied)
+			st.log.Info("clickhouse migrations applied", "files", applied)
 		}
 		conn = c
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	d.clickhouse = conn
-	ready.Set("clickhouse", ops.Component{Mode: d.chMode, Kind: "clickhouse", Address: config.RedactURL(chURL), Required: true},
+	st.ready.Set("clickhouse", ops.Component{Mode: d.chMode, Kind: "clickhouse", Address: config.RedactURL(chURL), Required: true},
 		func(ctx context.Context) error { return conn.Ping(ctx) })
-	closers.push("clickhouse client", func(context.Context) error { return conn.Close() })
-	return d, nil
+	st.closers.push("clickhouse client", func(context.Context) error { return conn.Close() })
+	return nil
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off from 250 ms to

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -258,18 +257,11 @@ func loadPrincipals(ctx context.Context, d *deps, log *slog.Logger, closers *clo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Follow re-reads from the start; Apply is idempotent by version,
-		// so the records already applied are no-ops.
-		for fctx.Err() == nil {
-			err := stream.Follow(fctx, d.brokers, schemas.TopicPrincipals, apply)
-			if err == nil || errors.Is(err, context.Canceled) || fctx.Err() != nil {
-				return
-			}
-			log.Warn("following principals failed; retrying", "err", err)
-			select {
-			case <-fctx.Done():
-			case <-time.After(time.Second):
-			}
+		// Follow re-reads from the start (Apply is idempotent by version,
+		// so the records already applied are no-ops) and rides out broker
+		// failures; apply never fails, so it returns when fctx ends.
+		if err := stream.Follow(fctx, d.brokers, schemas.TopicPrincipals, apply, stream.FollowLogger(log.With("part", "principals"))); err != nil {
+			log.Error("principals follower stopped", "err", err)
 		}
 	}()
 	closers.push("principals follower", func(context.Context) error { cancel(); <-done; return nil })
