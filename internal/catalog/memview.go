@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,11 +33,15 @@ import (
 // acknowledged to an operator is visible to every reader within Bound,
 // whichever source answers (TestView_NoStaleReadPastTheBound).
 type View struct {
-	o       ViewOptions
-	kv      *memKV
-	k       keys
-	fresh   atomic.Int64 // unix nanos: records acknowledged before it are applied
-	mu      sync.Mutex   // applied
+	o     ViewOptions
+	kv    *memKV
+	k     keys
+	fresh atomic.Int64 // unix nanos: records acknowledged before it are applied
+	// wrote is the latest write of this process to the view's topics
+	// (unix nanos, its acknowledgement): the view is not fresh until a
+	// probe taken after it is caught up (NoteWrite).
+	wrote   atomic.Int64
+	mu      sync.Mutex // applied
 	applied map[string]map[int]int64
 	m       viewMetrics
 	log     *slog.Logger
@@ -137,11 +142,33 @@ func NewView(o ViewOptions) *View {
 }
 
 // Fresh reports whether the view may answer a read now: everything
-// acknowledged before now - Bound is in it.
+// acknowledged before now - Bound is in it, and every write this process
+// had acknowledged.
 func (v *View) Fresh() bool {
 	f := v.fresh.Load()
-	return f != 0 && v.o.Clock().Sub(time.Unix(0, f)) <= v.o.Bound
+	return f != 0 && f >= v.wrote.Load() && v.o.Clock().Sub(time.Unix(0, f)) <= v.o.Bound
 }
+
+// NoteWrite records that this process just had a write to the view's
+// topics acknowledged. Until a probe taken after it is caught up (one
+// ProbeInterval and the follower's lag), reads go to Redis, which the
+// writer updated before answering: whoever wrote through this process
+// reads the write back at once (an operator binds, then lists through
+// the same instance). Writes through other instances are visible within
+// Bound, as before. Writes are rare next to reads; the cost is a few
+// Redis reads after each.
+func (v *View) NoteWrite() {
+	now := v.o.Clock().UnixNano()
+	for {
+		w := v.wrote.Load()
+		if w >= now || v.wrote.CompareAndSwap(w, now) {
+			return
+		}
+	}
+}
+
+// follows reports whether the view follows topic.
+func (v *View) follows(topic string) bool { return slices.Contains(viewTopics(), topic) }
 
 // Freshness is the time before which every acknowledged write is applied
 // (zero before the view's first load).

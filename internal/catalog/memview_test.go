@@ -324,3 +324,55 @@ func TestView_NoStaleReadPastTheBound(t *testing.T) {
 	}
 	t.Logf("%d reads (%d from the view), %d renames; none older than the bound of %v", reads, fromView, len(acks), bound)
 }
+
+// Whoever writes through a process reads the write back through it at
+// once: the bound is for writes of other instances. (Without NoteWrite,
+// a read right after a rename answered the old name from the copy, fresh
+// within its bound: an operator binding a product and a reseller listing
+// it through the same instance saw it missing for up to the bound.)
+func TestView_ReadsItsOwnProcessWritesAtOnce(t *testing.T) {
+	const bound = 2 * time.Second // long: a stale copy would answer
+	e := newViewEnv(t, bound)
+	// One store writing and reading, as the query tier wires it.
+	e.viewStore.pub, e.viewStore.lockWait = e.writer.pub, e.writer.lockWait
+	ctx := context.Background()
+	if _, err := e.viewStore.CreateChannel(ctx, ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.viewStore.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	var pin ProductInput
+	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
+"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
+	if _, err := e.viewStore.UpsertProducts(ctx, admin, "s1", []ProductInput{pin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.viewStore.CreateBinding(ctx, admin, "s1", "p1", "chan-a", BindingInput{}); err != nil {
+		t.Fatal(err)
+	}
+	e.caughtUp(t)
+
+	for i := 1; i <= 30; i++ {
+		sup, err := e.viewStore.PutSupplier(ctx, admin, "s1", supplierIn("s1", fmt.Sprint("v", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.viewStore.AppendSupplier(ctx, nil, "chan-a", "s1", SupplierV12, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Version int64 `json:"version"`
+		}
+		mustUnmarshal(t, string(b), &got)
+		if got.Version != sup.Version {
+			t.Fatalf("rename %d: read version %d right after the write acknowledged version %d", i, got.Version, sup.Version)
+		}
+	}
+	// The copy answers again once it has caught up with the writes.
+	e.caughtUp(t)
+	if !e.view.Fresh() {
+		t.Error("the copy is not fresh after catching up with this process's writes")
+	}
+}

@@ -117,6 +117,9 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 	if err != nil {
 		return unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err)
 	}
+	if s.view != nil && slices.ContainsFunc(msgs, func(m stream.Message) bool { return s.view.follows(m.Topic) }) {
+		s.view.NoteWrite()
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	evs := make([]*Event, len(changes))
