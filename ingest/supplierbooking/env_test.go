@@ -206,18 +206,30 @@ func legacyAvailabilityID(id string) string {
 // need vacancies in the coming days: its catalog id and vacancies.
 func (e *env) slotWithRoom(t *testing.T, pid, oid string, need int) (string, int) {
 	t.Helper()
+	return e.slotWithVacancies(t, pid, oid, need, 0)
+}
+
+// slotWithVacancies is slotWithRoom with at most most vacancies (0: no
+// ceiling), searched over the coming two weeks. A test booking one unit
+// more than the vacancies needs the ceiling: the OCTO simulator refuses
+// more than 9 units per booking (OCTO's example maxUnits) before it looks
+// at vacancies, and the simulated vacancies depend on the day the test
+// runs (it failed on 2026-11-26, whose first slot had 11).
+func (e *env) slotWithVacancies(t *testing.T, pid, oid string, least, most int) (string, int) {
+	t.Helper()
 	from := e.clock.now().AddDate(0, 0, 1)
 	avs, _, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{SupplierID: sid, ProductID: pid, OptionID: oid,
-		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 7).Format(time.DateOnly), AvailabilityType: bs.StartTime})
+		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 14).Format(time.DateOnly), AvailabilityType: bs.StartTime})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range avs {
-		if (a.Status == bs.Available || a.Status == bs.Limited) && a.Vacancies != nil && *a.Vacancies >= need {
+		if (a.Status == bs.Available || a.Status == bs.Limited) && a.Vacancies != nil && *a.Vacancies >= least &&
+			(most == 0 || *a.Vacancies <= most) {
 			return legacyAvailabilityID(a.ID), *a.Vacancies
 		}
 	}
-	t.Fatalf("no slot of %s with %d vacancies", oid, need)
+	t.Fatalf("no slot of %s with %d to %d vacancies in two weeks", oid, least, most)
 	return "", 0
 }
 

@@ -126,7 +126,9 @@ func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
 		wantSecond string // the second booking at the simulator afterwards ("" none)
 	}{
 		{"second item rejected: more units than vacancies", func(e *env, t *testing.T) schemas.HoldItem {
-			slot, v := e.slotWithRoom(t, "S1-P1", "S1-P1-O1", 1)
+			// v+1 units must stay within OCTO's maxUnits (9): rejected
+			// for want of room, not refused for too many units.
+			slot, v := e.slotWithVacancies(t, "S1-P1", "S1-P1-O1", 1, 8)
 			return item("S1-P1", 1, slot, v+1)
 		}, nil, "CONFLICT", bs.Rejected},
 		{"second item refused: unknown availability", func(e *env, _ *testing.T) schemas.HoldItem {
