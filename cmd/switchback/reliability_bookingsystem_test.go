@@ -86,7 +86,11 @@ func TestReliability_BookingSystemSlowFailingGarbage(t *testing.T) {
 	if n, _ := request(); n.Status != "SUCCEEDED" {
 		t.Fatalf("warm-up change notification: %+v", n)
 	}
-	before := settledFigures(t, p.ops)
+	// The baseline once the process stopped growing by itself (as in the
+	// partner test): with the query tier's catalog copy on by default, its
+	// followers' connections to the broker come up in the first seconds
+	// (CI at 01:20: +92 goroutines, +46 fds charged to one fault cycle).
+	before := stableFigures(t, p.ops)
 
 	var requests, failedClearly, succeeded, wrong, opened, closed int
 	for c := range cycles {
