@@ -48,6 +48,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/flight"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/partnerapi"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -117,7 +118,7 @@ const maxHistoryInFlight = 64
 type Service struct {
 	opts    Options
 	log     *slog.Logger
-	flights flights
+	flights flight.Group[struct{}]
 	local   local
 	cache   *prometheus.CounterVec
 	publish *prometheus.CounterVec
@@ -340,13 +341,15 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	// other rates of the product must not wait for each other's refresh.
 	set := rateSet(rid, rates)
 	fkey := sid + "/" + pid + "/" + set + "/" + w.String()
-	fl, _ := s.flights.do(fkey, func() error { return s.refreshForRead(reqID, sid, pid, rid, set, rates, w) })
+	fl, _ := s.flights.Do(fkey, func() (struct{}, error) {
+		return struct{}{}, s.refreshForRead(reqID, sid, pid, rid, set, rates, w)
+	})
 	timer := time.NewTimer(s.opts.Deadline)
 	defer timer.Stop()
 	var ferr error
 	select {
-	case <-fl.done:
-		ferr = fl.err
+	case <-fl.Done():
+		_, ferr = fl.Result()
 	case <-timer.C:
 		ferr = context.DeadlineExceeded
 	case <-ctx.Done():
