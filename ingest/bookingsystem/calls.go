@@ -319,7 +319,7 @@ func (c *Client) bookingCall(ctx context.Context, conn Connection, in call, exp 
 		}
 		if ps != nil {
 			c.metrics.reject(ps)
-			return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+			return invalidAnswer(ps)
 		}
 		out = bk
 		return nil
@@ -424,7 +424,7 @@ func (c *Client) order(ctx context.Context, conn Connection, op, method string, 
 			}
 			if ps != nil {
 				c.metrics.reject(ps)
-				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+				return invalidAnswer(ps)
 			}
 			out = o
 			return nil
@@ -491,10 +491,10 @@ func checkTimeZone(name string) error {
 // unsupported is a call the connection's dialect does not have: nothing is
 // sent.
 func unsupported(why string) error {
-	return &CallError{Kind: KindRequest, domain: ErrUnsupported, cause: errors.New(why)}
+	return newError(KindRequest, ErrUnsupported, errors.New(why))
 }
 
 // invalid is our own request breaking a rule: nothing is sent.
 func invalid(field, reason string) error {
-	return &CallError{Kind: KindRequest, domain: domainerr.Field(field, reason)}
+	return newError(KindRequest, domainerr.Field(field, reason), nil)
 }

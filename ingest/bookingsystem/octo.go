@@ -313,7 +313,7 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 		return nil, nil, err
 	}
 	if ps != nil {
-		return nil, nil, &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+		return nil, nil, invalidAnswer(ps)
 	}
 	var out []PriceEntry
 	var problems []Problem
