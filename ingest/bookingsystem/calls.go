@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/octowire"
 )
 
 // The endpoints of spec doc 3, "Booking system", and the "not shown" ones
@@ -409,7 +410,7 @@ func (c *Client) ExtendBooking(ctx context.Context, conn Connection, bookingUUID
 	if minutes < 1 {
 		return Booking{}, invalid("expirationMinutes", "must be at least 1")
 	}
-	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octoExtendBody{ExpirationMinutes: minutes},
+	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octowire.ExtendBody{ExpirationMinutes: &minutes},
 		BookingExpect{UUID: bookingUUID, Statuses: []string{OnHold}}, bookingUUID, "extend")
 }
 
