@@ -28,15 +28,8 @@ func (c *Client) Suppliers(ctx context.Context, conn Connection) ([]Supplier, []
 	if conn.octo() {
 		return c.octoSupplier(ctx, conn)
 	}
-	var out []Supplier
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"suppliers"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseSuppliers(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"suppliers"}},
+		func(b []byte) ([]Supplier, []Problem, error) { return ParseSuppliers(b) })
 }
 
 // Products is GET /suppliers/{supplierId}/products with X-Capabilities
@@ -53,16 +46,9 @@ func (c *Client) Products(ctx context.Context, conn Connection, supplierID strin
 	if len(capabilities) > 0 {
 		h = map[string]string{"X-Capabilities": strings.Join(capabilities, ",")}
 	}
-	var out []Product
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h,
-		segments: []string{"suppliers", supplierID, "products"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseProducts(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "products", method: fasthttp.MethodGet, headers: h,
+		segments: []string{"suppliers", supplierID, "products"}},
+		func(b []byte) ([]Product, []Problem, error) { return ParseProducts(b) })
 }
 
 // Product is one product of the supplier, as Products reads them (the
@@ -119,16 +105,9 @@ func (c *Client) Availability(ctx context.Context, conn Connection, in Availabil
 	q.Set("localDateEnd", in.LocalDateEnd)
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
-		segments: []string{"suppliers", in.SupplierID, "availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
+		segments: []string{"suppliers", in.SupplierID, "availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseAvailability(b, exp) })
 }
 
 // AvailabilityCheck is the body of POST /suppliers/{supplierId}/availability
@@ -171,16 +150,9 @@ func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in Avai
 	}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
 		TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
-		segments: []string{"suppliers", in.SupplierID, "availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
+		segments: []string{"suppliers", in.SupplierID, "availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseAvailability(b, exp) })
 }
 
 // BookingRequest is the body of POST /suppliers/{supplierId}/bookings.
@@ -459,16 +431,9 @@ func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceSch
 	q := url.Values{}
 	q.Set("localDateStart", in.LocalDateStart)
 	q.Set("localDateEnd", in.LocalDateEnd)
-	var out []PriceEntry
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "priceSchedule", method: fasthttp.MethodGet, query: q,
-		segments: []string{"suppliers", in.SupplierID, "products", in.ProductID, "pricing"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParsePriceSchedule(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "priceSchedule", method: fasthttp.MethodGet, query: q,
+		segments: []string{"suppliers", in.SupplierID, "products", in.ProductID, "pricing"}},
+		func(b []byte) ([]PriceEntry, []Problem, error) { return ParsePriceSchedule(b) })
 }
 
 // requireIDs checks name/value pairs: every id present, at most 1024.

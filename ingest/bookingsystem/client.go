@@ -236,6 +236,21 @@ func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 	return nil
 }
 
+// read is a call whose answer is a list of items (or one) checked by data
+// rules: the valid ones and the Problems of the rejected ones, counted in
+// the rejected-items metric.
+func read[T any](ctx context.Context, c *Client, conn Connection, in call, parse func([]byte) (T, []Problem, error)) (T, []Problem, error) {
+	var out T
+	var ps []Problem
+	in.parse = func(b []byte) (err error) {
+		out, ps, err = parse(b)
+		return err
+	}
+	err := c.send(ctx, conn, in)
+	c.metrics.reject(ps)
+	return out, ps, err
+}
+
 // endpointURL joins the endpoint and the path segments, each escaped.
 // The endpoint must be an absolute http(s) URL; a trailing "/" (which doc 3
 // says it SHOULD NOT have) is tolerated.

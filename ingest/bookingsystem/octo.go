@@ -116,15 +116,8 @@ func checkWindow(start, end string) error {
 }
 
 func (c *Client) octoSupplier(ctx context.Context, conn Connection) ([]Supplier, []Problem, error) {
-	var out []Supplier
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"supplier"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOSupplier(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"supplier"}},
+		func(b []byte) ([]Supplier, []Problem, error) { return ParseOCTOSupplier(b) })
 }
 
 func (c *Client) octoProducts(ctx context.Context, conn Connection, capabilities []string) ([]Product, []Problem, error) {
@@ -132,15 +125,8 @@ func (c *Client) octoProducts(ctx context.Context, conn Connection, capabilities
 	if len(capabilities) > 0 {
 		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
 	}
-	var out []Product
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h, segments: []string{"products"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOProducts(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "products", method: fasthttp.MethodGet, headers: h, segments: []string{"products"}},
+		func(b []byte) ([]Product, []Problem, error) { return ParseOCTOProducts(b) })
 }
 
 func (c *Client) octoAvailability(ctx context.Context, conn Connection, in AvailabilityRequest) ([]Availability, []Problem, error) {
@@ -160,15 +146,8 @@ func (c *Client) octoAvailability(ctx context.Context, conn Connection, in Avail
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseOCTOAvailability(b, exp) })
 }
 
 func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in AvailabilityCheck) ([]Availability, []Problem, error) {
@@ -202,15 +181,8 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 	}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
 		TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseOCTOAvailability(b, exp) })
 }
 
 func (c *Client) octoCreateBooking(ctx context.Context, conn Connection, in BookingRequest) (Booking, error) {
@@ -257,16 +229,9 @@ func (c *Client) octoProduct(ctx context.Context, conn Connection, productID str
 	if len(capabilities) > 0 {
 		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
 	}
-	var out Product
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", productID},
-		headers: h, notFound: []string{octoInvalidProductID},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOProduct(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", productID},
+		headers: h, notFound: []string{octoInvalidProductID}},
+		func(b []byte) (Product, []Problem, error) { return ParseOCTOProduct(b) })
 }
 
 // octoPriceSchedule derives the price schedule of a product from OCTO's
