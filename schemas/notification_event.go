@@ -59,26 +59,27 @@ func NewNotificationEvent(n Notification) (Envelope, error) {
 
 // DecodeNotification reads a TopicNotifications record with encoding/json:
 // an Envelope of type EventNotification (what NewNotificationEvent writes),
-// or a bare Notification object (what the processors published before the
-// envelope, still on the topic for its retention after an upgrade). The
-// dispatcher reads the same shapes in one pass and falls back on this; the
-// tests of the producers read their records with it.
+// whose data is the notification and whose other keys are not read, or a
+// bare Notification object (what the processors published before the
+// envelope, still on the topic for its retention after an upgrade). A bare
+// notification's type is one of the webhook types, never
+// EventNotification, so the two shapes cannot be mistaken. The dispatcher
+// reads the same shapes in one pass and falls back on this; the producers'
+// tests read their records with it.
 func DecodeNotification(value []byte) (Notification, error) {
-	var w struct {
-		Notification
+	var env struct {
+		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
 	}
-	if err := json.Unmarshal(value, &w); err != nil {
+	if err := json.Unmarshal(value, &env); err != nil {
 		return Notification{}, fmt.Errorf("decode notification: %w", err)
 	}
-	// A bare notification's type is one of the webhook types, never
-	// EventNotification, so the two shapes cannot be mistaken.
-	if w.Type != EventNotification || len(w.Data) == 0 {
-		return w.Notification, w.Validate()
+	if env.Type == EventNotification && len(env.Data) > 0 {
+		value = env.Data
 	}
 	var n Notification
-	if err := json.Unmarshal(w.Data, &n); err != nil {
-		return n, fmt.Errorf("decode notification data: %w", err)
+	if err := json.Unmarshal(value, &n); err != nil {
+		return Notification{}, fmt.Errorf("decode notification: %w", err)
 	}
 	return n, n.Validate()
 }

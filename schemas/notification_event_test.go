@@ -74,6 +74,7 @@ func TestDecodeNotification_ReadsTheEnvelopeAndTheBareShape(t *testing.T) {
 		{"envelope", string(envelope), n, false, false},
 		{"bare notification (records of before the envelope)", string(bare), n, false, false},
 		{"envelope with another id (a replay)", `{"id":"other","type":"notification","key":"sub-a","data":` + string(bare) + `}`, n, false, false},
+		{"envelope keys other than type and data are not read", `{"id":5,"type":"notification","time":"x","data":` + string(bare) + `}`, n, false, false},
 		{"not JSON", `{`, Notification{}, false, true},
 		{"envelope whose data is not a notification", `{"type":"notification","data":[1]}`, Notification{}, false, true},
 		{"bare without id", `{"subscriber":"s","type":"rate"}`, Notification{}, true, true},
