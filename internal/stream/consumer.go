@@ -85,11 +85,9 @@ type ConsumerConfig struct {
 	// Default 1s; negative commits synchronously after every message.
 	CommitInterval time.Duration
 
-	// Group membership timeouts. kafka-go's defaults (30s session and
-	// rebalance, 5s join backoff) make a restarted or crashed member hold
-	// its partitions for long; ours keep failover within seconds while
-	// staying above brokers' default group.min.session.timeout.ms (6s).
-	// Defaults: session 10s, heartbeat 1s, rebalance 10s, join backoff 500ms.
+	// Group membership timeouts: zero values take GroupReaderOptions'
+	// defaults (session 10s, heartbeat 1s, rebalance 10s, join backoff
+	// 500ms; why there).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	RebalanceTimeout  time.Duration
@@ -122,18 +120,6 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	}
 	if cfg.CommitInterval == 0 {
 		cfg.CommitInterval = time.Second
-	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = 10 * time.Second
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = time.Second
-	}
-	if cfg.RebalanceTimeout <= 0 {
-		cfg.RebalanceTimeout = 10 * time.Second
-	}
-	if cfg.JoinGroupBackoff <= 0 {
-		cfg.JoinGroupBackoff = 500 * time.Millisecond
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 500

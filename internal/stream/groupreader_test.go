@@ -38,6 +38,16 @@ func newGroupReader(t *testing.T, brokers []string, group, topic string, commitI
 	return r
 }
 
+// newTopic starts a broker with one single-partition topic and a producer.
+func newTopic(t *testing.T) ([]string, string, *stream.Producer) {
+	t.Helper()
+	b := startBroker(t, "")
+	brokers := []string{b.Addr()}
+	topic := topicName(t, "events")
+	ensureTopics(t, brokers, schemas.Topic{Name: topic, Partitions: 1})
+	return brokers, topic, newProducer(t, brokers, nil)
+}
+
 func TestGroupReader_ResumesAfterTheLastCommitAndRedeliversTheRest(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -48,11 +58,7 @@ func TestGroupReader_ResumesAfterTheLastCommitAndRedeliversTheRest(t *testing.T)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := startBroker(t, "")
-			brokers := []string{b.Addr()}
-			topic := topicName(t, "events")
-			ensureTopics(t, brokers, schemas.Topic{Name: topic, Partitions: 1})
-			p := newProducer(t, brokers, nil)
+			brokers, topic, p := newTopic(t)
 			for i := range 6 {
 				publish(t, p, stream.Message{Topic: topic, Key: []byte("k"), Value: []byte(strconv.Itoa(i))})
 			}
@@ -90,11 +96,7 @@ func TestGroupReader_ResumesAfterTheLastCommitAndRedeliversTheRest(t *testing.T)
 }
 
 func TestGroupReader_GapEndsTheBatchWhenRecordsStopComing(t *testing.T) {
-	b := startBroker(t, "")
-	brokers := []string{b.Addr()}
-	topic := topicName(t, "events")
-	ensureTopics(t, brokers, schemas.Topic{Name: topic, Partitions: 1})
-	p := newProducer(t, brokers, nil)
+	brokers, topic, p := newTopic(t)
 	var msgs []stream.Message
 	for i := range 5 {
 		msgs = append(msgs, stream.Message{Topic: topic, Key: []byte("k"), Value: []byte(strconv.Itoa(i))})
@@ -111,10 +113,7 @@ func TestGroupReader_GapEndsTheBatchWhenRecordsStopComing(t *testing.T) {
 }
 
 func TestGroupReader_FetchBatchEndsWithCtxAndWithClose(t *testing.T) {
-	b := startBroker(t, "")
-	brokers := []string{b.Addr()}
-	topic := topicName(t, "events")
-	ensureTopics(t, brokers, schemas.Topic{Name: topic, Partitions: 1})
+	brokers, topic, _ := newTopic(t)
 	r := newGroupReader(t, brokers, "g", topic, 0)
 	add := func(kafka.Message) { t.Error("a record handed from an empty topic") }
 
