@@ -53,8 +53,8 @@ func (r *recorder) envelopes(t *testing.T) []schemas.Envelope {
 }
 
 var (
-	opA   = principals.Principal{ID: "op-a", Role: principals.RoleOperator}
-	admin = principals.Principal{ID: "adm", Role: principals.RoleAdmin}
+	opA   = ScopeOf(principals.Principal{ID: "op-a", Role: principals.RoleOperator})
+	admin = ScopeOf(principals.Principal{ID: "adm", Role: principals.RoleAdmin})
 )
 
 func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
@@ -249,18 +249,19 @@ func TestWrite_HeldLockIsUnavailableNotConflict(t *testing.T) {
 func TestScope_OperatorSeesOnlyItsSuppliers(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
-	opB := principals.Principal{ID: "op-b", Role: principals.RoleOperator}
-	reseller := principals.Principal{ID: "r", Role: principals.RoleReseller, ChannelID: "c"}
+	opB := ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
+	reseller := ScopeOf(principals.Principal{ID: "r", Role: principals.RoleReseller, ChannelID: "c"})
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
-		p    principals.Principal
+		p    Scope
 		want error
 	}{
 		{"owner", opA, nil},
 		{"admin", admin, nil},
+		{"the service", SystemScope(), nil},
 		{"other operator", opB, ErrNotFound},
 		{"reseller", reseller, ErrNotFound},
 	}
