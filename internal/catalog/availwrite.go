@@ -407,8 +407,8 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		next.Version = st.last + 1
 		raw := availSetJSON(next)
 		st.last, st.cur, st.decoded, st.curVersion, st.hasCur, st.raw = next.Version, next, true, next.Version, true, raw
-		ev := Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
-		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(ev.Kind, false), Key: ev.EntityKey(),
+		ev := Event{Kind: schemas.CatalogKindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
+		env := schemas.Envelope{ID: uuid.NewString(), Type: schemas.CatalogEventType(ev.Kind, false), Key: ev.EntityKey(),
 			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
 		value, ok := envelopeJSON(env)
 		if !ok {

@@ -142,8 +142,8 @@ func TestApply_SameVersionLaterEventWins(t *testing.T) {
 	ctx := context.Background()
 	mk := func(name string, at time.Time) schemas.Envelope {
 		sup := &Supplier{SupplierData: SupplierData{ID: "s1", Name: name, Code: "C"}, Version: 4, Owner: "op-a"}
-		ev := Event{Kind: KindSupplier, SupplierID: "s1", Supplier: sup}
-		return schemas.Envelope{ID: name, Type: EventType(KindSupplier, false), Key: "s1", Version: 4, Time: at, Data: mustJSON(ev)}
+		ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: "s1", Supplier: sup}
+		return schemas.Envelope{ID: name, Type: schemas.CatalogEventType(schemas.CatalogKindSupplier, false), Key: "s1", Version: 4, Time: at, Data: mustJSON(ev)}
 	}
 	t0 := time.Now()
 	early, late := mk("early", t0), mk("late", t0.Add(time.Millisecond))

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/bounds"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Price schedules. The spec names a "price schedule" (reseller flow,
@@ -161,7 +162,7 @@ func (s *Store) PutPriceScheduleIn(ctx context.Context, sc Scope, batch, sid, pi
 		prior = cur.Entries
 	}
 	next.Version = last + 1
-	ev := Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior, Batch: batch}
+	ev := Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior, Batch: batch}
 	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 

@@ -80,7 +80,7 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 	msgs := make([]stream.Message, len(changes))
 	for i := range changes {
 		c := &changes[i]
-		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(c.ev.Kind, c.deleted), Key: c.ev.EntityKey(),
+		env := schemas.Envelope{ID: uuid.NewString(), Type: schemas.CatalogEventType(c.ev.Kind, c.deleted), Key: c.ev.EntityKey(),
 			Version: c.version, Time: now, Source: s.source, Deleted: c.deleted, Data: mustJSON(&c.ev)}
 		envs[i] = env
 		msgs[i] = stream.Message{Topic: c.ev.Kind.Topic(), Key: []byte(env.Key), Value: mustJSON(env), Time: now}
@@ -185,7 +185,7 @@ func (s *Store) CreateSupplier(ctx context.Context, sc Scope, in SupplierInput) 
 		return Supplier{}, err
 	}
 	sup := Supplier{SupplierData: in.SupplierData, Version: vs[0] + 1, Connection: conn, Owner: owner}
-	err = s.commit(ctx, tx.lock, []change{{ev: Event{Kind: KindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
+	err = s.commit(ctx, tx.lock, []change{{ev: Event{Kind: schemas.CatalogKindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
 	return sup, err
 }
 
@@ -224,7 +224,7 @@ func (s *Store) PutSupplier(ctx context.Context, sc Scope, sid string, in Suppli
 		return Supplier{}, err
 	}
 	next.Version = max(cur.Version, vs[0]) + 1
-	ev := Event{Kind: KindSupplier, SupplierID: sid, Supplier: &next, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Supplier: &next, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
 	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
@@ -260,7 +260,7 @@ func (s *Store) DeleteSupplier(ctx context.Context, sc Scope, sid string) error 
 		return err
 	}
 	cur := tx.sup
-	ev := Event{Kind: KindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
 	return s.commit(ctx, tx.lock, []change{{ev: ev, version: max(cur.Version, vs[0]) + 1, deleted: true}})
 }
 
@@ -388,7 +388,7 @@ func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []
 			return nil, notFound("product", in.ID)
 		}
 		next := Product{SupplierID: sid, ProductData: in.ProductData}
-		ev := Event{Kind: KindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
+		ev := Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
 				return nil, err
@@ -398,7 +398,7 @@ func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []
 				out[i] = *cur
 				continue
 			}
-			ev.Prior = &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
 			next.Version = max(cur.Version, vs[i]) + 1
 		} else {
 			next.Version = vs[i] + 1
@@ -465,11 +465,11 @@ func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) er
 	}
 	var changes []change
 	for i, rid := range avail {
-		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+i] + 1, deleted: true})
 	}
 	for i, rid := range prices {
-		changes = append(changes, change{ev: Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+len(avail)+len(rids)+i] + 1, deleted: true})
 	}
 	for i, rid := range rids {
@@ -479,12 +479,12 @@ func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) er
 		}
 		// The product is bound to no channel (checked above): no binding
 		// loses the rate.
-		changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-			Prior: &Prior{Version: r.Version, Fingerprint: Fingerprint(r)}, BoundChannels: []string{}},
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+			Prior: &schemas.CatalogPrior{Version: r.Version, Fingerprint: Fingerprint(r)}, BoundChannels: []string{}},
 			version: max(r.Version, vs[1+len(avail)+i]) + 1, deleted: true})
 	}
-	changes = append(changes, change{ev: Event{Kind: KindProduct, SupplierID: sid, ProductID: pid,
-		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
+	changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: pid,
+		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
 	return s.commit(ctx, tx.lock, changes)
 }
 
@@ -602,7 +602,7 @@ func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins 
 		data := in.RateData
 		data.OptionID = data.ID
 		next := Rate{SupplierID: sid, ProductID: pid, RateData: data}
-		ev := Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
+		ev := Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
 				return nil, err
@@ -612,7 +612,7 @@ func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins 
 				out[i] = *cur
 				continue
 			}
-			ev.Prior = &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
 			next.Version = max(cur.Version, last) + 1
 		} else {
 			next.Version = last + 1
@@ -675,15 +675,15 @@ func (s *Store) DeleteRate(ctx context.Context, sc Scope, sid, pid, rid string) 
 	}
 	var changes []change
 	if availCmd.Val() {
-		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
 	}
 	if pricesCmd.Val() {
-		changes = append(changes, change{ev: Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
 	}
 	// Only whole-product bindings can grant it here (a naming one is a
 	// conflict above): each loses the rate.
-	changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
+	changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
 		version: max(cur.Version, vr) + 1, deleted: true})
 	return s.commit(ctx, tx.lock, changes)
 }
@@ -802,7 +802,7 @@ func (s *Store) writeChannel(ctx context.Context, in ChannelInput, mode writeMod
 		last = max(last, cur.Version)
 	}
 	next.Version = last + 1
-	return next, s.commit(ctx, l, []change{{ev: Event{Kind: KindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
+	return next, s.commit(ctx, l, []change{{ev: Event{Kind: schemas.CatalogKindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
 }
 
 // ---- bindings ----
@@ -996,7 +996,7 @@ func (s *Store) writeBinding(ctx context.Context, sc Scope, sid, pid, cid string
 	}
 	next.Version = st.last + 1
 	out.Binding = next
-	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
+	ev := Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
 	return out, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
@@ -1014,6 +1014,6 @@ func (s *Store) DeleteBinding(ctx context.Context, sc Scope, sid, pid, cid strin
 	if st.cur == nil {
 		return notFound("binding of channel", cid)
 	}
-	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
+	ev := Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
 	return s.commit(ctx, tx.lock, []change{{ev: ev, version: st.last + 1, deleted: true}})
 }
