@@ -2,8 +2,6 @@ package bookingsync
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/redislock"
 )
 
 // Refresh intervals by availability status: spec doc 3, booking system
@@ -378,11 +377,6 @@ func (s *Schedule) Size(ctx context.Context) (int64, error) {
 	return s.rdb.ZCard(ctx, s.dueKey()).Result()
 }
 
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // errBusy: another process is refreshing the option.
 var errBusy = errors.New("another refresh of this option is running")
 
@@ -393,31 +387,14 @@ var errBusy = errors.New("another refresh of this option is running")
 // option's availabilities, which the catalog's PutAvailabilities, having
 // no expected version, cannot detect.
 func (s *Schedule) lock(ctx context.Context, it Item, wait time.Duration) (func(), error) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
-	deadline := time.Now().Add(wait)
-	for {
-		ok, err := s.rdb.SetNX(ctx, s.lockKey(it), token, s.lockTTL).Result()
-		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", it, err)
-		}
-		if ok {
-			return func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				defer cancel()
-				_ = releaseScript.Run(rctx, s.rdb, []string{s.lockKey(it)}, token).Err()
-			}, nil
-		}
-		if !time.Now().Before(deadline) {
-			return nil, errBusy
-		}
-		t := time.NewTimer(100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	l, err := redislock.Acquire(ctx, s.rdb, s.lockKey(it), redislock.Options{
+		TTL: s.lockTTL, Wait: wait, PollMin: 100 * time.Millisecond, PollMax: 100 * time.Millisecond, ReleaseTimeout: 5 * time.Second,
+	})
+	switch {
+	case errors.Is(err, redislock.ErrBusy):
+		return nil, errBusy
+	case err != nil:
+		return nil, fmt.Errorf("lock %s: %w", it, err)
 	}
+	return func() { _ = l.Release(ctx) }, nil
 }

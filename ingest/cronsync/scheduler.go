@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/redislock"
 	"github.com/switchbackhq/switchback/internal/stream"
 )
 
@@ -147,12 +148,6 @@ func (s *Scheduler) slotKey(n int64) string {
 	return s.o.KeyPrefix + "slot:" + strconv.FormatInt(int64(s.o.Interval), 10) + ":" + strconv.FormatInt(n, 10)
 }
 
-// releaseScript deletes a claim that is still ours.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // Check enqueues the current slot's run unless an instance has claimed or
 // done it. The claim (SET NX with ClaimTTL) is turned into "done" once the
 // requests are on the topic, kept until the slot is over; a claim whose
@@ -166,7 +161,7 @@ func (s *Scheduler) Check(ctx context.Context) (Run, error) {
 	n, start := s.slot()
 	key := s.slotKey(n)
 	token := "claim:" + randomHex()
-	ok, err := s.o.Redis.SetNX(ctx, key, token, s.o.ClaimTTL).Result()
+	ok, err := redislock.TryAcquire(ctx, s.o.Redis, key, token, s.o.ClaimTTL)
 	if err != nil {
 		return Run{}, fmt.Errorf("claim sync slot %d: %w", n, err)
 	}
@@ -175,7 +170,7 @@ func (s *Scheduler) Check(ctx context.Context) (Run, error) {
 	}
 	run, err := s.enqueue(ctx, "cron-"+start.Format("20060102T150405Z"), TriggerSchedule)
 	if err != nil {
-		if rerr := releaseScript.Run(context.WithoutCancel(ctx), s.o.Redis, []string{key}, token).Err(); rerr != nil {
+		if _, rerr := redislock.Release(context.WithoutCancel(ctx), s.o.Redis, key, token); rerr != nil {
 			s.log.Warn("sync slot claim not released; it expires", "slot", n, "err", rerr)
 		}
 		return Run{}, err

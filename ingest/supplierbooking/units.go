@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/flight"
 )
 
 // Option units of the booking systems, kept by the Router. Every hold
@@ -49,7 +48,7 @@ type unitEntry struct {
 type unitCache struct {
 	mu      sync.Mutex
 	entries map[unitKey]unitEntry
-	flights singleflight.Group
+	flights flight.Group[map[string]unitEntry]
 }
 
 // systemKey tells booking systems apart: a supplier whose connection
@@ -105,21 +104,21 @@ func (r *Router) productUnits(ctx context.Context, s supplier, pid string, fresh
 			return e, nil
 		}
 	}
-	flight := "v2\x00" + sys + "\x00" + s.sup.ID
+	fkey := "v2\x00" + sys + "\x00" + s.sup.ID
 	if s.conn.Dialect == bs.DialectOCTO {
-		flight = "octo\x00" + sys + "\x00" + s.sup.ID + "\x00" + pid
+		fkey = "octo\x00" + sys + "\x00" + s.sup.ID + "\x00" + pid
 	}
-	ch := r.units.flights.DoChan(flight, func() (any, error) {
+	call, _ := r.units.flights.Do(fkey, func() (map[string]unitEntry, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
 		defer cancel()
 		return r.readUnits(fctx, s, pid)
 	})
 	select {
-	case res := <-ch:
-		if res.Err != nil {
-			return unitEntry{}, res.Err
+	case <-call.Done():
+		got, err := call.Result()
+		if err != nil {
+			return unitEntry{}, err
 		}
-		got := res.Val.(map[string]unitEntry)
 		if e, ok := got[pid]; ok {
 			return e, nil
 		}

@@ -31,7 +31,6 @@ package availcache
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -49,8 +48,10 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/flight"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/partnerapi"
+	"github.com/switchbackhq/switchback/internal/redislock"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -116,7 +117,7 @@ const maxHistoryInFlight = 64
 type Service struct {
 	opts    Options
 	log     *slog.Logger
-	flights flights
+	flights flight.Group[struct{}]
 	local   local
 	cache   *prometheus.CounterVec
 	publish *prometheus.CounterVec
@@ -337,13 +338,15 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 	// other rates of the product must not wait for each other's refresh.
 	set := rateSet(rid, rates)
 	fkey := sid + "/" + pid + "/" + set + "/" + w.String()
-	fl, _ := s.flights.do(fkey, func() error { return s.refreshForRead(reqID, sid, pid, rid, set, rates, w) })
+	fl, _ := s.flights.Do(fkey, func() (struct{}, error) {
+		return struct{}{}, s.refreshForRead(reqID, sid, pid, rid, set, rates, w)
+	})
 	timer := time.NewTimer(s.opts.Deadline)
 	defer timer.Stop()
 	var ferr error
 	select {
-	case <-fl.done:
-		ferr = fl.err
+	case <-fl.Done():
+		_, ferr = fl.Result()
 	case <-timer.C:
 		ferr = context.DeadlineExceeded
 	case <-ctx.Done():
@@ -462,16 +465,13 @@ func (s *Service) mget(ctx context.Context, sid, pid string, rates []string, w w
 	return out, nil
 }
 
-// releaseScript deletes the lock only if it is still ours.
-var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
-
 // refreshForRead is a reader's refresh: it fetches the window from the
 // partner under the cross-process lock, writes the entries back and
 // publishes the snapshots. When another process holds the lock it waits for
 // the lock to go and returns nil: the holder writes the entries and the
 // caller re-reads.
 func (s *Service) refreshForRead(reqID, sid, pid, rid, set string, rates []string, w window) error {
-	lock, token := s.lockKey(sid, pid, set, w), randomToken()
+	lock, token := s.lockKey(sid, pid, set, w), redislock.Token()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
 	defer cancel()
 	taken, err := s.lockWindow(ctx, lock, token)
@@ -489,7 +489,7 @@ func (s *Service) refreshForRead(reqID, sid, pid, rid, set string, rates []strin
 // notification SUCCEEDED without the partner read it asks for (R5,
 // docs/reliability.md).
 func (s *Service) refreshForced(reqID, sid, pid, rid, set string, rates []string, w window) error {
-	lock, token := s.lockKey(sid, pid, set, w), randomToken()
+	lock, token := s.lockKey(sid, pid, set, w), redislock.Token()
 	// A holder keeps the lock at most RefreshTimeout (its TTL), so the
 	// wait may last that long before the lock is taken.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.RefreshTimeout)
@@ -510,7 +510,7 @@ func (s *Service) refreshForced(reqID, sid, pid, rid, set string, rates []string
 // lockWindow tries to take a window's lock. Held by another refresh, it
 // waits until the lock is gone and returns false; ctx bounds the wait.
 func (s *Service) lockWindow(ctx context.Context, lock, token string) (bool, error) {
-	ok, err := s.opts.Redis.SetNX(ctx, lock, token, s.opts.RefreshTimeout).Result()
+	ok, err := redislock.TryAcquire(ctx, s.opts.Redis, lock, token, s.opts.RefreshTimeout)
 	if err != nil {
 		return false, fmt.Errorf("availability lock: %w: %w", ErrUnavailable, err)
 	}
@@ -534,7 +534,7 @@ func (s *Service) lockWindow(ctx context.Context, lock, token string) (bool, err
 func (s *Service) unlockWindow(lock, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = releaseScript.Run(ctx, s.opts.Redis, []string{lock}, token).Err()
+	_, _ = redislock.Release(ctx, s.opts.Redis, lock, token)
 }
 
 // fetchAndStore reads the window (fetch), writes the entries back and
@@ -770,12 +770,6 @@ func (s *Service) publishLater(m stream.Message) {
 			s.log.Warn("partner call history not published", "key", string(m.Key), "err", err)
 		}
 	}()
-}
-
-func randomToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // local is the in-process copy of fresh entries and bound rates, each

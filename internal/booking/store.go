@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/redislock"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -321,43 +322,26 @@ const (
 	PublishTimeout = 10 * time.Second
 )
 
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // lock takes the write lock of a hold ("h") or booking ("b") by its ref,
 // waiting up to lockWait for a writer holding it (a retry racing the
 // first request waits for it and then sees its booking). The returned
 // func releases it.
 func (s *Service) lock(ctx context.Context, kind, ref string) (func(), error) {
-	key, token := s.lockKey(kind, ref), uuid.NewString()
-	deadline := time.Now().Add(lockWait)
-	backoff := 5 * time.Millisecond
-	for {
-		ok, err := s.rdb.SetNX(ctx, key, token, LockTTL).Result()
-		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, err)
-		}
-		if ok {
-			return func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-				defer cancel()
-				if err := releaseScript.Run(rctx, s.rdb, []string{key}, token).Err(); err != nil && !errors.Is(err, redis.Nil) {
-					s.log.Warn("booking: releasing a lock failed; it expires by itself", "err", err)
-				}
-			}, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("another change of this %s is in progress: %w", map[string]string{"h": "hold", "b": "booking"}[kind], ErrUnavailable)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 100*time.Millisecond)
+	key := s.lockKey(kind, ref)
+	l, err := redislock.Acquire(ctx, s.rdb, key, redislock.Options{
+		TTL: LockTTL, Wait: lockWait, PollMin: 5 * time.Millisecond, PollMax: 100 * time.Millisecond, ReleaseTimeout: 2 * time.Second,
+	})
+	switch {
+	case errors.Is(err, redislock.ErrBusy):
+		return nil, fmt.Errorf("another change of this %s is in progress: %w", map[string]string{"h": "hold", "b": "booking"}[kind], ErrUnavailable)
+	case err != nil:
+		return nil, fmt.Errorf("lock %s: %w: %w", key, ErrUnavailable, err)
 	}
+	return func() {
+		if err := l.Release(ctx); err != nil {
+			s.log.Warn("booking: releasing a lock failed; it expires by itself", "err", err)
+		}
+	}, nil
 }
 
 // claimScript takes up to ARGV[2] pending bookings due at ARGV[1] and

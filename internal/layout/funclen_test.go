@@ -276,17 +276,7 @@ var documentedEntry = regexp.MustCompile("(?m)^  - `([^`]+)`: (.*)\\.$")
 // list in docs/decisions.md ("Layout (issue 20)") the same, reasons
 // included.
 func TestModule_LongFunctionsAreTheDocumentedOnes(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/decisions.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(raw), "## Layout (issue 20)")
-	if !ok {
-		t.Fatal(`docs/decisions.md has no "## Layout (issue 20)" section`)
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
+	section := layoutSection(t)
 	documented := map[string]string{}
 	for _, m := range documentedEntry.FindAllStringSubmatch(section, -1) {
 		documented[m[1]] = m[2]
@@ -303,4 +293,21 @@ func TestModule_LongFunctionsAreTheDocumentedOnes(t *testing.T) {
 			t.Errorf("docs/decisions.md (Layout) lists %s, which longFuncs does not: remove it there", name)
 		}
 	}
+}
+
+// layoutSection is docs/decisions.md's "## Layout (issue 20)" section.
+func layoutSection(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/decisions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "## Layout (issue 20)")
+	if !ok {
+		t.Fatal(`docs/decisions.md has no "## Layout (issue 20)" section`)
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	return section
 }

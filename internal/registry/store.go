@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/redislock"
 )
 
 // Redis layout, per subscriber:
@@ -104,12 +105,6 @@ end
 return applied
 `)
 
-// releaseScript drops a lock if token still holds it.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 type lockMode string
 
 const (
@@ -170,7 +165,7 @@ func (r *Registry) lock(ctx context.Context, subscriber, field string, mode lock
 	if err != nil {
 		return slotLock{}, err
 	}
-	token := uuid.NewString()
+	token := redislock.Token()
 	deadline := time.Now().Add(r.lockWait)
 	backoff := 5 * time.Millisecond
 	for {
@@ -217,7 +212,7 @@ func (r *Registry) lock(ctx context.Context, subscriber, field string, mode lock
 func (r *Registry) release(ctx context.Context, subscriber string, l slotLock) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if err := releaseScript.Run(ctx, r.rdb, []string{r.keys.lock(subscriber, l.field)}, l.token).Err(); err != nil {
+	if _, err := redislock.Release(ctx, r.rdb, r.keys.lock(subscriber, l.field), l.token); err != nil {
 		r.log.Warn("registry: release of a pending marker failed; it expires by itself",
 			"subscriber", subscriber, "field", l.field, "err", err)
 	}

@@ -54,6 +54,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/redislock"
 )
 
 // DefaultKey is the marker's key.
@@ -370,17 +371,13 @@ func (g *Guard) valid(v string) bool {
 	return run == "" || strings.HasPrefix(v, run+"/")
 }
 
-// dropStaleScript deletes the marker if it still holds ARGV[1].
-var dropStaleScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // dropStale deletes a marker of an earlier server run, so that "marker
 // present" alone means "complete" to the views' own checks (View writes
 // that test for the key). Best effort: the next read tries again.
 func (g *Guard) dropStale(ctx context.Context, c redis.Scripter, v string) {
-	if err := dropStaleScript.Run(ctx, c, []string{g.o.Key}, v).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	// The marker is deleted only if it still holds v: redislock's
+	// compare-and-delete, as a lock of a holder that is gone.
+	if _, err := redislock.Release(ctx, c, g.o.Key, v); err != nil {
 		g.log.Debug("deleting a stale views marker failed", "err", err)
 	}
 }
