@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/octowire"
 )
 
 // The endpoints of spec doc 3, "Booking system", and the "not shown" ones
@@ -27,15 +28,8 @@ func (c *Client) Suppliers(ctx context.Context, conn Connection) ([]Supplier, []
 	if conn.octo() {
 		return c.octoSupplier(ctx, conn)
 	}
-	var out []Supplier
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"suppliers"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseSuppliers(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"suppliers"}},
+		func(b []byte) ([]Supplier, []Problem, error) { return ParseSuppliers(b) })
 }
 
 // Products is GET /suppliers/{supplierId}/products with X-Capabilities
@@ -52,16 +46,9 @@ func (c *Client) Products(ctx context.Context, conn Connection, supplierID strin
 	if len(capabilities) > 0 {
 		h = map[string]string{"X-Capabilities": strings.Join(capabilities, ",")}
 	}
-	var out []Product
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h,
-		segments: []string{"suppliers", supplierID, "products"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseProducts(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "products", method: fasthttp.MethodGet, headers: h,
+		segments: []string{"suppliers", supplierID, "products"}},
+		func(b []byte) ([]Product, []Problem, error) { return ParseProducts(b) })
 }
 
 // Product is one product of the supplier, as Products reads them (the
@@ -118,16 +105,9 @@ func (c *Client) Availability(ctx context.Context, conn Connection, in Availabil
 	q.Set("localDateEnd", in.LocalDateEnd)
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
-		segments: []string{"suppliers", in.SupplierID, "availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "availability", method: fasthttp.MethodGet, query: q,
+		segments: []string{"suppliers", in.SupplierID, "availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseAvailability(b, exp) })
 }
 
 // AvailabilityCheck is the body of POST /suppliers/{supplierId}/availability
@@ -170,16 +150,9 @@ func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in Avai
 	}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
 		TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
-		segments: []string{"suppliers", in.SupplierID, "availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
+		segments: []string{"suppliers", in.SupplierID, "availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseAvailability(b, exp) })
 }
 
 // BookingRequest is the body of POST /suppliers/{supplierId}/bookings.
@@ -319,7 +292,7 @@ func (c *Client) bookingCall(ctx context.Context, conn Connection, in call, exp 
 		}
 		if ps != nil {
 			c.metrics.reject(ps)
-			return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+			return invalidAnswer(ps)
 		}
 		out = bk
 		return nil
@@ -409,7 +382,7 @@ func (c *Client) ExtendBooking(ctx context.Context, conn Connection, bookingUUID
 	if minutes < 1 {
 		return Booking{}, invalid("expirationMinutes", "must be at least 1")
 	}
-	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octoExtendBody{ExpirationMinutes: minutes},
+	return c.octoBooking(ctx, conn, "extendBooking", fasthttp.MethodPost, octowire.ExtendBody{ExpirationMinutes: &minutes},
 		BookingExpect{UUID: bookingUUID, Statuses: []string{OnHold}}, bookingUUID, "extend")
 }
 
@@ -424,7 +397,7 @@ func (c *Client) order(ctx context.Context, conn Connection, op, method string, 
 			}
 			if ps != nil {
 				c.metrics.reject(ps)
-				return &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+				return invalidAnswer(ps)
 			}
 			out = o
 			return nil
@@ -458,16 +431,9 @@ func (c *Client) PriceSchedule(ctx context.Context, conn Connection, in PriceSch
 	q := url.Values{}
 	q.Set("localDateStart", in.LocalDateStart)
 	q.Set("localDateEnd", in.LocalDateEnd)
-	var out []PriceEntry
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "priceSchedule", method: fasthttp.MethodGet, query: q,
-		segments: []string{"suppliers", in.SupplierID, "products", in.ProductID, "pricing"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParsePriceSchedule(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "priceSchedule", method: fasthttp.MethodGet, query: q,
+		segments: []string{"suppliers", in.SupplierID, "products", in.ProductID, "pricing"}},
+		func(b []byte) ([]PriceEntry, []Problem, error) { return ParsePriceSchedule(b) })
 }
 
 // requireIDs checks name/value pairs: every id present, at most 1024.
@@ -491,10 +457,10 @@ func checkTimeZone(name string) error {
 // unsupported is a call the connection's dialect does not have: nothing is
 // sent.
 func unsupported(why string) error {
-	return &CallError{Kind: KindRequest, domain: ErrUnsupported, cause: errors.New(why)}
+	return newError(KindRequest, ErrUnsupported, errors.New(why))
 }
 
 // invalid is our own request breaking a rule: nothing is sent.
 func invalid(field, reason string) error {
-	return &CallError{Kind: KindRequest, domain: domainerr.Field(field, reason)}
+	return newError(KindRequest, domainerr.Field(field, reason), nil)
 }

@@ -32,10 +32,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/breaker"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/remotecall"
 )
 
 // Domain errors of booking-system calls. Callers see the code and this
@@ -57,68 +57,41 @@ var (
 	ErrUnsupported = domainerr.New("BAD_REQUEST", "the supplier's booking system does not support this operation")
 )
 
-// Failure kinds, the label of switchback_ingest_bookingsystem_errors_total.
+// Failure kinds (internal/remotecall's), the label of
+// switchback_ingest_bookingsystem_errors_total.
 const (
-	KindTimeout   = "timeout"
-	KindTransport = "transport"
-	KindStatus    = "status"
-	KindMalformed = "malformed"
-	KindInvalid   = "invalid" // a single-object answer broke a data rule
-	KindAuth      = "auth"
-	KindBreaker   = "breaker_open"
-	KindRequest   = "request" // our request was invalid; nothing was sent
+	KindTimeout   = remotecall.KindTimeout
+	KindTransport = remotecall.KindTransport
+	KindStatus    = remotecall.KindStatus
+	KindMalformed = remotecall.KindMalformed
+	KindInvalid   = remotecall.KindInvalid // a single-object answer broke a data rule
+	KindAuth      = remotecall.KindAuth
+	KindBreaker   = remotecall.KindBreaker
+	KindRequest   = remotecall.KindRequest // our request was invalid; nothing was sent
 	// KindRefused: the outbound policy refused the endpoint or the
 	// address its name resolved to; nothing was sent.
-	KindRefused = "refused"
+	KindRefused = remotecall.KindRefused
 )
 
-// CallError is a failed call: Kind for metrics and tests, the domain error
-// it maps to for callers (errors.Is(err, ErrUnavailable)). It never holds
-// the remote body; Problems lists the data rules a single-object answer
-// (a booking, an order) broke, by id and rule.
-type CallError struct {
-	Kind     string
-	Status   int // remote HTTP status, 0 when there was none
-	Problems []Problem
-	domain   error
-	cause    error
+// CallError is a failed call (internal/remotecall's): Kind for metrics and
+// tests, the domain error it maps to for callers (errors.Is(err,
+// ErrUnavailable)). It never holds the remote body; Problems lists the data
+// rules a single-object answer (a booking, an order) broke, by id and rule.
+// Its words reveal nothing of the network (they reach cron reports and
+// change notification errors, which the operator reads): never the url,
+// the address or the remote body.
+type CallError = remotecall.Error[Problem]
+
+// newError is a failure of kind mapped to domain, not counted.
+func newError(kind string, domain, cause error) *CallError {
+	return remotecall.NewError[Problem](remotecall.System{Name: "booking system"}, kind, domain, cause)
 }
 
-// Error says what happened in words that reveal nothing of the network
-// (they reach cron reports and change notification errors, which the
-// operator reads): "refused by the outbound policy" whatever the target,
-// "could not be reached" for a failed or timed-out connection, "answered
-// status N"; never the url, the address or the remote body.
-func (e *CallError) Error() string {
-	switch {
-	case e.Kind == KindRefused:
-		return "booking system call: " + outbound.ErrRefused.Error()
-	case e.Kind == KindTimeout || e.Kind == KindTransport:
-		return "booking system call: the booking system could not be reached"
-	case e.Kind == KindStatus || e.Kind == KindAuth:
-		return fmt.Sprintf("booking system call: the booking system answered status %d", e.Status)
-	case e.Kind == KindBreaker:
-		return "booking system call: not tried, the booking system's circuit breaker is open after repeated failures"
-	case e.Kind == KindMalformed:
-		return fmt.Sprintf("booking system call: the booking system answered status %d with an unusable body: %v", e.Status, e.cause)
-	case e.cause != nil:
-		return fmt.Sprintf("booking system call: %s: %v", e.Kind, e.cause)
-	case len(e.Problems) > 0:
-		return fmt.Sprintf("booking system call: %s: %s", e.Kind, e.Problems[0])
-	}
-	return fmt.Sprintf("booking system call: %s (status %d)", e.Kind, e.Status)
-}
-
-// Unwrap gives the domain error (and the cause, for errors.Is on it).
-func (e *CallError) Unwrap() []error { return []error{e.domain, e.cause} }
-
-// ErrorCode is the domain error's code (apierror.From maps it).
-func (e *CallError) ErrorCode() string {
-	var c interface{ ErrorCode() string }
-	if errors.As(e.domain, &c) {
-		return c.ErrorCode()
-	}
-	return "UNAVAILABLE"
+// invalidAnswer is a single-object answer that broke the data rules ps.
+func invalidAnswer(ps []Problem) *CallError {
+	e := newError(KindInvalid, ErrUnavailable, nil)
+	e.Problems = ps
+	return e
 }
 
 // Connection is how to reach one supplier's booking system: its endpoint
@@ -180,10 +153,8 @@ type Options struct {
 
 // Client calls booking systems. Safe for concurrent use.
 type Client struct {
-	opts     Options
-	http     *fasthttp.Client
-	metrics  *metrics
-	breakers *breaker.Set // by Connection.system()
+	base    *remotecall.Client[Problem] // breakers by Connection.system()
+	metrics *metrics
 }
 
 // NewClient returns a client.
@@ -191,29 +162,15 @@ func NewClient(opts Options) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	if opts.BreakerFailures <= 0 {
-		opts.BreakerFailures = 5
-	}
-	if opts.BreakerCooldown <= 0 {
-		opts.BreakerCooldown = 10 * time.Second
-	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	// No redirect is followed (fasthttp's Do returns a 3xx as it is);
-	// every address connected to is judged by the outbound policy.
-	h := &fasthttp.Client{
-		Name:                "switchback",
-		DialTimeout:         opts.Outbound.Dialer(opts.Timeout),
-		MaxConnsPerHost:     256,
-		MaxIdleConnDuration: 30 * time.Second,
-		MaxResponseBodySize: MaxResponseBytes,
-		// An answer fasthttp cannot parse must not put its bytes (which
-		// may echo our credentials) in an error.
-		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
-	}
 	m := newMetrics(opts.Registerer)
-	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
+	return &Client{metrics: m, base: remotecall.New[Problem](remotecall.Options{
+		System:  remotecall.System{Name: "booking system"},
+		Domains: remotecall.Domains{Unavailable: ErrUnavailable, Rejected: ErrRejected, NotFound: ErrNotFound},
+		Metrics: m.calls,
+		Timeout: opts.Timeout, Outbound: opts.Outbound,
+		BreakerFailures: opts.BreakerFailures, BreakerCooldown: opts.BreakerCooldown, Clock: opts.Clock,
+		MaxResponseBytes: MaxResponseBytes, OversizeKind: KindMalformed,
+	})}
 }
 
 // call is one booking-system call: what send needs.
@@ -234,119 +191,64 @@ type call struct {
 	notFound []string
 }
 
-// send runs one call through the booking system's breaker: the Bearer
-// key, the timeout (shortened by ctx's deadline), the latency and error
-// metrics by op, and the remote status mapped to a domain error. 400 and
-// 404 are the booking system working correctly and do not count against
-// its breaker; neither does an answer that breaks a data rule.
+// send runs one call through the booking system's breaker
+// (remotecall.Client.Do): the Bearer key, the timeout (shortened by ctx's
+// deadline), the latency and error metrics by op, and the remote status
+// mapped to a domain error. 400 and 404 are the booking system working
+// correctly and do not count against its breaker; neither does an answer
+// that breaks a data rule. A known "not found" (404; OCTO's
+// INVALID_BOOKING_UUID or INVALID_PRODUCT_ID) is an answer, not a failure:
+// it is counted in switchback_ingest_bookingsystem_not_found_total, not in
+// the errors (reading an OCTO hold asks past its last booking on every
+// read, so an alert on the errors metric would fire on healthy traffic).
 func (c *Client) send(ctx context.Context, conn Connection, in call) error {
 	switch conn.Dialect {
 	case "", DialectV2, DialectOCTO:
 	default:
-		c.metrics.errors.WithLabelValues(KindRequest).Inc()
-		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: errors.New("unknown booking-system dialect")}
+		return c.base.Count(newError(KindRequest, ErrUnavailable, errors.New("unknown booking-system dialect")))
 	}
 	u, err := endpointURL(conn.Endpoint, in.segments, in.query)
 	if err != nil {
-		c.metrics.errors.WithLabelValues(KindRequest).Inc()
-		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
-	}
-	if err := c.opts.Outbound.CheckURL(u); err != nil {
-		kind := KindRequest
-		if errors.Is(err, outbound.ErrRefused) {
-			kind = KindRefused
-		}
-		c.metrics.errors.WithLabelValues(kind).Inc()
-		return &CallError{Kind: kind, domain: ErrUnavailable, cause: err}
+		return c.base.Count(newError(KindRequest, ErrUnavailable, err))
 	}
 	var body []byte
 	if in.body != nil {
 		if body, err = json.Marshal(in.body); err != nil {
-			return &CallError{Kind: KindRequest, domain: ErrInvalid, cause: fmt.Errorf("encode %s: %w", in.op, err)}
+			return newError(KindRequest, ErrInvalid, fmt.Errorf("encode %s: %w", in.op, err))
 		}
 	}
-	br := c.breakers.Get(conn.system())
-	if !br.Allow(c.opts.Clock()) {
-		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
-		return &CallError{Kind: KindBreaker, domain: ErrUnavailable}
-	}
-	timeout := c.opts.Timeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
-	}
-	if timeout <= 0 {
-		br.Done(c.opts.Clock(), true)
-		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
-		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(u)
-	req.Header.SetMethod(in.method)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+conn.APIKey)
-	for k, v := range in.headers {
-		req.Header.Set(k, v)
-	}
-	if body != nil {
-		req.Header.SetContentType("application/json")
-		req.SetBody(body)
-	}
-	start := time.Now()
-	err = c.http.DoTimeout(req, resp, timeout)
-	c.metrics.seconds.WithLabelValues(in.op).Observe(time.Since(start).Seconds())
-	status := resp.StatusCode()
-	ce := classify(err, status)
-	if ce != nil && ce.Status == fasthttp.StatusBadRequest && len(in.notFound) > 0 && slices.Contains(in.notFound, errorCode(resp.Body())) {
-		ce.domain = ErrNotFound
-	}
-	if ce == nil && in.parse != nil {
-		if perr := in.parse(resp.Body()); perr != nil {
-			if !errors.As(perr, &ce) {
-				ce = &CallError{Kind: KindMalformed, domain: ErrUnavailable, cause: perr}
+	rc := remotecall.Call{Op: in.op, Method: in.method, URL: u, System: conn.system(), Body: body,
+		Header: func(h *fasthttp.RequestHeader) {
+			h.Set("Authorization", "Bearer "+conn.APIKey)
+			for k, v := range in.headers {
+				h.Set(k, v)
 			}
-			ce.Status = status
-		}
+		}}
+	if len(in.notFound) > 0 {
+		rc.NotFound = func(b []byte) bool { return slices.Contains(in.notFound, errorCode(b)) }
 	}
-	failed := ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindInvalid && ce.Kind != KindRefused
-	br.Done(c.opts.Clock(), failed)
-	switch {
-	case ce == nil:
-		return nil
-	case ce.domain == ErrNotFound:
-		// A known "not found" (404; OCTO's INVALID_BOOKING_UUID or
-		// INVALID_PRODUCT_ID) is an answer, not a failure: reading an
-		// OCTO hold asks past its last booking on every read, so an
-		// alert on the errors metric would fire on healthy traffic.
-		c.metrics.notFound.WithLabelValues(in.op).Inc()
-	default:
-		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
+	if in.parse != nil {
+		rc.Parse = func(_ int, b []byte) error { return in.parse(b) }
 	}
-	return ce
+	if _, ce := c.base.Do(ctx, rc); ce != nil {
+		return ce
+	}
+	return nil
 }
 
-func classify(err error, status int) *CallError {
-	switch {
-	case errors.Is(err, outbound.ErrRefused):
-		return &CallError{Kind: KindRefused, domain: ErrUnavailable, cause: err}
-	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
-		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: err}
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		return &CallError{Kind: KindMalformed, domain: ErrUnavailable, cause: err}
-	case err != nil:
-		return &CallError{Kind: KindTransport, domain: ErrUnavailable, cause: err}
-	case status == fasthttp.StatusOK:
-		return nil
-	case status == fasthttp.StatusBadRequest:
-		return &CallError{Kind: KindStatus, Status: status, domain: ErrRejected}
-	case status == fasthttp.StatusNotFound:
-		return &CallError{Kind: KindStatus, Status: status, domain: ErrNotFound}
-	case status == fasthttp.StatusUnauthorized || status == fasthttp.StatusForbidden:
-		// Our stored key is wrong or lacks rights: not the caller's fault.
-		return &CallError{Kind: KindAuth, Status: status, domain: ErrUnavailable}
+// read is a call whose answer is a list of items (or one) checked by data
+// rules: the valid ones and the Problems of the rejected ones, counted in
+// the rejected-items metric.
+func read[T any](ctx context.Context, c *Client, conn Connection, in call, parse func([]byte) (T, []Problem, error)) (T, []Problem, error) {
+	var out T
+	var ps []Problem
+	in.parse = func(b []byte) (err error) {
+		out, ps, err = parse(b)
+		return err
 	}
-	return &CallError{Kind: KindStatus, Status: status, domain: ErrUnavailable}
+	err := c.send(ctx, conn, in)
+	c.metrics.reject(ps)
+	return out, ps, err
 }
 
 // endpointURL joins the endpoint and the path segments, each escaped.
@@ -377,7 +279,7 @@ func endpointURL(endpoint string, segments []string, q url.Values) (string, erro
 // BreakerOpen reports whether the breaker of conn's booking system is open
 // or half-open (for tests and health pages).
 func (c *Client) BreakerOpen(conn Connection) bool {
-	return c.breakers.Open(conn.system())
+	return c.base.BreakerOpen(conn.system())
 }
 
 // decodeStrict reads exactly one JSON value of body into v: at most
@@ -427,43 +329,30 @@ func jsonReason(err error) string {
 // see it as UNAVAILABLE.
 var ErrMalformed = errors.New("malformed booking-system response")
 
+// metrics are remotecall's metrics of calls and the rejected items.
 type metrics struct {
-	seconds  *prometheus.HistogramVec
-	errors   *prometheus.CounterVec
-	notFound *prometheus.CounterVec
+	calls    *remotecall.Metrics
 	rejected *prometheus.CounterVec
-	open     prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "switchback_ingest_bookingsystem_seconds",
-			Help:    "Latency of booking-system (interface v2) calls, by operation.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
-		}, []string{"op"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchback_ingest_bookingsystem_errors_total",
-			Help: "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request, refused).",
-		}, []string{"kind"}),
-		notFound: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchback_ingest_bookingsystem_not_found_total",
-			Help: "Booking-system answers that the object asked for does not exist (404; OCTO's INVALID_BOOKING_UUID and INVALID_PRODUCT_ID), by operation. Normal answers, not errors: reading an OCTO hold asks one booking past its last.",
-		}, []string{"op"}),
+		calls: remotecall.NewMetrics(reg, remotecall.MetricsOptions{
+			Prefix:      "switchback_ingest_bookingsystem",
+			SecondsHelp: "Latency of booking-system (interface v2) calls, by operation.",
+			ErrorsHelp:  "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request, refused).",
+			OpenHelp:    "Booking systems whose circuit breaker is open or half-open.",
+		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_bookingsystem_rejected_items_total",
 			Help: "Items of booking-system answers rejected by a data rule of spec doc 3, by rule.",
 		}, []string{"rule"}),
-		open: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "switchback_ingest_bookingsystem_breaker_open",
-			Help: "Booking systems whose circuit breaker is open or half-open.",
-		}),
 	}
-	m.seconds = instrument.Register(reg, m.seconds)
-	m.errors = instrument.Register(reg, m.errors)
-	m.notFound = instrument.Register(reg, m.notFound)
+	m.calls.NotFound = instrument.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchback_ingest_bookingsystem_not_found_total",
+		Help: "Booking-system answers that the object asked for does not exist (404; OCTO's INVALID_BOOKING_UUID and INVALID_PRODUCT_ID), by operation. Normal answers, not errors: reading an OCTO hold asks one booking past its last.",
+	}, []string{"op"}))
 	m.rejected = instrument.Register(reg, m.rejected)
-	m.open = instrument.Register(reg, m.open)
 	return m
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchbackhq/switchback/internal/octowire"
 )
 
 // DialectOCTO: the same calls spoken as the public OCTO standard. OCTO has
@@ -49,57 +51,29 @@ const octoPricing = "octo/pricing"
 
 func (c Connection) octo() bool { return c.Dialect == DialectOCTO }
 
-// Request bodies.
-type (
-	octoUnit struct {
-		ID       string `json:"id"`
-		Quantity int    `json:"quantity"`
-	}
-	octoAvailabilityBody struct {
-		ProductID       string     `json:"productId"`
-		OptionID        string     `json:"optionId"`
-		LocalDateStart  string     `json:"localDateStart,omitempty"`
-		LocalDateEnd    string     `json:"localDateEnd,omitempty"`
-		AvailabilityIDs []string   `json:"availabilityIds,omitempty"`
-		Units           []octoUnit `json:"units,omitempty"`
-	}
-	octoUnitItemBody struct {
-		UUID              string  `json:"uuid,omitempty"`
-		UnitID            string  `json:"unitId"`
-		ResellerReference *string `json:"resellerReference,omitempty"`
-	}
-	octoBookingBody struct {
-		UUID              string             `json:"uuid"`
-		ProductID         string             `json:"productId"`
-		OptionID          string             `json:"optionId"`
-		AvailabilityID    string             `json:"availabilityId"`
-		UnitItems         []octoUnitItemBody `json:"unitItems"`
-		ExpirationMinutes int                `json:"expirationMinutes"`
-		Notes             string             `json:"notes,omitempty"`
-		ResellerReference string             `json:"resellerReference,omitempty"`
-	}
-	octoConfirmBody struct {
-		// Contact is required by OCTO's confirmation: sent empty ({} of
-		// nulls) when the caller has none.
-		Contact           Contact            `json:"contact"`
-		ResellerReference string             `json:"resellerReference,omitempty"`
-		UnitItems         []octoUnitItemBody `json:"unitItems,omitempty"`
-	}
-	octoCancelBody struct {
-		Reason string `json:"reason"`
-	}
-	octoExtendBody struct {
-		ExpirationMinutes int `json:"expirationMinutes"`
-	}
-)
+// Request bodies are internal/octowire's, but for the confirmation's:
+// OCTO requires its contact, which this client sends in doc 3's five
+// fields (Contact), nulls included ({} of nulls when the caller has none);
+// octowire.ConfirmationBody is a reseller's, whose contact query/octo
+// reads as OCTO's full BookingContact.
+type octoConfirmBody struct {
+	Contact           Contact                 `json:"contact"`
+	ResellerReference string                  `json:"resellerReference,omitempty"`
+	UnitItems         []octowire.UnitItemBody `json:"unitItems,omitempty"`
+}
 
-func octoUnitItems(us []UnitItem) []octoUnitItemBody {
+// octoUnitItems are us as OCTO's BookingUnitItems (a reseller reference
+// of nil or "" is left out: OCTO makes it nullable).
+func octoUnitItems(us []UnitItem) []octowire.UnitItemBody {
 	if us == nil {
 		return nil
 	}
-	out := make([]octoUnitItemBody, len(us))
+	out := make([]octowire.UnitItemBody, len(us))
 	for i, u := range us {
-		out[i] = octoUnitItemBody{UUID: u.UUID, UnitID: u.UnitID, ResellerReference: u.ResellerReference}
+		out[i] = octowire.UnitItemBody{UUID: u.UUID, UnitID: u.UnitID}
+		if u.ResellerReference != nil {
+			out[i].ResellerReference = *u.ResellerReference
+		}
 	}
 	return out
 }
@@ -114,11 +88,11 @@ func octoConfirm(in ConfirmRequest) octoConfirmBody {
 
 // octoCancel: OCTO's reason is free text; ours is doc 3's code, with the
 // details after it.
-func octoCancel(in CancelRequest) octoCancelBody {
+func octoCancel(in CancelRequest) octowire.CancellationBody {
 	if in.ReasonDetails != "" {
-		return octoCancelBody{Reason: in.Reason + ": " + in.ReasonDetails}
+		return octowire.CancellationBody{Reason: in.Reason + ": " + in.ReasonDetails}
 	}
-	return octoCancelBody{Reason: in.Reason}
+	return octowire.CancellationBody{Reason: in.Reason}
 }
 
 // octoInclusiveEnd turns our exclusive end date into OCTO's inclusive
@@ -142,15 +116,8 @@ func checkWindow(start, end string) error {
 }
 
 func (c *Client) octoSupplier(ctx context.Context, conn Connection) ([]Supplier, []Problem, error) {
-	var out []Supplier
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"supplier"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOSupplier(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "suppliers", method: fasthttp.MethodGet, segments: []string{"supplier"}},
+		func(b []byte) ([]Supplier, []Problem, error) { return ParseOCTOSupplier(b) })
 }
 
 func (c *Client) octoProducts(ctx context.Context, conn Connection, capabilities []string) ([]Product, []Problem, error) {
@@ -158,15 +125,8 @@ func (c *Client) octoProducts(ctx context.Context, conn Connection, capabilities
 	if len(capabilities) > 0 {
 		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
 	}
-	var out []Product
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "products", method: fasthttp.MethodGet, headers: h, segments: []string{"products"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOProducts(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "products", method: fasthttp.MethodGet, headers: h, segments: []string{"products"}},
+		func(b []byte) ([]Product, []Problem, error) { return ParseOCTOProducts(b) })
 }
 
 func (c *Client) octoAvailability(ctx context.Context, conn Connection, in AvailabilityRequest) ([]Availability, []Problem, error) {
@@ -182,19 +142,12 @@ func (c *Client) octoAvailability(ctx context.Context, conn Connection, in Avail
 	if err := checkTimeZone(in.TimeZone); err != nil {
 		return nil, nil, err
 	}
-	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID,
+	body := octowire.AvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID,
 		LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "availability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseOCTOAvailability(b, exp) })
 }
 
 func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in AvailabilityCheck) ([]Availability, []Problem, error) {
@@ -214,7 +167,7 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 		return nil, nil, err
 	}
 	// OCTO knows days, not the opening ranges the client split them into.
-	body := octoAvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID}
+	body := octowire.AvailabilityBody{ProductID: in.ProductID, OptionID: in.OptionID}
 	for _, id := range in.AvailabilityIDs {
 		if day := OCTOAvailabilityID(id); !slices.Contains(body.AvailabilityIDs, day) {
 			body.AvailabilityIDs = append(body.AvailabilityIDs, day)
@@ -224,19 +177,12 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 		if u.UnitID == "" || u.Quantity < 1 {
 			return nil, nil, invalid("units", "need a unitId and a quantity of at least 1")
 		}
-		body.Units = append(body.Units, octoUnit{ID: u.UnitID, Quantity: u.Quantity})
+		body.Units = append(body.Units, octowire.AvailabilityUnit{ID: u.UnitID, Quantity: u.Quantity})
 	}
 	exp := AvailabilityExpect{AvailabilityType: in.AvailabilityType, OptionID: in.OptionID, AvailabilityIDs: in.AvailabilityIDs,
 		TimeZone: in.TimeZone}
-	var out []Availability
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOAvailability(b, exp)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: body, segments: []string{"availability"}},
+		func(b []byte) ([]Availability, []Problem, error) { return ParseOCTOAvailability(b, exp) })
 }
 
 func (c *Client) octoCreateBooking(ctx context.Context, conn Connection, in BookingRequest) (Booking, error) {
@@ -256,9 +202,9 @@ func (c *Client) octoCreateBooking(ctx context.Context, conn Connection, in Book
 		return Booking{}, invalid("unitItems", "must not be empty")
 	}
 	// An opening range is booked as the OCTO day it was split from.
-	body := octoBookingBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: OCTOAvailabilityID(in.AvailabilityID),
-		UnitItems: octoUnitItems(in.UnitItems), ExpirationMinutes: in.HoldExpirationMinutes, Notes: in.Notes,
-		ResellerReference: in.ResellerReference}
+	items, minutes := octoUnitItems(in.UnitItems), in.HoldExpirationMinutes
+	body := octowire.ReservationBody{UUID: in.UUID, ProductID: in.ProductID, OptionID: in.OptionID, AvailabilityID: OCTOAvailabilityID(in.AvailabilityID),
+		UnitItems: &items, ExpirationMinutes: &minutes, Notes: in.Notes, ResellerReference: in.ResellerReference}
 	return c.bookingCall(ctx, conn, call{op: "createBooking", method: fasthttp.MethodPost, body: body, segments: []string{"bookings"}},
 		BookingExpect{UUID: in.UUID, Statuses: []string{OnHold, Rejected}}, ParseOCTOBooking)
 }
@@ -283,16 +229,9 @@ func (c *Client) octoProduct(ctx context.Context, conn Connection, productID str
 	if len(capabilities) > 0 {
 		h = map[string]string{"Octo-Capabilities": strings.Join(capabilities, ",")}
 	}
-	var out Product
-	var ps []Problem
-	err := c.send(ctx, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", productID},
-		headers: h, notFound: []string{octoInvalidProductID},
-		parse: func(b []byte) (err error) {
-			out, ps, err = ParseOCTOProduct(b)
-			return err
-		}})
-	c.metrics.reject(ps)
-	return out, ps, err
+	return read(ctx, c, conn, call{op: "product", method: fasthttp.MethodGet, segments: []string{"products", productID},
+		headers: h, notFound: []string{octoInvalidProductID}},
+		func(b []byte) (Product, []Problem, error) { return ParseOCTOProduct(b) })
 }
 
 // octoPriceSchedule derives the price schedule of a product from OCTO's
@@ -313,14 +252,14 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 		return nil, nil, err
 	}
 	if ps != nil {
-		return nil, nil, &CallError{Kind: KindInvalid, Problems: ps, domain: ErrUnavailable}
+		return nil, nil, invalidAnswer(ps)
 	}
 	var out []PriceEntry
 	var problems []Problem
 	for _, o := range prod.Options {
 		exp := AvailabilityExpect{AvailabilityType: prod.AvailabilityType, OptionID: o.ID,
 			LocalDateStart: in.LocalDateStart, LocalDateEnd: in.LocalDateEnd, TimeZone: prod.TimeZone}
-		body := octoAvailabilityBody{ProductID: prod.ID, OptionID: o.ID,
+		body := octowire.AvailabilityBody{ProductID: prod.ID, OptionID: o.ID,
 			LocalDateStart: in.LocalDateStart, LocalDateEnd: octoInclusiveEnd(in.LocalDateEnd)}
 		var es []PriceEntry
 		var ps []Problem
@@ -339,26 +278,24 @@ func (c *Client) octoPriceSchedule(ctx context.Context, conn Connection, in Pric
 	return out, problems, nil
 }
 
-// Answer shapes of OCTO (the fields the package reads; others are
-// ignored, as capabilities add fields).
+// Answer shapes of OCTO as this client reads them: the fields it reads
+// (others are ignored, as capabilities add fields), times as time.Time
+// (strict RFC 3339, checked by the decoder) and pointers where an absent
+// field differs from its zero value. internal/octowire holds the shapes
+// as OCTO writes them (times as strings); its leaves are used here.
 type (
 	octoAvailability struct {
-		ID                 string             `json:"id"`
-		LocalDateTimeStart time.Time          `json:"localDateTimeStart"`
-		LocalDateTimeEnd   time.Time          `json:"localDateTimeEnd"`
-		AllDay             bool               `json:"allDay"`
-		Available          *bool              `json:"available"`
-		Status             string             `json:"status"`
-		Vacancies          *int               `json:"vacancies"`
-		Capacity           *int               `json:"capacity"`
-		MaxUnits           *int               `json:"maxUnits"`
-		OpeningHours       []octoOpeningHours `json:"openingHours"`
-		UnitPricing        []UnitPrice        `json:"unitPricing"`
-	}
-	// octoOpeningHours is one opening range of a day, local "HH:MM".
-	octoOpeningHours struct {
-		From string `json:"from"`
-		To   string `json:"to"`
+		ID                 string                  `json:"id"`
+		LocalDateTimeStart time.Time               `json:"localDateTimeStart"`
+		LocalDateTimeEnd   time.Time               `json:"localDateTimeEnd"`
+		AllDay             bool                    `json:"allDay"`
+		Available          *bool                   `json:"available"`
+		Status             string                  `json:"status"`
+		Vacancies          *int                    `json:"vacancies"`
+		Capacity           *int                    `json:"capacity"`
+		MaxUnits           *int                    `json:"maxUnits"`
+		OpeningHours       []octowire.OpeningHours `json:"openingHours"`
+		UnitPricing        []UnitPrice             `json:"unitPricing"`
 	}
 	octoBookingAvailability struct {
 		ID                 string    `json:"id"`
@@ -589,7 +526,7 @@ func ParseOCTOAvailability(body []byte, exp AvailabilityExpect) ([]Availability,
 // contiguous range. A range that is not "HH:MM" has no times
 // (RuleTimeRange, which rejects the whole day). One range keeps av's id;
 // two or more get octoRangeID.
-func openingRanges(av Availability, id string, hours []octoOpeningHours, loc *time.Location) []Availability {
+func openingRanges(av Availability, id string, hours []octowire.OpeningHours, loc *time.Location) []Availability {
 	if loc == nil {
 		loc = av.LocalDateTimeStart.Location()
 	}

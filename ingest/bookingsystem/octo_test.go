@@ -24,6 +24,7 @@ type request struct {
 	method, path string
 	header       http.Header
 	body         map[string]any
+	raw          string // the body's bytes
 }
 
 // recorder keeps the requests a simulator received.
@@ -66,7 +67,7 @@ func newOCTOEnv(t *testing.T, cfg bookingsim.Config, opts bookingsystem.Options)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		rec.mu.Lock()
-		rec.reqs = append(rec.reqs, request{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: body})
+		rec.reqs = append(rec.reqs, request{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: body, raw: string(raw)})
 		rec.mu.Unlock()
 		r.Body = io.NopCloser(strings.NewReader(string(raw)))
 		sim.ServeHTTP(w, r)
@@ -317,6 +318,55 @@ func TestOCTO_CreateBooking_IdempotentByUUID(t *testing.T) {
 			if !errors.Is(err, bookingsystem.ErrRejected) || errors.Is(err, bookingsystem.ErrNotFound) || !errors.As(err, &ce) ||
 				ce.Status != 400 || e.sim.Bookings() != 1 {
 				t.Fatalf("other data: %v", err)
+			}
+		})
+	}
+}
+
+// The request bodies' bytes: internal/octowire's shapes (field order,
+// omitempty) write what the client's own structs wrote before they moved
+// there; a change of a shape shows here.
+func TestOCTO_RequestBodies_KeepTheirBytes(t *testing.T) {
+	e := newOCTOEnv(t, bookingsim.Config{}, bookingsystem.Options{})
+	slot := octoSlot(t, e, "S1-P1", bookingsystem.StartTime)
+	req := octoBookingReq("S1-P1", slot)
+	req.Notes, req.UnitItems = "window seat", []bookingsystem.UnitItem{{UnitID: "adult"}}
+	ref := "RR-1"
+	tests := []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"availability by dates", func() error {
+			_, _, err := e.c.Availability(ctx, e.conn, bookingsystem.AvailabilityRequest{ProductID: "S1-P1", OptionID: "S1-P1-O1",
+				LocalDateStart: "2026-11-23", LocalDateEnd: "2026-11-25", AvailabilityType: bookingsystem.StartTime})
+			return err
+		}, `{"productId":"S1-P1","optionId":"S1-P1-O1","localDateStart":"2026-11-23","localDateEnd":"2026-11-24"}`},
+		{"availability check", func() error {
+			_, _, err := e.c.CheckAvailability(ctx, e.conn, bookingsystem.AvailabilityCheck{ProductID: "S1-P1", OptionID: "S1-P1-O1",
+				AvailabilityType: bookingsystem.StartTime, AvailabilityIDs: []string{slot}, Units: []bookingsystem.UnitQuantity{{UnitID: "adult", Quantity: 2}}})
+			return err
+		}, `{"productId":"S1-P1","optionId":"S1-P1-O1","availabilityIds":["` + slot + `"],"units":[{"id":"adult","quantity":2}]}`},
+		{"reservation", func() error { _, err := e.c.CreateBooking(ctx, e.conn, req); return err },
+			`{"uuid":"` + req.UUID + `","productId":"S1-P1","optionId":"S1-P1-O1","availabilityId":"` + slot +
+				`","unitItems":[{"unitId":"adult"}],"expirationMinutes":30,"notes":"window seat"}`},
+		{"extension", func() error { _, err := e.c.ExtendBooking(ctx, e.conn, req.UUID, 45); return err }, `{"expirationMinutes":45}`},
+		{"confirmation", func() error {
+			_, err := e.c.ConfirmBooking(ctx, e.conn, "", req.UUID, bookingsystem.ConfirmRequest{ResellerReference: ref,
+				UnitItems: []bookingsystem.UnitItem{{UUID: "u-1", UnitID: "adult", ResellerReference: &ref}}})
+			return err
+		}, `{"contact":{"fullName":null,"firstName":null,"lastName":null,"emailAddress":null,"phoneNumber":null},"resellerReference":"RR-1",` +
+			`"unitItems":[{"uuid":"u-1","unitId":"adult","resellerReference":"RR-1"}]}`},
+		{"cancellation", func() error {
+			_, err := e.c.CancelBooking(ctx, e.conn, "", req.UUID, bookingsystem.CancelRequest{Reason: "CUSTOMER"})
+			return err
+		}, `{"reason":"CUSTOMER"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_ = tt.do() // the simulator's answer does not matter here: what was sent does
+			if got := e.rec.last().raw; got != tt.want {
+				t.Errorf("body\n got %s\nwant %s", got, tt.want)
 			}
 		})
 	}

@@ -1,10 +1,20 @@
 package bookingsystem
 
-import "time"
+import (
+	"time"
+
+	"github.com/switchbackhq/switchback/internal/octowire"
+)
 
 // Wire shapes of spec doc 3, "Resources and their fields". Nested objects
 // whose fields doc 3 counts but does not show take the OCTO names
-// (docs/decisions.md, "Booking-system v2 client", "Nested objects").
+// (docs/decisions.md, "Booking-system v2 client", "Nested objects"); where
+// OCTO's shape and Go types are the ones read here, they are
+// internal/octowire's (Ticket, DeliveryOption, OptionRestrictions). The
+// others differ from OCTO's on purpose: doc 3 counts 6 supplier contact
+// fields and 5 contact fields (OCTO 4 and 9); a price's original and a
+// unit's restrictions are pointers, as a booking system may leave them
+// out and the rules tell absent from zero; times are time.Time.
 
 // Availability types of a Product.
 const (
@@ -129,10 +139,7 @@ func (o Option) CutoffMinutes() (int, bool) {
 }
 
 // OptionRestrictions: OCTO's units per booking; nil is no bound.
-type OptionRestrictions struct {
-	MinUnits *int `json:"minUnits"`
-	MaxUnits *int `json:"maxUnits"`
-}
+type OptionRestrictions = octowire.OptionRestrictions
 
 // Unit is a unit type of an option (OCTO: id, internalName, reference,
 // type, restrictions, requiredContactFields; pricingFrom with the
@@ -250,18 +257,11 @@ type UnitItem struct {
 
 // Ticket is OCTO's ticket or voucher: how it is redeemed and its
 // delivery options in the supplier's order of preference.
-type Ticket struct {
-	RedemptionMethod string           `json:"redemptionMethod"`
-	UTCRedeemedAt    *string          `json:"utcRedeemedAt"`
-	DeliveryOptions  []DeliveryOption `json:"deliveryOptions"`
-}
+type Ticket = octowire.Ticket
 
 // DeliveryOption is one delivery of a ticket: its format (OCTO:
 // PDF_URL, QRCODE, CODE128, PKPASS_URL, AZTECCODE) and value.
-type DeliveryOption struct {
-	DeliveryFormat string `json:"deliveryFormat"`
-	DeliveryValue  string `json:"deliveryValue"`
-}
+type DeliveryOption = octowire.DeliveryOption
 
 // CancellationRequest: doc 3 counts 7 fields (OCTO names).
 type CancellationRequest struct {

@@ -17,7 +17,7 @@ import (
 func (c *Client) CreateBooking(ctx context.Context, conn Connection, b schemas.Booking, reqID string) (out schemas.Booking, accepted bool, err error) {
 	u, err := partnerURL(conn.BaseURL, "bookings")
 	if err != nil {
-		return out, false, &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return out, false, requestError(err)
 	}
 	body, err := encodeRequest("booking", b, reqID)
 	if err != nil {
@@ -32,7 +32,7 @@ func (c *Client) CreateBooking(ctx context.Context, conn Connection, b schemas.B
 func (c *Client) GetBooking(ctx context.Context, conn Connection, id, reqID string) (schemas.Booking, error) {
 	u, err := partnerURL(conn.BaseURL, "bookings", id)
 	if err != nil {
-		return schemas.Booking{}, &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return schemas.Booking{}, requestError(err)
 	}
 	var out schemas.Booking
 	_, err = c.send(ctx, conn, call{op: "getBooking", method: http.MethodGet, url: u, reqID: reqID,
@@ -45,7 +45,7 @@ func (c *Client) GetBooking(ctx context.Context, conn Connection, id, reqID stri
 func (c *Client) CancelBooking(ctx context.Context, conn Connection, id, reqID string) error {
 	u, err := partnerURL(conn.BaseURL, "bookings", "cancel", id)
 	if err != nil {
-		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return requestError(err)
 	}
 	_, err = c.send(ctx, conn, call{op: "cancelBooking", method: http.MethodPut, url: u, reqID: reqID,
 		ok: []int{http.StatusNoContent, http.StatusOK}})

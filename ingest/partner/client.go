@@ -3,7 +3,6 @@ package partner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -11,10 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/breaker"
-	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/partnerapi"
+	"github.com/switchbackhq/switchback/internal/remotecall"
 )
 
 // Domain errors of partner calls, internal/partnerapi's (the same
@@ -38,55 +36,22 @@ const (
 	KindRequest   = partnerapi.KindRequest
 )
 
-// CallError is a failed partner call: Kind for metrics and tests, the
-// domain error it maps to for callers (errors.Is(err, ErrUnavailable)).
-type CallError struct {
-	Kind   string
-	Status int // partner HTTP status, 0 when there was none
-	domain error
-	cause  error
+// CallError is a failed partner call (internal/remotecall's): Kind for
+// metrics and tests, the domain error it maps to for callers
+// (errors.Is(err, ErrUnavailable)), CallKind and CallStatus for a caller
+// that must not import this package. Its words reveal nothing of the
+// network (they reach change notification errors and logs): never the
+// url, the address or the remote body.
+type CallError = remotecall.Error[remotecall.NoProblem]
+
+// system names partners in the words of a CallError.
+func system() remotecall.System {
+	return remotecall.System{Name: "partner", BadRequest: "the connection's baseUrl is not a usable url"}
 }
 
-// Error says what happened in words that reveal nothing of the network
-// (they reach change notification errors and logs): "refused by the
-// outbound policy" whatever the target, "could not be reached" for a
-// failed or timed-out connection, "answered status N"; never the url, the
-// address or the remote body.
-func (e *CallError) Error() string {
-	switch e.Kind {
-	case KindRefused:
-		return "partner call: " + outbound.ErrRefused.Error()
-	case KindTimeout, KindTransport:
-		return "partner call: the partner could not be reached"
-	case KindStatus, KindAuth:
-		return fmt.Sprintf("partner call: the partner answered status %d", e.Status)
-	case KindBreaker:
-		return "partner call: not tried, the partner's circuit breaker is open after repeated failures"
-	case KindMalformed:
-		return fmt.Sprintf("partner call: the partner answered status %d with an unusable body: %v", e.Status, e.cause)
-	case KindRequest:
-		return "partner call: the connection's baseUrl is not a usable url"
-	}
-	return fmt.Sprintf("partner call: %s", e.Kind)
-}
-
-// CallKind is the failure's kind (partnerapi.Kind*): what a caller that
-// must not import this package reads through an interface of its own.
-func (e *CallError) CallKind() string { return e.Kind }
-
-// CallStatus is the partner's HTTP status, 0 when there was none.
-func (e *CallError) CallStatus() int { return e.Status }
-
-// Unwrap gives the domain error (and the cause, for errors.Is on it).
-func (e *CallError) Unwrap() []error { return []error{e.domain, e.cause} }
-
-// ErrorCode is the domain error's code (apierror.From maps it).
-func (e *CallError) ErrorCode() string {
-	var c interface{ ErrorCode() string }
-	if errors.As(e.domain, &c) {
-		return c.ErrorCode()
-	}
-	return "UNAVAILABLE"
+// requestError is a call that could not be built (nothing was sent).
+func requestError(err error) *CallError {
+	return remotecall.NewError[remotecall.NoProblem](system(), KindRequest, ErrUnavailable, err)
 }
 
 // Connection is how to reach one partner (internal/partnerapi's).
@@ -113,10 +78,7 @@ type Options struct {
 
 // Client calls partners. Safe for concurrent use.
 type Client struct {
-	opts     Options
-	http     *fasthttp.Client // dials through the outbound policy
-	metrics  *metrics
-	breakers *breaker.Set // by base URL
+	base *remotecall.Client[remotecall.NoProblem] // breakers by base URL
 }
 
 // NewClient returns a client.
@@ -124,29 +86,14 @@ func NewClient(opts Options) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Second
 	}
-	if opts.BreakerFailures <= 0 {
-		opts.BreakerFailures = 5
-	}
-	if opts.BreakerCooldown <= 0 {
-		opts.BreakerCooldown = 10 * time.Second
-	}
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	// No redirect is followed (fasthttp's Do returns a 3xx as it is);
-	// every address connected to is judged by the outbound policy.
-	h := &fasthttp.Client{
-		Name:                "switchback",
-		DialTimeout:         opts.Outbound.Dialer(opts.Timeout),
-		MaxConnsPerHost:     256,
-		MaxIdleConnDuration: 30 * time.Second,
-		MaxResponseBodySize: MaxResponseBytes,
-		// An answer fasthttp cannot parse must not put its bytes (which
-		// may echo our credentials) in an error.
-		ConfigureClient: func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
-	}
-	m := newMetrics(opts.Registerer)
-	return &Client{opts: opts, http: h, metrics: m, breakers: breaker.NewSet(opts.BreakerFailures, opts.BreakerCooldown, m.open)}
+	return &Client{base: remotecall.New[remotecall.NoProblem](remotecall.Options{
+		System:  system(),
+		Domains: remotecall.Domains{Unavailable: ErrUnavailable, Rejected: ErrRejected, NotFound: ErrNotFound},
+		Metrics: newMetrics(opts.Registerer),
+		Timeout: opts.Timeout, Outbound: opts.Outbound,
+		BreakerFailures: opts.BreakerFailures, BreakerCooldown: opts.BreakerCooldown, Clock: opts.Clock,
+		MaxResponseBytes: MaxResponseBytes,
+	})}
 }
 
 // AvailabilitiesRequest is GET /suppliers/{s}/products/{p}/availabilities
@@ -157,7 +104,7 @@ type AvailabilitiesRequest = partnerapi.AvailabilitiesRequest
 func (c *Client) Availabilities(ctx context.Context, conn Connection, in AvailabilitiesRequest) (List, error) {
 	u, err := availabilitiesURL(conn.BaseURL, in)
 	if err != nil {
-		return List{}, &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return List{}, requestError(err)
 	}
 	var out List
 	err = c.do(ctx, conn, "availabilities", u, in.RequestID, func(body []byte) error {
@@ -182,123 +129,33 @@ func availabilitiesURL(base string, in AvailabilitiesRequest) (string, error) {
 		url.PathEscape(in.ProductID) + "/availabilities?" + q.Encode(), nil
 }
 
-// refuse returns the policy's refusal of u (nil: allowed), counted.
-func (c *Client) refuse(u string) *CallError {
-	if err := c.opts.Outbound.CheckURL(u); err != nil {
-		kind := KindRequest
-		if errors.Is(err, outbound.ErrRefused) {
-			kind = KindRefused
-		}
-		c.metrics.errors.WithLabelValues(kind).Inc()
-		return &CallError{Kind: kind, domain: ErrUnavailable, cause: err}
-	}
-	return nil
-}
-
-// do runs one GET through the partner's breaker.
+// do runs one GET through the partner's breaker (remotecall.Client.Do):
+// the outbound policy, the timeout (shortened by ctx's deadline), the
+// latency and error metrics by op, the partner's status mapped to a domain
+// error. A 400/404 is the partner working correctly: not a breaker
+// failure; nor is a refusal, the partner was not called.
 func (c *Client) do(ctx context.Context, conn Connection, op, u, reqID string, parse func([]byte) error) error {
-	if ce := c.refuse(u); ce != nil {
-		return ce
-	}
-	br := c.breakers.Get(conn.BaseURL)
-	if !br.Allow(c.opts.Clock()) {
-		c.metrics.errors.WithLabelValues(KindBreaker).Inc()
-		return &CallError{Kind: KindBreaker, domain: ErrUnavailable}
-	}
-	timeout := c.opts.Timeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
-	}
-	if timeout <= 0 {
-		br.Done(c.opts.Clock(), true)
-		c.metrics.errors.WithLabelValues(KindTimeout).Inc()
-		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: context.DeadlineExceeded}
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(u)
-	req.Header.SetMethod(fasthttp.MethodGet)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("X-API-Key", conn.APIKey)
-	req.Header.Set("X-API-Secret", conn.APISecret)
-	if reqID != "" {
-		req.Header.Set("X-Request-ID", reqID)
-	}
-	start := time.Now()
-	err := c.http.DoTimeout(req, resp, timeout)
-	c.metrics.seconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
-	ce := classify(err, resp.StatusCode())
-	if ce == nil {
-		if perr := parse(resp.Body()); perr != nil {
-			ce = &CallError{Kind: KindMalformed, Status: resp.StatusCode(), domain: ErrUnavailable, cause: perr}
-		}
-	}
-	// A 400/404 is the partner working correctly: not a breaker failure;
-	// nor is a refusal, the partner was not called.
-	br.Done(c.opts.Clock(), ce != nil && ce.domain == ErrUnavailable && ce.Kind != KindRefused)
+	_, ce := c.base.Do(ctx, remoteCall(conn, call{op: op, method: fasthttp.MethodGet, url: u, reqID: reqID,
+		parse: func(_ int, b []byte) error { return parse(b) }}))
 	if ce != nil {
-		c.metrics.errors.WithLabelValues(ce.Kind).Inc()
 		return ce
 	}
 	return nil
-}
-
-func classify(err error, status int) *CallError {
-	switch {
-	case errors.Is(err, outbound.ErrRefused):
-		return &CallError{Kind: KindRefused, domain: ErrUnavailable, cause: err}
-	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
-		return &CallError{Kind: KindTimeout, domain: ErrUnavailable, cause: err}
-	case err != nil:
-		return &CallError{Kind: KindTransport, domain: ErrUnavailable, cause: err}
-	case status == fasthttp.StatusOK:
-		return nil
-	case status == fasthttp.StatusBadRequest:
-		return &CallError{Kind: KindStatus, Status: status, domain: ErrRejected}
-	case status == fasthttp.StatusNotFound:
-		return &CallError{Kind: KindStatus, Status: status, domain: ErrNotFound}
-	case status == fasthttp.StatusUnauthorized || status == fasthttp.StatusForbidden:
-		// Our stored credentials are wrong: not the reseller's fault.
-		return &CallError{Kind: KindAuth, Status: status, domain: ErrUnavailable}
-	}
-	return &CallError{Kind: KindStatus, Status: status, domain: ErrUnavailable}
 }
 
 // BreakerOpen reports whether the breaker of the partner at baseURL is
 // open (for tests and health pages).
 func (c *Client) BreakerOpen(baseURL string) bool {
-	return c.breakers.Open(baseURL)
+	return c.base.BreakerOpen(baseURL)
 }
 
-type metrics struct {
-	seconds *prometheus.HistogramVec
-	errors  *prometheus.CounterVec
-	open    prometheus.Gauge
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "switchback_ingest_partner_seconds",
-			Help:    "Latency of partner interface calls, by operation.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
-		}, []string{"op"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchback_ingest_partner_errors_total",
-			Help: "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open, refused, request).",
-		}, []string{"kind"}),
-		open: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        "switchback_ingest_partner_breaker_open",
-			Help:        "Partners whose circuit breaker is open or half-open (by connection kind, not by partner).",
-			ConstLabels: prometheus.Labels{"kind": "partner"},
-		}),
-	}
-	m.seconds = instrument.Register(reg, m.seconds)
-	m.errors = instrument.Register(reg, m.errors)
-	for _, k := range []string{KindTimeout, KindTransport, KindStatus, KindMalformed, KindAuth, KindBreaker} {
-		m.errors.WithLabelValues(k) // at 0 from the start, for rates and alerts
-	}
-	m.open = instrument.Register(reg, m.open)
-	return m
+func newMetrics(reg prometheus.Registerer) *remotecall.Metrics {
+	return remotecall.NewMetrics(reg, remotecall.MetricsOptions{
+		Prefix:      "switchback_ingest_partner",
+		SecondsHelp: "Latency of partner interface calls, by operation.",
+		ErrorsHelp:  "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open, refused, request).",
+		OpenHelp:    "Partners whose circuit breaker is open or half-open (by connection kind, not by partner).",
+		OpenLabels:  prometheus.Labels{"kind": "partner"},
+		ZeroKinds:   []string{KindTimeout, KindTransport, KindStatus, KindMalformed, KindAuth, KindBreaker},
+	})
 }

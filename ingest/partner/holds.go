@@ -13,7 +13,7 @@ import (
 func (c *Client) CreateHold(ctx context.Context, conn Connection, h schemas.Hold, reqID string) (schemas.Hold, error) {
 	u, err := partnerURL(conn.BaseURL, "holds")
 	if err != nil {
-		return schemas.Hold{}, &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return schemas.Hold{}, requestError(err)
 	}
 	body, err := encodeRequest("hold", h, reqID)
 	if err != nil {
@@ -29,7 +29,7 @@ func (c *Client) CreateHold(ctx context.Context, conn Connection, h schemas.Hold
 func (c *Client) GetHold(ctx context.Context, conn Connection, id, reqID string) (schemas.Hold, error) {
 	u, err := partnerURL(conn.BaseURL, "holds", id)
 	if err != nil {
-		return schemas.Hold{}, &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return schemas.Hold{}, requestError(err)
 	}
 	var out schemas.Hold
 	_, err = c.send(ctx, conn, call{op: "getHold", method: http.MethodGet, url: u, reqID: reqID,
@@ -42,7 +42,7 @@ func (c *Client) GetHold(ctx context.Context, conn Connection, id, reqID string)
 func (c *Client) ReleaseHold(ctx context.Context, conn Connection, id, reqID string) error {
 	u, err := partnerURL(conn.BaseURL, "holds", id)
 	if err != nil {
-		return &CallError{Kind: KindRequest, domain: ErrUnavailable, cause: err}
+		return requestError(err)
 	}
 	_, err = c.send(ctx, conn, call{op: "releaseHold", method: http.MethodDelete, url: u, reqID: reqID,
 		ok: []int{http.StatusNoContent, http.StatusOK}})

@@ -41,7 +41,6 @@ var longFuncs = map[string]string{
 	"dispatcher.New":                                  "option checks and defaults, one per option, in a row",
 	"dispatcher.newMetrics":                           "a table: one metric definition per entry",
 	"dispatcher.view.rebuild":                         "one fold of the deliveries topic into one Redis pipeline; the steps share the pipeline and its flush",
-	"ingest/bookingsystem.Client.send":                "one remote call in order (dialect, URL policy, breaker, timeout, request, status mapping); a candidate for issue 20's shared remote-client base",
 	"ingest/cronsync.Worker.Handle":                   "one request's idempotency cases in order (redelivered, duplicate, stale, run, report), each commented where it happens",
 	"ingest/supplierbooking.Router.createHold":        "an all-or-nothing order: every booking made is released on any failure, so the steps share one cleanup",
 	"ingest/supplierbooking.Router.tickets":           "the ticket mapping of its doc comment, field by field, with the catalog reads degraded in place",

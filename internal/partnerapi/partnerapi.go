@@ -7,13 +7,15 @@
 // ingest/partner's client takes and returns these types (it aliases them),
 // so a domain package below the stages (internal/availcache) can declare
 // the small interface of the client it needs and classify its failures
-// without importing a stage. It holds no behaviour: no HTTP, no breaker.
+// without importing a stage. It holds no behaviour: no HTTP, no breaker (internal/remotecall, whose
+// failure kinds these are, makes the call).
 package partnerapi
 
 import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/remotecall"
 )
 
 // Connection is how to reach one partner: catalog.Connection of a
@@ -47,19 +49,20 @@ var (
 	ErrNotFound = domainerr.New("NOT_FOUND", "not found at the supplier's system")
 )
 
-// Failure kinds of a call: the label of switchback_ingest_partner_errors_total
-// and the error of a partner call's history event (schemas.PartnerCall).
+// Failure kinds of a call (internal/remotecall's, which makes it): the
+// label of switchback_ingest_partner_errors_total and the error of a
+// partner call's history event (schemas.PartnerCall).
 const (
-	KindTimeout   = "timeout"
-	KindTransport = "transport"
-	KindStatus    = "status"
-	KindMalformed = "malformed"
-	KindAuth      = "auth"
-	KindBreaker   = "breaker_open"
+	KindTimeout   = remotecall.KindTimeout
+	KindTransport = remotecall.KindTransport
+	KindStatus    = remotecall.KindStatus
+	KindMalformed = remotecall.KindMalformed
+	KindAuth      = remotecall.KindAuth
+	KindBreaker   = remotecall.KindBreaker
 	// KindRefused: the outbound policy refused the partner's url or the
 	// address its name resolved to; nothing was sent.
-	KindRefused = "refused"
+	KindRefused = remotecall.KindRefused
 	// KindRequest: our request could not be built (a stored baseUrl that
 	// is no url); nothing was sent.
-	KindRequest = "request"
+	KindRequest = remotecall.KindRequest
 )

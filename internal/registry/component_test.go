@@ -111,12 +111,12 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		schemas.TopicRules + " sub-a/supplier " + EventRuleCreated,
-		schemas.TopicRules + " sub-a/supplier " + EventRuleUpdated,
-		schemas.TopicRules + " sub-a/booking " + EventRuleCreated,
-		schemas.TopicRules + " sub-b/availability " + EventRuleDeleted,
-		schemas.TopicMetadata + " sub-a " + EventMetadataUpdated,
-		schemas.TopicMetadata + " sub-b " + EventMetadataUpdated,
+		schemas.TopicRules + " sub-a/supplier " + schemas.RegistryRuleCreated,
+		schemas.TopicRules + " sub-a/supplier " + schemas.RegistryRuleUpdated,
+		schemas.TopicRules + " sub-a/booking " + schemas.RegistryRuleCreated,
+		schemas.TopicRules + " sub-b/availability " + schemas.RegistryRuleDeleted,
+		schemas.TopicMetadata + " sub-a " + schemas.RegistryMetadataUpdated,
+		schemas.TopicMetadata + " sub-b " + schemas.RegistryMetadataUpdated,
 	} {
 		found := false
 		for _, k := range keys {

@@ -13,42 +13,11 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Event types. Rule events go to schemas.TopicRules keyed by RuleKey (one
-// key per rule slot: the topic is compacted, and a key per subscriber
-// would compact away all but one of its rules); metadata events go to
-// schemas.TopicMetadata keyed by subscriber. Every event carries the full
-// new state, so Apply needs nothing but the event.
-const (
-	EventRuleCreated     = "registry.rule.created"
-	EventRuleUpdated     = "registry.rule.updated"
-	EventRuleDeleted     = "registry.rule.deleted" // Envelope.Deleted, no rule
-	EventMetadataUpdated = "registry.metadata.updated"
-)
-
+// Stored slot kinds of commit.
 const (
 	kindRule     = "rule"
 	kindMetadata = "metadata"
 )
-
-// RuleKey is the Kafka key (and Envelope.Key) of a rule slot.
-func RuleKey(subscriber, typ string) string { return subscriber + "/" + typ }
-
-// ruleEvent is Envelope.Data of rule events.
-type ruleEvent struct {
-	Subscriber string      `json:"subscriber"`
-	Type       string      `json:"type"`
-	RuleID     string      `json:"ruleId"`
-	Rule       *storedRule `json:"rule,omitempty"` // nil when deleted
-}
-
-// metadataEvent is Envelope.Data of metadata events.
-type metadataEvent struct {
-	Subscriber string   `json:"subscriber"`
-	Metadata   Metadata `json:"metadata"`
-	// Reason says why the service changed it (auto-disable); empty for a
-	// subscriber's own change.
-	Reason string `json:"reason,omitempty"`
-}
 
 // Apply materializes one event of schemas.TopicRules or
 // schemas.TopicMetadata into Redis. It is idempotent and order-insensitive:
@@ -60,16 +29,16 @@ func (r *Registry) Apply(ctx context.Context, env schemas.Envelope) error {
 		return fmt.Errorf("event %s: version %d: %w", env.ID, env.Version, ErrInvalidEvent)
 	}
 	switch env.Type {
-	case EventRuleCreated, EventRuleUpdated, EventRuleDeleted:
-		var ev ruleEvent
+	case schemas.RegistryRuleCreated, schemas.RegistryRuleUpdated, schemas.RegistryRuleDeleted:
+		var ev schemas.RuleEvent
 		if err := json.Unmarshal(env.Data, &ev); err != nil {
 			return fmt.Errorf("event %s: %w: %w", env.ID, ErrInvalidEvent, err)
 		}
-		if checkSubscriber(ev.Subscriber) != nil || !ValidType(ev.Type) || env.Key != RuleKey(ev.Subscriber, ev.Type) {
+		if checkSubscriber(ev.Subscriber) != nil || !ValidType(ev.Type) || env.Key != schemas.RuleKey(ev.Subscriber, ev.Type) {
 			return fmt.Errorf("event %s: subscriber %q, type %q, key %q: %w", env.ID, ev.Subscriber, ev.Type, env.Key, ErrInvalidEvent)
 		}
 		value := ""
-		if deleted := env.Deleted || env.Type == EventRuleDeleted; !deleted {
+		if deleted := env.Deleted || env.Type == schemas.RegistryRuleDeleted; !deleted {
 			if ev.Rule == nil || ev.Rule.Type != ev.Type || ev.Rule.ID == "" {
 				return fmt.Errorf("event %s: no usable rule: %w", env.ID, ErrInvalidEvent)
 			}
@@ -81,8 +50,8 @@ func (r *Registry) Apply(ctx context.Context, env schemas.Envelope) error {
 		}
 		_, err := r.commit(ctx, ev.Subscriber, ev.Type, kindRule, env.Version, value, "", false)
 		return err
-	case EventMetadataUpdated:
-		var ev metadataEvent
+	case schemas.RegistryMetadataUpdated:
+		var ev schemas.MetadataEvent
 		if err := json.Unmarshal(env.Data, &ev); err != nil {
 			return fmt.Errorf("event %s: %w: %w", env.ID, ErrInvalidEvent, err)
 		}

@@ -286,36 +286,18 @@ func (r *Registry) Subscribers(ctx context.Context) ([]string, error) {
 	return subs, nil
 }
 
-// storedRule is the form of a rule in Redis and in events: every field
-// explicit, independent of the API's per-type rendering.
-type storedRule struct {
-	ID          string       `json:"id"`
-	Type        string       `json:"type"`
-	URL         string       `json:"url"`
-	Disabled    bool         `json:"disabled"`
-	SecurityKey string       `json:"securityKey"`
-	CreatedOn   time.Time    `json:"createdOn"`
-	UpdatedOn   time.Time    `json:"updatedOn"`
-	Config      storedConfig `json:"config"`
-}
-
-type storedConfig struct {
-	Operations       []string `json:"operations,omitempty"`
-	SupplierIDs      []string `json:"supplierIDs,omitempty"`
-	ProductIDs       []string `json:"productIDs,omitempty"`
-	RateIDs          []string `json:"rateIDs,omitempty"`
-	MaxLookAheadDays int      `json:"maxLookAheadDays,omitempty"`
-	VacanciesUnder   int      `json:"vacanciesUnder,omitempty"`
-}
-
-func (rule Rule) stored() storedRule {
-	return storedRule{
+// stored is the form of a rule in Redis and in events
+// (schemas.RuleState): every field explicit, independent of the API's
+// per-type rendering.
+func (rule Rule) stored() schemas.RuleState {
+	return schemas.RuleState{
 		ID: rule.ID, Type: rule.Type, URL: rule.URL, Disabled: rule.Disabled, SecurityKey: rule.SecurityKey,
-		CreatedOn: rule.CreatedOn, UpdatedOn: rule.UpdatedOn, Config: storedConfig(rule.Config),
+		CreatedOn: rule.CreatedOn, UpdatedOn: rule.UpdatedOn, Config: schemas.RuleConfig(rule.Config),
 	}
 }
 
-func (s storedRule) rule() Rule {
+// ruleOf is the rule of its stored form.
+func ruleOf(s schemas.RuleState) Rule {
 	return Rule{
 		ID: s.ID, Type: s.Type, URL: s.URL, Disabled: s.Disabled, SecurityKey: s.SecurityKey,
 		CreatedOn: s.CreatedOn, UpdatedOn: s.UpdatedOn, Config: Config(s.Config),
@@ -331,7 +313,7 @@ func securityKeyAAD(subscriber, typ string) string {
 // lookup after the first time: the keyring caches what it opened, and the
 // dispatcher reads a rule per delivery).
 func (r *Registry) decodeStored(subscriber, typ, s string) (Rule, error) {
-	var sr storedRule
+	var sr schemas.RuleState
 	if err := json.Unmarshal([]byte(s), &sr); err != nil {
 		return Rule{}, fmt.Errorf("decode stored %s rule: %w", typ, err)
 	}
@@ -343,15 +325,15 @@ func (r *Registry) decodeStored(subscriber, typ, s string) (Rule, error) {
 		return Rule{}, fmt.Errorf("%s rule of %s: %w", typ, subscriber, err)
 	}
 	sr.SecurityKey = key
-	return sr.rule(), nil
+	return ruleOf(sr), nil
 }
 
 // sealed is the stored form of rule, its securityKey sealed.
-func (r *Registry) sealed(subscriber string, rule Rule) (storedRule, error) {
+func (r *Registry) sealed(subscriber string, rule Rule) (schemas.RuleState, error) {
 	sr := rule.stored()
 	key, err := r.secrets.Seal(sr.SecurityKey, securityKeyAAD(subscriber, rule.Type))
 	if err != nil {
-		return storedRule{}, fmt.Errorf("%s rule: %w", rule.Type, err)
+		return schemas.RuleState{}, fmt.Errorf("%s rule: %w", rule.Type, err)
 	}
 	sr.SecurityKey = key
 	return sr, nil

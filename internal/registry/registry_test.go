@@ -31,7 +31,7 @@ func TestCreate_PublishesTheRuleKeyedBySlotThenReadsItBack(t *testing.T) {
 		t.Fatalf("published %+v", msgs)
 	}
 	env := e.pub.envelopes(t)[0]
-	if env.Type != EventRuleCreated || env.Key != RuleKey(subA, "availability") || env.Version <= 0 || env.Deleted {
+	if env.Type != schemas.RegistryRuleCreated || env.Key != schemas.RuleKey(subA, "availability") || env.Version <= 0 || env.Deleted {
 		t.Fatalf("envelope %+v", env)
 	}
 	got, err := e.reg.Rule(t.Context(), subA, schemas.TypeAvailability)
@@ -158,7 +158,7 @@ func TestUpdate_ReplacesTheBodyKeepsKeyAndCreatedOn(t *testing.T) {
 		t.Fatalf("read %+v", got)
 	}
 	envs := e.pub.envelopes(t)
-	if len(envs) != 2 || envs[1].Type != EventRuleUpdated || envs[1].Version <= envs[0].Version {
+	if len(envs) != 2 || envs[1].Type != schemas.RegistryRuleUpdated || envs[1].Version <= envs[0].Version {
 		t.Fatalf("events %+v", envs)
 	}
 }
@@ -213,7 +213,7 @@ func TestDelete_RemovesTheRuleAndTheTypeCanBeCreatedAgain(t *testing.T) {
 		t.Fatalf("second delete: %v", err)
 	}
 	envs := e.pub.envelopes(t)
-	if last := envs[len(envs)-1]; last.Type != EventRuleDeleted || !last.Deleted || last.Key != RuleKey(subA, "rate") {
+	if last := envs[len(envs)-1]; last.Type != schemas.RegistryRuleDeleted || !last.Deleted || last.Key != schemas.RuleKey(subA, "rate") {
 		t.Fatalf("delete event %+v", last)
 	}
 	again := mustCreate(t, e.reg, subA, schemas.TypeRate, ruleIn("https://hooks.example.com/r", ""))
@@ -309,7 +309,7 @@ func TestSetDisableAll_PublishesTheReasonAndIsANoOpWhenUnchanged(t *testing.T) {
 	if !md.DisableAll || md.ThrottleDelay != "0s" {
 		t.Fatalf("metadata %+v", md)
 	}
-	var ev metadataEvent
+	var ev schemas.MetadataEvent
 	if err := json.Unmarshal(e.pub.envelopes(t)[0].Data, &ev); err != nil || ev.Reason != "backlog of 10000 reached" {
 		t.Fatalf("event %+v %v", ev, err)
 	}
@@ -488,7 +488,7 @@ func TestHandleMessage_KafkaTombstoneRemovesTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []stream.Message{
-		{Topic: schemas.TopicRules, Key: []byte(RuleKey(subA, schemas.TypeSupplier))},
+		{Topic: schemas.TopicRules, Key: []byte(schemas.RuleKey(subA, schemas.TypeSupplier))},
 		{Topic: schemas.TopicMetadata, Key: []byte(subA)},
 	} {
 		if err := e.reg.HandleMessage(t.Context(), m); err != nil {
@@ -508,22 +508,22 @@ func TestHandleMessage_KafkaTombstoneRemovesTheSlot(t *testing.T) {
 
 func TestApply_RejectsUnusableEvents(t *testing.T) {
 	e := newEnv(t, false)
-	good := storedRule{ID: "r1", Type: "supplier", URL: "https://hooks.example.com/s"}
+	good := schemas.RuleState{ID: "r1", Type: "supplier", URL: "https://hooks.example.com/s"}
 	data := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 	tests := []struct {
 		name string
 		env  schemas.Envelope
 	}{
-		{"no version", schemas.Envelope{Type: EventRuleCreated, Key: "a/supplier", Data: data(ruleEvent{Subscriber: "a", Type: "supplier", Rule: &good})}},
-		{"unknown event type", schemas.Envelope{Type: "registry.rule.exploded", Key: "a/supplier", Version: 1, Data: data(ruleEvent{Subscriber: "a", Type: "supplier", Rule: &good})}},
-		{"not JSON", schemas.Envelope{Type: EventRuleCreated, Key: "a/supplier", Version: 1, Data: json.RawMessage(`"x"`)}},
-		{"unknown rule type", schemas.Envelope{Type: EventRuleCreated, Key: "a/suppliers", Version: 1, Data: data(ruleEvent{Subscriber: "a", Type: "suppliers", Rule: &good})}},
-		{"key does not match", schemas.Envelope{Type: EventRuleCreated, Key: "b/supplier", Version: 1, Data: data(ruleEvent{Subscriber: "a", Type: "supplier", Rule: &good})}},
-		{"no subscriber", schemas.Envelope{Type: EventRuleCreated, Key: "/supplier", Version: 1, Data: data(ruleEvent{Type: "supplier", Rule: &good})}},
-		{"created without rule", schemas.Envelope{Type: EventRuleCreated, Key: "a/supplier", Version: 1, Data: data(ruleEvent{Subscriber: "a", Type: "supplier"})}},
-		{"rule of another type", schemas.Envelope{Type: EventRuleCreated, Key: "a/product", Version: 1, Data: data(ruleEvent{Subscriber: "a", Type: "product", Rule: &good})}},
-		{"metadata key mismatch", schemas.Envelope{Type: EventMetadataUpdated, Key: "b", Version: 1, Data: data(metadataEvent{Subscriber: "a", Metadata: DefaultMetadata()})}},
-		{"metadata bad throttle", schemas.Envelope{Type: EventMetadataUpdated, Key: "a", Version: 1, Data: data(metadataEvent{Subscriber: "a", Metadata: Metadata{ThrottleDelay: "-1s"}})}},
+		{"no version", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "a/supplier", Data: data(schemas.RuleEvent{Subscriber: "a", Type: "supplier", Rule: &good})}},
+		{"unknown event type", schemas.Envelope{Type: "registry.rule.exploded", Key: "a/supplier", Version: 1, Data: data(schemas.RuleEvent{Subscriber: "a", Type: "supplier", Rule: &good})}},
+		{"not JSON", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "a/supplier", Version: 1, Data: json.RawMessage(`"x"`)}},
+		{"unknown rule type", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "a/suppliers", Version: 1, Data: data(schemas.RuleEvent{Subscriber: "a", Type: "suppliers", Rule: &good})}},
+		{"key does not match", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "b/supplier", Version: 1, Data: data(schemas.RuleEvent{Subscriber: "a", Type: "supplier", Rule: &good})}},
+		{"no subscriber", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "/supplier", Version: 1, Data: data(schemas.RuleEvent{Type: "supplier", Rule: &good})}},
+		{"created without rule", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "a/supplier", Version: 1, Data: data(schemas.RuleEvent{Subscriber: "a", Type: "supplier"})}},
+		{"rule of another type", schemas.Envelope{Type: schemas.RegistryRuleCreated, Key: "a/product", Version: 1, Data: data(schemas.RuleEvent{Subscriber: "a", Type: "product", Rule: &good})}},
+		{"metadata key mismatch", schemas.Envelope{Type: schemas.RegistryMetadataUpdated, Key: "b", Version: 1, Data: data(schemas.MetadataEvent{Subscriber: "a", Metadata: schemas.MetadataState(DefaultMetadata())})}},
+		{"metadata bad throttle", schemas.Envelope{Type: schemas.RegistryMetadataUpdated, Key: "a", Version: 1, Data: data(schemas.MetadataEvent{Subscriber: "a", Metadata: schemas.MetadataState{ThrottleDelay: "-1s"}})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

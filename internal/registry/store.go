@@ -15,7 +15,7 @@ import (
 
 // Redis layout, per subscriber:
 //
-//	<prefix>{sub}:rules        hash  type -> rule (storedRule JSON)
+//	<prefix>{sub}:rules        hash  type -> rule (schemas.RuleState JSON)
 //	<prefix>{sub}:metadata     string     metadata JSON (absent: defaults)
 //	<prefix>{sub}:versions     hash  type | "~metadata" -> version of the last applied event;
 //	                           kept after a delete, so a replayed older event cannot resurrect

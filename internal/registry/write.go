@@ -40,7 +40,7 @@ func (r *Registry) Create(ctx context.Context, subscriber, typ string, in RuleIn
 	}
 	now := r.timestamp()
 	rule.CreatedOn, rule.UpdatedOn = now, now
-	return r.writeRule(ctx, subscriber, l, EventRuleCreated, rule, now)
+	return r.writeRule(ctx, subscriber, l, schemas.RegistryRuleCreated, rule, now)
 }
 
 // Update replaces url, disabled and config of the subscriber's rule of the
@@ -63,7 +63,7 @@ func (r *Registry) Update(ctx context.Context, subscriber, typ string, in RuleIn
 	}
 	now := r.timestamp()
 	rule.SecurityKey, rule.CreatedOn, rule.UpdatedOn = cur.SecurityKey, cur.CreatedOn, now
-	return r.writeRule(ctx, subscriber, l, EventRuleUpdated, rule, now)
+	return r.writeRule(ctx, subscriber, l, schemas.RegistryRuleUpdated, rule, now)
 }
 
 // Delete removes the subscriber's rule of the type with that id (else
@@ -79,8 +79,8 @@ func (r *Registry) Delete(ctx context.Context, subscriber, typ, id string) error
 	}
 	now := r.timestamp()
 	version := nextVersion(l.version, now)
-	ev := ruleEvent{Subscriber: subscriber, Type: typ, RuleID: id}
-	if err := r.publish(ctx, l, schemas.TopicRules, RuleKey(subscriber, typ), EventRuleDeleted, version, now, true, ev); err != nil {
+	ev := schemas.RuleEvent{Subscriber: subscriber, Type: typ, RuleID: id}
+	if err := r.publish(ctx, l, schemas.TopicRules, schemas.RuleKey(subscriber, typ), schemas.RegistryRuleDeleted, version, now, true, ev); err != nil {
 		r.release(ctx, subscriber, l)
 		return err
 	}
@@ -116,8 +116,8 @@ func (r *Registry) writeRule(ctx context.Context, subscriber string, l slotLock,
 		r.release(ctx, subscriber, l)
 		return Rule{}, err
 	}
-	ev := ruleEvent{Subscriber: subscriber, Type: rule.Type, RuleID: rule.ID, Rule: &sr}
-	if err := r.publish(ctx, l, schemas.TopicRules, RuleKey(subscriber, rule.Type), event, version, now, false, ev); err != nil {
+	ev := schemas.RuleEvent{Subscriber: subscriber, Type: rule.Type, RuleID: rule.ID, Rule: &sr}
+	if err := r.publish(ctx, l, schemas.TopicRules, schemas.RuleKey(subscriber, rule.Type), event, version, now, false, ev); err != nil {
 		r.release(ctx, subscriber, l)
 		return Rule{}, err
 	}
@@ -191,8 +191,8 @@ func (r *Registry) writeMetadata(ctx context.Context, subscriber, reason string,
 	}
 	md.UpdatedOn = now
 	version := nextVersion(l.version, now)
-	ev := metadataEvent{Subscriber: subscriber, Metadata: md, Reason: reason}
-	if err := r.publish(ctx, l, schemas.TopicMetadata, subscriber, EventMetadataUpdated, version, now, false, ev); err != nil {
+	ev := schemas.MetadataEvent{Subscriber: subscriber, Metadata: schemas.MetadataState(md), Reason: reason}
+	if err := r.publish(ctx, l, schemas.TopicMetadata, subscriber, schemas.RegistryMetadataUpdated, version, now, false, ev); err != nil {
 		r.release(ctx, subscriber, l)
 		return Metadata{}, err
 	}

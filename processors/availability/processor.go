@@ -326,7 +326,7 @@ func (p *Processor) notifications(ctx context.Context, lk *lookup, in input, cha
 			if err != nil {
 				return nil, err
 			}
-			if rule == nil || !matches(*rule, in.sid, in.pid, in.rid) {
+			if rule == nil || !rule.Matches("", registry.Item{SupplierID: in.sid, ProductID: in.pid, RateID: in.rid}) {
 				continue
 			}
 			days := rule.Config.MaxLookAheadDays
@@ -353,10 +353,4 @@ func (p *Processor) notifications(ctx context.Context, lk *lookup, in input, cha
 		return 0
 	})
 	return out, nil
-}
-
-// matches: enabled, and every non-empty id filter contains the item.
-func matches(r registry.Rule, sid, pid, rid string) bool {
-	in := func(ids []string, id string) bool { return len(ids) == 0 || slices.Contains(ids, id) }
-	return !r.Disabled && in(r.Config.SupplierIDs, sid) && in(r.Config.ProductIDs, pid) && in(r.Config.RateIDs, rid)
 }

@@ -275,6 +275,7 @@ func (p *Processor) notifications(ctx context.Context, env schemas.Envelope, rec
 		return nil, err
 	}
 	var out []schemas.Notification
+	its := items(b)
 	for _, sub := range slices.Compact(subs) {
 		rule, err := p.opts.Rules.Rule(ctx, sub, schemas.TypeBooking)
 		if errors.Is(err, registry.ErrNotFound) {
@@ -283,7 +284,7 @@ func (p *Processor) notifications(ctx context.Context, env schemas.Envelope, rec
 		if err != nil {
 			return nil, fmt.Errorf("booking rule of %s: %w", sub, err)
 		}
-		if !Matches(rule, b, op) {
+		if !rule.Matches(op, its...) {
 			continue
 		}
 		out = append(out, schemas.Notification{ID: NotificationID(env.ID, sub, op), Subscriber: sub, Type: schemas.TypeBooking,
@@ -292,21 +293,14 @@ func (p *Processor) notifications(ctx context.Context, env schemas.Envelope, rec
 	return out, nil
 }
 
-// Matches applies a booking rule (spec doc 1, "Filter semantics"):
-// enabled, the operation subscribed (no operations: every one), and one
-// item of the booking inside every non-empty id filter.
-func Matches(r registry.Rule, b schemas.Booking, op string) bool {
-	c := r.Config
-	if r.Disabled || (len(c.Operations) > 0 && !slices.Contains(c.Operations, op)) {
-		return false
+// items: the booking's items as the rule's id filters see them (one of
+// them must pass every filter, registry.Rule.Matches).
+func items(b schemas.Booking) []registry.Item {
+	out := make([]registry.Item, len(b.Items))
+	for i, it := range b.Items {
+		out[i] = registry.Item{SupplierID: it.SupplierID, ProductID: it.ProductID, RateID: it.RateID}
 	}
-	in := func(ids []string, id string) bool { return len(ids) == 0 || slices.Contains(ids, id) }
-	for _, it := range b.Items {
-		if in(c.SupplierIDs, it.SupplierID) && in(c.ProductIDs, it.ProductID) && in(c.RateIDs, it.RateID) {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 func historyMessage(env schemas.Envelope, typ string, data any) (stream.Message, error) {

@@ -1,40 +1,76 @@
 package booking
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-func TestMatches(t *testing.T) {
-	b := schemas.Booking{ID: "b", Items: []schemas.BookingItem{
+type fakeSubscribers map[string][]string
+
+func (f fakeSubscribers) OnChannel(_ context.Context, channelID string) ([]string, error) {
+	return f[channelID], nil
+}
+
+// fakeRules holds each subscriber's booking rule; a subscriber without
+// one has none (registry.ErrNotFound).
+type fakeRules map[string]registry.Rule
+
+func (f fakeRules) Rule(_ context.Context, subscriber, typ string) (registry.Rule, error) {
+	r, ok := f[subscriber]
+	if !ok || typ != schemas.TypeBooking {
+		return registry.Rule{}, fmt.Errorf("%s rule of %s: %w", typ, subscriber, registry.ErrNotFound)
+	}
+	return r, nil
+}
+
+// The filter semantics are registry.Rule.Matches's (its table test); this
+// checks what the processor hands it: the operation and every item of the
+// booking, for each subscriber of the booking's channel.
+func TestNotifications_GoToTheSubscribersWhoseRuleMatchesOneItem(t *testing.T) {
+	rule := func(cfg registry.Config) registry.Rule { return registry.Rule{Type: schemas.TypeBooking, Config: cfg} }
+	rules := fakeRules{
+		"all":         rule(registry.Config{}),
+		"second-item": rule(registry.Config{ProductIDs: []string{"P2"}, RateIDs: []string{"R2"}}),
+		"split":       rule(registry.Config{ProductIDs: []string{"P1"}, RateIDs: []string{"R2"}}),
+		"tickets":     rule(registry.Config{Operations: []string{schemas.OperationTicketsAdded}}),
+		"disabled":    {Type: schemas.TypeBooking, Disabled: true},
+	}
+	subs := fakeSubscribers{"C1": {"split", "all", "tickets", "second-item", "disabled", "no-rule", "all"}}
+	p := &Processor{opts: Options{Subscribers: subs, Rules: rules}}
+	rec := schemas.BookingRecord{ChannelID: "C1", Booking: schemas.Booking{ID: "B1", Items: []schemas.BookingItem{
 		{SupplierID: "S1", ProductID: "P1", RateID: "R1"},
 		{SupplierID: "S1", ProductID: "P2", RateID: "R2"},
-	}}
-	rule := func(disabled bool, ops []string, sids, pids, rids []string) registry.Rule {
-		return registry.Rule{Disabled: disabled, Config: registry.Config{Operations: ops, SupplierIDs: sids, ProductIDs: pids, RateIDs: rids}}
-	}
-	all := []string{schemas.OperationCanceled, schemas.OperationTicketsAdded}
+	}}}
+	env := schemas.Envelope{ID: "ev1", Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+
 	tests := []struct {
-		name string
-		r    registry.Rule
 		op   string
-		want bool
+		want []string
 	}{
-		{"every operation, no filter", rule(false, all, nil, nil, nil), schemas.OperationCanceled, true},
-		{"no operations means every one", rule(false, nil, nil, nil, nil), schemas.OperationTicketsAdded, true},
-		{"disabled", rule(true, all, nil, nil, nil), schemas.OperationCanceled, false},
-		{"operation not subscribed", rule(false, []string{schemas.OperationTicketsAdded}, nil, nil, nil), schemas.OperationCanceled, false},
-		{"supplier filter matches", rule(false, all, []string{"S1"}, nil, nil), schemas.OperationCanceled, true},
-		{"supplier filter misses", rule(false, all, []string{"S9"}, nil, nil), schemas.OperationCanceled, false},
-		{"second item matches product and rate", rule(false, all, nil, []string{"P2"}, []string{"R2"}), schemas.OperationCanceled, true},
-		{"filters must match one item together", rule(false, all, nil, []string{"P1"}, []string{"R2"}), schemas.OperationCanceled, false},
+		{schemas.OperationCanceled, []string{"all", "second-item"}},
+		{schemas.OperationTicketsAdded, []string{"all", "second-item", "tickets"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Matches(tc.r, b, tc.op); got != tc.want {
-				t.Fatalf("Matches = %v, want %v", got, tc.want)
+	for _, tt := range tests {
+		t.Run(tt.op, func(t *testing.T) {
+			notes, err := p.notifications(context.Background(), env, rec, tt.op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range notes {
+				got = append(got, n.Subscriber)
+				if n.Type != schemas.TypeBooking || n.EntityKey != "booking/B1" || n.ID != NotificationID(env.ID, n.Subscriber, tt.op) {
+					t.Errorf("notification %+v: want type booking, entity booking/B1, the event's id", n)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("subscribers notified = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -431,25 +430,9 @@ func (t target) payload() any {
 	return schemas.ChannelBindingPayload{SupplierID: t.sid, ProductID: t.pid, Operation: t.op}
 }
 
-// matches applies the rule (spec doc 1, "Filter semantics"): enabled, the
-// operation subscribed (a rule without operations takes every one), and
-// every id filter that is not empty contains the item.
-func (t target) matches(r registry.Rule) bool {
-	c := r.Config
-	in := func(ids []string, id string) bool { return len(ids) == 0 || slices.Contains(ids, id) }
-	switch {
-	case r.Disabled:
-		return false
-	case len(c.Operations) > 0 && !slices.Contains(c.Operations, t.op):
-		return false
-	case !in(c.SupplierIDs, t.sid):
-		return false
-	case t.typ != schemas.TypeSupplier && !in(c.ProductIDs, t.pid):
-		return false
-	case (t.typ == schemas.TypeRate || t.typ == schemas.TypePriceSchedule) && !in(c.RateIDs, t.rid):
-		return false
-	}
-	return true
+// item is what the rule's id filters look at.
+func (t target) item() registry.Item {
+	return registry.Item{SupplierID: t.sid, ProductID: t.pid, RateID: t.rid}
 }
 
 // notificationNamespace is the UUIDv5 namespace of notification ids.
@@ -490,7 +473,7 @@ func (p *Processor) fanout(ctx context.Context, env schemas.Envelope, chans []st
 			if err != nil {
 				return nil, fmt.Errorf("%s rule of %s: %w", t.typ, sub, err)
 			}
-			if !t.matches(rule) {
+			if !rule.Matches(t.op, t.item()) {
 				continue
 			}
 			out = append(out, schemas.Notification{

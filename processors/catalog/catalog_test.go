@@ -302,36 +302,6 @@ func TestBindingOperation(t *testing.T) {
 	}
 }
 
-func TestTargetMatches_FilterSemantics(t *testing.T) {
-	rate := target{typ: schemas.TypeRate, op: "updated", sid: "s1", pid: "p1", rid: "r1"}
-	sup := target{typ: schemas.TypeSupplier, op: "updated", sid: "s1"}
-	cb := target{typ: schemas.TypeChannelBinding, op: "removed", sid: "s1", pid: "p1"}
-	tests := []struct {
-		name string
-		t    target
-		rule registry.Rule
-		want bool
-	}{
-		{"empty filters match everything", rate, registry.Rule{}, true},
-		{"disabled rule matches nothing", rate, registry.Rule{Disabled: true}, false},
-		{"supplier filter matches", rate, registry.Rule{Config: registry.Config{SupplierIDs: []string{"s0", "s1"}}}, true},
-		{"supplier filter excludes", rate, registry.Rule{Config: registry.Config{SupplierIDs: []string{"s2"}}}, false},
-		{"product filter excludes", rate, registry.Rule{Config: registry.Config{ProductIDs: []string{"p2"}}}, false},
-		{"rate filter excludes", rate, registry.Rule{Config: registry.Config{RateIDs: []string{"r2"}}}, false},
-		{"rate filter matches", rate, registry.Rule{Config: registry.Config{RateIDs: []string{"r1"}}}, true},
-		{"supplier rule ignores product filters", sup, registry.Rule{Config: registry.Config{ProductIDs: []string{"p9"}}}, true},
-		{"operation not subscribed", cb, registry.Rule{Config: registry.Config{Operations: []string{"created", "updated"}}}, false},
-		{"operation subscribed", cb, registry.Rule{Config: registry.Config{Operations: []string{"removed"}}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.t.matches(tt.rule); got != tt.want {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestNotificationID_IsStablePerEventSubscriberAndType(t *testing.T) {
 	a := NotificationID("ev1", "sub1", "product")
 	if a != NotificationID("ev1", "sub1", "product") {

@@ -68,7 +68,7 @@ func (p *Processor) priceNotifications(ctx context.Context, env schemas.Envelope
 				return nil, fmt.Errorf("priceschedule rule of %s: %w", sub, err)
 			}
 			t := target{typ: schemas.TypePriceSchedule, sid: ev.SupplierID, pid: ev.ProductID, rid: ev.RateID}
-			if !t.matches(rule) {
+			if !rule.Matches(t.op, t.item()) {
 				continue
 			}
 			for _, r := range LookAhead(changed, today, rule.Config.MaxLookAheadDays) {

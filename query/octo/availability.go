@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/octowire"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -43,7 +44,7 @@ func (s *Service) query(r *httpapi.Request, calendar bool) (availabilityQuery, e
 	if err != nil {
 		return availabilityQuery{}, err
 	}
-	var b AvailabilityBody
+	var b octowire.AvailabilityBody
 	if err := decode(r, &b); err != nil {
 		return availabilityQuery{}, err
 	}
@@ -163,7 +164,7 @@ func (s *Service) availability(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]Availability, 0, len(as))
+	out := make([]octowire.Availability, 0, len(as))
 	if q.ids != nil {
 		byID := make(map[string]schemas.Availability, len(as))
 		for _, a := range as {
@@ -215,19 +216,19 @@ func bookable(st string) bool {
 // fits reports whether need units fit the vacancies (nil: no limit).
 func fits(vacancies *int, need int) bool { return vacancies == nil || need <= *vacancies }
 
-func octoAvailability(a schemas.Availability, q availabilityQuery) Availability {
+func octoAvailability(a schemas.Availability, q availabilityQuery) octowire.Availability {
 	loc := q.p.location()
 	st, vac, capa := status(a)
-	out := Availability{ID: a.ID, LocalDateTimeStart: a.Start.In(loc).Format(time.RFC3339),
+	out := octowire.Availability{ID: a.ID, LocalDateTimeStart: a.Start.In(loc).Format(time.RFC3339),
 		LocalDateTimeEnd: a.End.In(loc).Format(time.RFC3339), UTCCutoffAt: a.Start.UTC().Format(time.RFC3339),
-		Status: st, Vacancies: vac, Capacity: capa, OpeningHours: []OpeningHours{}}
+		Status: st, Vacancies: vac, Capacity: capa, OpeningHours: []octowire.OpeningHours{}}
 	out.Available = bookable(st) && fits(vac, max(q.need, 1))
 	if q.rate.MaxTravelers > 0 {
 		out.MaxUnits = ptr(q.rate.MaxTravelers)
 	}
 	if q.p.data.AvailabilityType == availabilityOpeningHours {
 		out.AllDay = true
-		out.OpeningHours = []OpeningHours{{From: a.Start.In(loc).Format("15:04"), To: a.End.In(loc).Format("15:04")}}
+		out.OpeningHours = []octowire.OpeningHours{{From: a.Start.In(loc).Format("15:04"), To: a.End.In(loc).Format("15:04")}}
 	}
 	return out
 }
@@ -249,7 +250,7 @@ func (s *Service) calendar(r *httpapi.Request) error {
 		d := a.Start.In(loc).Format(localDate)
 		byDay[d] = append(byDay[d], a)
 	}
-	out := make([]CalendarDay, 0, q.days)
+	out := make([]octowire.CalendarDay, 0, q.days)
 	for i := 0; i < q.days; i++ {
 		d := q.firstDay.AddDate(0, 0, i).Format(localDate)
 		out = append(out, calendarDay(d, byDay[d], q))
@@ -257,8 +258,8 @@ func (s *Service) calendar(r *httpapi.Request) error {
 	return writeJSON(r, requested(r.Ctx), out)
 }
 
-func calendarDay(day string, as []schemas.Availability, q availabilityQuery) CalendarDay {
-	out := CalendarDay{LocalDate: day, Status: statusClosed, OpeningHours: []OpeningHours{}}
+func calendarDay(day string, as []schemas.Availability, q availabilityQuery) octowire.CalendarDay {
+	out := octowire.CalendarDay{LocalDate: day, Status: statusClosed, OpeningHours: []octowire.OpeningHours{}}
 	if len(as) == 0 {
 		return out
 	}
@@ -281,7 +282,7 @@ func calendarDay(day string, as []schemas.Availability, q availabilityQuery) Cal
 		}
 		if q.p.data.AvailabilityType == availabilityOpeningHours {
 			loc := q.p.location()
-			out.OpeningHours = append(out.OpeningHours, OpeningHours{From: a.Start.In(loc).Format("15:04"), To: a.End.In(loc).Format("15:04")})
+			out.OpeningHours = append(out.OpeningHours, octowire.OpeningHours{From: a.Start.In(loc).Format("15:04"), To: a.End.In(loc).Format("15:04")})
 		}
 	}
 	out.Status = best

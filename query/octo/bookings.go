@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/octowire"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -38,10 +39,10 @@ const (
 
 // storedUnit is one unit item as the reseller sent it.
 type storedUnit struct {
-	UUID              string       `json:"uuid"`
-	UnitID            string       `json:"unitId"`
-	ResellerReference string       `json:"resellerReference,omitempty"`
-	Contact           *ContactBody `json:"contact,omitempty"`
+	UUID              string                `json:"uuid"`
+	UnitID            string                `json:"unitId"`
+	ResellerReference string                `json:"resellerReference,omitempty"`
+	Contact           *octowire.ContactBody `json:"contact,omitempty"`
 }
 
 // unitItemNS derives the uuid of a unit item sent without one: the same
@@ -133,7 +134,7 @@ func (s *Service) reserve(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	var b ReservationBody
+	var b octowire.ReservationBody
 	if err := decode(r, &b); err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (s *Service) reserve(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	var slot *Availability
+	var slot *octowire.Availability
 	var at time.Time
 	for _, a := range as {
 		if a.ID == b.AvailabilityID {
@@ -279,7 +280,7 @@ func (s *Service) confirm(r *httpapi.Request) error {
 		return err
 	}
 	id := r.Param("uuid")
-	var b ConfirmationBody
+	var b octowire.ConfirmationBody
 	if err := decode(r, &b); err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ func first(a, b string) string {
 // sameUnits applies the unit items of a confirmation or update to those
 // reserved: their contacts and references. The units themselves cannot
 // change (docs/decisions.md: a hold's items are fixed at the supplier).
-func sameUnits(have []storedUnit, sent []UnitItemBody) ([]storedUnit, error) {
+func sameUnits(have []storedUnit, sent []octowire.UnitItemBody) ([]storedUnit, error) {
 	if len(sent) != len(have) {
 		return nil, badRequest(fmt.Sprintf("unitItems must list the %d unit items of the reservation: changing them is not supported", len(have)))
 	}
@@ -398,7 +399,7 @@ func (s *Service) extend(r *httpapi.Request) error {
 		return err
 	}
 	id := r.Param("uuid")
-	var b ExtendBody
+	var b octowire.ExtendBody
 	if err := decode(r, &b); err != nil {
 		return err
 	}
@@ -437,7 +438,7 @@ func (s *Service) update(r *httpapi.Request) error {
 		return err
 	}
 	id := r.Param("uuid")
-	var b UpdateBody
+	var b octowire.UpdateBody
 	if err := decode(r, &b); err != nil {
 		return err
 	}
@@ -510,7 +511,7 @@ func (s *Service) cancel(r *httpapi.Request) error {
 		return err
 	}
 	id := r.Param("uuid")
-	var b CancellationBody
+	var b octowire.CancellationBody
 	if len(r.Ctx.PostBody()) > 0 {
 		if err := decode(r, &b); err != nil {
 			return err
@@ -582,7 +583,7 @@ func (s *Service) bookings(r *httpapi.Request) error {
 	if err != nil {
 		return fail(err, nil)
 	}
-	out := []Booking{}
+	out := []octowire.Booking{}
 	for _, id := range ids {
 		st, err := s.load(r, id, false)
 		if err != nil {
@@ -604,7 +605,7 @@ func (s *Service) bookings(r *httpapi.Request) error {
 
 // render is OCTO's Booking of a state (docs/decisions.md, "Selling
 // through OCTO", Booking field by field).
-func (s *Service) render(r *httpapi.Request, st state) Booking {
+func (s *Service) render(r *httpapi.Request, st state) octowire.Booking {
 	h := st.hold
 	ext := st.ext()
 	item := schemas.HoldItem{}
@@ -619,7 +620,7 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 	}
 	op := octoProduct(p)
 	status := st.status()
-	out := Booking{ID: h.Hold.ID, UUID: h.Hold.ID, Status: status, ProductID: item.ProductID, OptionID: item.RateID,
+	out := octowire.Booking{ID: h.Hold.ID, UUID: h.Hold.ID, Status: status, ProductID: item.ProductID, OptionID: item.RateID,
 		UTCCreatedAt: utc(h.CreatedAt), UTCUpdatedAt: utc(h.UpdatedAt), DeliveryMethods: op.DeliveryMethods,
 		SupplierReference: ptr(booking.SupplierReference(h.ChannelID, h.Hold.ID)), Contact: contactOf(ext[extContact])}
 	if item.AvailabilityID != "" {
@@ -646,7 +647,7 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 		}
 		switch {
 		case status == bookingCancelled:
-			out.Cancellation = &Cancellation{Refund: "NONE", UTCCancelledAt: utc(when(b.Booking.Timeline, schemas.BookingCancelled, b.UpdatedAt))}
+			out.Cancellation = &octowire.Cancellation{Refund: "NONE", UTCCancelledAt: utc(when(b.Booking.Timeline, schemas.BookingCancelled, b.UpdatedAt))}
 			if rate.Refundable {
 				out.Cancellation.Refund = "FULL"
 			}
@@ -657,7 +658,7 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 			}
 		}
 		if bc := b.Booking.Barcode; bc != nil {
-			out.Voucher = &Ticket{RedemptionMethod: op.RedemptionMethod, DeliveryOptions: deliveryOptions(bc.Format, bc.Value)}
+			out.Voucher = &octowire.Ticket{RedemptionMethod: op.RedemptionMethod, DeliveryOptions: deliveryOptions(bc.Format, bc.Value)}
 		}
 		tickets, bookingItems = b.Booking.Tickets, b.Booking.Items
 	case status == bookingOnHold:
@@ -666,7 +667,7 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 			out.UTCExpiresAt = ptr(utc(h.Hold.Expires))
 		}
 	case status == bookingCancelled:
-		out.Cancellation = &Cancellation{Refund: "NONE", UTCCancelledAt: utc(when(h.Hold.Timeline, schemas.HoldReleased, h.UpdatedAt))}
+		out.Cancellation = &octowire.Cancellation{Refund: "NONE", UTCCancelledAt: utc(when(h.Hold.Timeline, schemas.HoldReleased, h.UpdatedAt))}
 	}
 	if out.Cancellation != nil {
 		if v := ext[extCancelReason]; v != "" {
@@ -676,15 +677,15 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 	units := unitsOf(schemas.HoldRecord{Hold: schemas.Hold{ID: h.Hold.ID, Items: h.Hold.Items, Ext: ext}})
 	seen := map[string]int{}
 	for _, u := range units {
-		ui := UnitItem{UUID: u.UUID, UnitID: u.UnitID, Status: status, Contact: contactOf(mustJSONPtr(u.Contact))}
+		ui := octowire.UnitItem{UUID: u.UUID, UnitID: u.UnitID, Status: status, Contact: contactOf(mustJSONPtr(u.Contact))}
 		if u.ResellerReference != "" {
 			ui.ResellerReference = ptr(u.ResellerReference)
 		}
 		if got, err := unit(rate, u.UnitID); err == nil {
 			ui.Unit = &got
 		} else {
-			ui.Unit = &Unit{ID: u.UnitID, InternalName: u.UnitID, Type: "OTHER", RequiredContactFields: []string{},
-				Restrictions: UnitRestrictions{MaxAge: 100, PaxCount: 1, AccompaniedBy: []string{}}}
+			ui.Unit = &octowire.Unit{ID: u.UnitID, InternalName: u.UnitID, Type: "OTHER", RequiredContactFields: []string{},
+				Restrictions: octowire.UnitRestrictions{MaxAge: 100, PaxCount: 1, AccompaniedBy: []string{}}}
 		}
 		k := seen[u.UnitID]
 		seen[u.UnitID]++
@@ -692,7 +693,7 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 		out.UnitItems = append(out.UnitItems, ui)
 	}
 	if out.UnitItems == nil {
-		out.UnitItems = []UnitItem{}
+		out.UnitItems = []octowire.UnitItem{}
 	}
 	if out.Voucher == nil && len(tickets) > 0 && contains(op.DeliveryMethods, deliveryVoucher) {
 		// A booking of one ticket for every unit: that ticket is its
@@ -704,7 +705,7 @@ func (s *Service) render(r *httpapi.Request, st state) Booking {
 	return out
 }
 
-func mustJSONPtr(c *ContactBody) string {
+func mustJSONPtr(c *octowire.ContactBody) string {
 	if c == nil {
 		return ""
 	}
@@ -725,9 +726,9 @@ func when(tl []schemas.TimelineEntry, status string, def time.Time) time.Time {
 
 // contactOf is OCTO's Contact of a stored ContactBody (every field,
 // null when not given).
-func contactOf(raw string) Contact {
-	c := Contact{Locales: []string{}}
-	var b ContactBody
+func contactOf(raw string) octowire.Contact {
+	c := octowire.Contact{Locales: []string{}}
+	var b octowire.ContactBody
 	if raw == "" || json.Unmarshal([]byte(raw), &b) != nil {
 		return c
 	}
@@ -761,7 +762,7 @@ func joinName(a, b string) string {
 // ticketOf is the ticket of the k-th unit item of unitID: the tickets of
 // the booking item of that unit, one per unit when there are as many,
 // else the item's one ticket for all its units.
-func ticketOf(unitID string, k int, items []schemas.BookingItem, tickets []schemas.Ticket, redemption string) *Ticket {
+func ticketOf(unitID string, k int, items []schemas.BookingItem, tickets []schemas.Ticket, redemption string) *octowire.Ticket {
 	var itemID string
 	for _, it := range items {
 		if it.PriceID == unitID {
@@ -787,8 +788,8 @@ func ticketOf(unitID string, k int, items []schemas.BookingItem, tickets []schem
 	return nil
 }
 
-func ticket(t schemas.Ticket, redemption string) *Ticket {
-	out := &Ticket{RedemptionMethod: redemption, DeliveryOptions: []DeliveryOption{}}
+func ticket(t schemas.Ticket, redemption string) *octowire.Ticket {
+	out := &octowire.Ticket{RedemptionMethod: redemption, DeliveryOptions: []octowire.DeliveryOption{}}
 	var bc schemas.Barcode
 	if len(t.Barcode) > 0 && json.Unmarshal(t.Barcode, &bc) == nil {
 		out.DeliveryOptions = deliveryOptions(bc.Format, bc.Value)
@@ -803,13 +804,13 @@ func ticket(t schemas.Ticket, redemption string) *Ticket {
 // deliveryOptions is OCTO's delivery option of a code: its format in
 // OCTO's name; formats OCTO does not have (TEXT, EAN13, UPCA, CODE39)
 // are given as CODE128, the linear code OCTO has, with the same value.
-func deliveryOptions(format, value string) []DeliveryOption {
+func deliveryOptions(format, value string) []octowire.DeliveryOption {
 	if value == "" {
-		return []DeliveryOption{}
+		return []octowire.DeliveryOption{}
 	}
 	f, ok := octoFormats[format]
 	if !ok {
 		f = "CODE128"
 	}
-	return []DeliveryOption{{DeliveryFormat: f, DeliveryValue: value}}
+	return []octowire.DeliveryOption{{DeliveryFormat: f, DeliveryValue: value}}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/octowire"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
@@ -122,7 +123,7 @@ func (s *Service) supplier(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := Supplier{ID: sup.ID, Name: sup.Name, Endpoint: endpoint(r, sup.ID)}
+	out := octowire.Supplier{ID: sup.ID, Name: sup.Name, Endpoint: endpoint(r, sup.ID)}
 	for _, c := range sup.Contacts {
 		if c.Email != "" && out.Contact.Email == nil {
 			out.Contact.Email = ptr(c.Email)
@@ -160,7 +161,7 @@ func (s *Service) products(r *httpapi.Request) error {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return internal(fmt.Errorf("decode products: %w", err))
 	}
-	out := make([]Product, 0, len(list))
+	out := make([]octowire.Product, 0, len(list))
 	for _, pd := range list {
 		p, err := s.loadProduct(r, sup.ID, pd.ID)
 		if err != nil {
@@ -202,12 +203,12 @@ const (
 var octoFormats = map[string]string{"QR_CODE": "QRCODE", "QRCODE": "QRCODE", "CODE128": "CODE128", "AZTECCODE": "AZTECCODE",
 	"PDF_URL": "PDF_URL", "PKPASS_URL": "PKPASS_URL"}
 
-func octoProduct(p product) Product {
+func octoProduct(p product) octowire.Product {
 	d := p.data
-	out := Product{ID: d.ID, InternalName: d.Name, Locale: d.Locale, TimeZone: p.timeZone(),
+	out := octowire.Product{ID: d.ID, InternalName: d.Name, Locale: d.Locale, TimeZone: p.timeZone(),
 		InstantConfirmation: d.InstantConfirmation, InstantDelivery: d.InstantDelivery, AvailabilityRequired: true,
 		AvailabilityType: availabilityStartTime, DeliveryFormats: []string{}, DeliveryMethods: []string{}, RedemptionMethod: "DIGITAL",
-		Options: make([]Option, 0, len(p.rates))}
+		Options: make([]octowire.Option, 0, len(p.rates))}
 	if d.Reference != "" {
 		out.Reference = ptr(d.Reference)
 	}
@@ -249,13 +250,13 @@ func contains(list []string, v string) bool {
 	return false
 }
 
-func octoOption(r catalog.RateData, def bool) Option {
+func octoOption(r catalog.RateData, def bool) octowire.Option {
 	name := r.Name
 	if name == "" {
 		name = r.ID
 	}
-	o := Option{ID: r.ID, Default: def, InternalName: name, AvailabilityLocalStartTimes: localStartTimes(r),
-		RequiredContactFields: []string{}, Units: make([]Unit, 0, len(r.Prices))}
+	o := octowire.Option{ID: r.ID, Default: def, InternalName: name, AvailabilityLocalStartTimes: localStartTimes(r),
+		RequiredContactFields: []string{}, Units: make([]octowire.Unit, 0, len(r.Prices))}
 	if r.Code != "" {
 		o.Reference = ptr(r.Code)
 	}
@@ -310,9 +311,9 @@ func localStartTimes(r catalog.RateData) []string {
 var unitTypes = map[string]bool{"ADULT": true, "YOUTH": true, "CHILD": true, "INFANT": true, "FAMILY": true, "SENIOR": true,
 	"STUDENT": true, "MILITARY": true, "OTHER": true}
 
-func octoUnit(pr catalog.Price) Unit {
-	u := Unit{ID: pr.ID, InternalName: pr.Name, Type: "ADULT", RequiredContactFields: []string{},
-		Restrictions: UnitRestrictions{MinAge: 0, MaxAge: 100, PaxCount: 1, AccompaniedBy: []string{}}}
+func octoUnit(pr catalog.Price) octowire.Unit {
+	u := octowire.Unit{ID: pr.ID, InternalName: pr.Name, Type: "ADULT", RequiredContactFields: []string{},
+		Restrictions: octowire.UnitRestrictions{MinAge: 0, MaxAge: 100, PaxCount: 1, AccompaniedBy: []string{}}}
 	if u.InternalName == "" {
 		u.InternalName = pr.ID
 	}
@@ -338,11 +339,11 @@ func octoUnit(pr catalog.Price) Unit {
 }
 
 // unit is the unit unitID of rate r, else INVALID_UNIT_ID.
-func unit(r catalog.RateData, unitID string) (Unit, error) {
+func unit(r catalog.RateData, unitID string) (octowire.Unit, error) {
 	for _, pr := range r.Prices {
 		if pr.ID == unitID {
 			return octoUnit(pr), nil
 		}
 	}
-	return Unit{}, invalidUnit(unitID)
+	return octowire.Unit{}, invalidUnit(unitID)
 }

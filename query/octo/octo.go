@@ -36,6 +36,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/octowire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/schemas"
@@ -276,5 +277,5 @@ func (s *Service) capabilities(r *httpapi.Request) error {
 	if _, err := s.visibleSupplier(r); err != nil {
 		return err
 	}
-	return writeJSON(r, requested(r.Ctx), []Capability{})
+	return writeJSON(r, requested(r.Ctx), []octowire.Capability{})
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/switchbackhq/switchback/internal/octowire"
 )
 
 // Bookings and orders (spec doc 3, "States and transitions"), in memory.
@@ -109,8 +111,8 @@ type simBooking struct {
 	// What the OCTO shape shows besides doc 3's fields.
 	created, updated, confirmedAt, cancelledAt time.Time
 	cancelReason                               string
-	contact                                    *octoContact // from OCTO's confirm body
-	unitUUIDs                                  []string     // one per unit item
+	contact                                    *octowire.Contact // from OCTO's confirm body
+	unitUUIDs                                  []string          // one per unit item
 }
 
 type simOrder struct {

@@ -40,6 +40,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchbackhq/switchback/internal/octowire"
 )
 
 // Breakages Config.Break can ask for; each spoils one item of the answers
@@ -68,7 +70,7 @@ const (
 type Range struct{ From, To int }
 
 // Unit is a unit type of every option (OCTO: id and type). Its
-// restrictions (ages) follow its type (unitRestrictions).
+// restrictions (ages) follow its type (unitRestrictionsOf).
 type Unit struct{ ID, Type string }
 
 // OCTOExampleUnits are OCTO's example units (octotravel/octo-types
@@ -260,7 +262,11 @@ func (cfg Config) breaks(b string) bool {
 	return false
 }
 
-// Wire shapes (doc 3; nested objects with OCTO names).
+// Wire shapes (doc 3; nested objects with OCTO names). A product's
+// options and units: doc 3 counts their fields without showing them; they
+// take OCTO's names and shapes (restrictions, cancellation cutoff;
+// pricingFrom with the octo/pricing capability), in both dialects:
+// internal/octowire's Option, Unit and Pricing.
 type (
 	wireSupplier struct {
 		ID       string            `json:"id"`
@@ -268,67 +274,20 @@ type (
 		Endpoint string            `json:"endpoint"`
 		Contact  map[string]string `json:"contact"`
 	}
-	// wireUnit, wireOption: doc 3 counts their fields without showing
-	// them; they take OCTO's names and shapes (restrictions, cancellation
-	// cutoff; pricingFrom with the octo/pricing capability), in both
-	// dialects.
-	wireUnit struct {
-		ID                    string           `json:"id"`
-		InternalName          string           `json:"internalName"`
-		Reference             *string          `json:"reference"`
-		Type                  string           `json:"type"`
-		Restrictions          unitRestrictions `json:"restrictions"`
-		RequiredContactFields []string         `json:"requiredContactFields"`
-		PricingFrom           []wirePricing    `json:"pricingFrom,omitempty"`
-	}
-	unitRestrictions struct {
-		MinAge        int      `json:"minAge"`
-		MaxAge        int      `json:"maxAge"`
-		IDRequired    bool     `json:"idRequired"`
-		MinQuantity   *int     `json:"minQuantity"`
-		MaxQuantity   *int     `json:"maxQuantity"`
-		PaxCount      int      `json:"paxCount"`
-		AccompaniedBy []string `json:"accompaniedBy"`
-	}
-	optionRestrictions struct {
-		MinUnits *int `json:"minUnits"`
-		MaxUnits *int `json:"maxUnits"`
-	}
-	wirePricing struct {
-		Original          int64  `json:"original"`
-		Retail            int64  `json:"retail"`
-		Net               *int64 `json:"net"`
-		Currency          string `json:"currency"`
-		CurrencyPrecision int    `json:"currencyPrecision"`
-		IncludedTaxes     []any  `json:"includedTaxes"`
-	}
-	wireOption struct {
-		ID                          string             `json:"id"`
-		Default                     bool               `json:"default"`
-		InternalName                string             `json:"internalName"`
-		Reference                   *string            `json:"reference"`
-		AvailabilityLocalStartTimes []string           `json:"availabilityLocalStartTimes"`
-		CancellationCutoff          string             `json:"cancellationCutoff"`
-		CancellationCutoffAmount    int                `json:"cancellationCutoffAmount"`
-		CancellationCutoffUnit      string             `json:"cancellationCutoffUnit"`
-		RequiredContactFields       []string           `json:"requiredContactFields"`
-		Restrictions                optionRestrictions `json:"restrictions"`
-		Units                       []wireUnit         `json:"units"`
-	}
 	wireProduct struct {
-		ID                  string       `json:"id"`
-		InternalName        string       `json:"internalName"`
-		Reference           string       `json:"reference"`
-		Locale              string       `json:"locale"`
-		TimeZone            string       `json:"timeZone"`
-		InstantConfirmation bool         `json:"instantConfirmation"`
-		InstantDelivery     bool         `json:"instantDelivery"`
-		AvailabilityType    string       `json:"availabilityType"`
-		DeliveryFormats     []string     `json:"deliveryFormats"`
-		DeliveryMethods     []string     `json:"deliveryMethods"`
-		RedemptionMethod    string       `json:"redemptionMethod"`
-		Capabilities        []any        `json:"capabilities"`
-		Options             []wireOption `json:"options"`
+		ID                  string            `json:"id"`
+		InternalName        string            `json:"internalName"`
+		Reference           string            `json:"reference"`
+		Locale              string            `json:"locale"`
+		TimeZone            string            `json:"timeZone"`
+		InstantConfirmation bool              `json:"instantConfirmation"`
+		InstantDelivery     bool              `json:"instantDelivery"`
+		AvailabilityType    string            `json:"availabilityType"`
+		DeliveryFormats     []string          `json:"deliveryFormats"`
+		DeliveryMethods     []string          `json:"deliveryMethods"`
+		RedemptionMethod    string            `json:"redemptionMethod"`
+		Capabilities        []any             `json:"capabilities"`
+		Options             []octowire.Option `json:"options"`
 	}
 	wireAvailability struct {
 		ID                 string `json:"id"`
@@ -374,9 +333,9 @@ func (cfg Config) product(sid, pid string) (product, bool) {
 		p.Locale, p.Reference = "en-GB", "LEYE-GA-"+pid
 		p.DeliveryFormats, p.DeliveryMethods = []string{"QRCODE"}, []string{"TICKET"}
 	}
-	units := make([]wireUnit, 0, len(cfg.Units))
+	units := make([]octowire.Unit, 0, len(cfg.Units))
 	for _, u := range cfg.Units {
-		units = append(units, wireUnit{ID: u.ID, InternalName: unitName(u), Type: u.Type, Restrictions: unitRestrictionsOf(cfg, u),
+		units = append(units, octowire.Unit{ID: u.ID, InternalName: unitName(u), Type: u.Type, Restrictions: unitRestrictionsOf(cfg, u),
 			RequiredContactFields: []string{"firstName"}})
 	}
 	var minUnits, maxUnits *int
@@ -405,10 +364,10 @@ func (cfg Config) product(sid, pid string) (product, bool) {
 				starts = append(starts, fmt.Sprintf("%02d:00", h))
 			}
 		}
-		p.Options = append(p.Options, wireOption{
+		p.Options = append(p.Options, octowire.Option{
 			ID: id, Default: o == 1, InternalName: fmt.Sprintf("Option %d", o), AvailabilityLocalStartTimes: starts,
 			CancellationCutoff: cutoff, CancellationCutoffAmount: cfg.CutoffHours, CancellationCutoffUnit: "hour",
-			RequiredContactFields: []string{"firstName"}, Restrictions: optionRestrictions{MinUnits: minUnits, MaxUnits: maxUnits},
+			RequiredContactFields: []string{"firstName"}, Restrictions: octowire.OptionRestrictions{MinUnits: minUnits, MaxUnits: maxUnits},
 			Units: units,
 		})
 	}
@@ -427,9 +386,9 @@ func unitName(u Unit) string {
 // unitRestrictionsOf are the restrictions of a unit: OCTO's example ages
 // of its type (ADULT 18–99, CHILD 3–12, INFANT 0–3 accompanied by the
 // first adult unit), one to ten of it per booking, one person each.
-func unitRestrictionsOf(cfg Config, u Unit) unitRestrictions {
+func unitRestrictionsOf(cfg Config, u Unit) octowire.UnitRestrictions {
 	one, ten := 1, 10
-	r := unitRestrictions{MinAge: 0, MaxAge: 99, MinQuantity: &one, MaxQuantity: &ten, PaxCount: 1, AccompaniedBy: []string{}}
+	r := octowire.UnitRestrictions{MinAge: 0, MaxAge: 99, MinQuantity: &one, MaxQuantity: &ten, PaxCount: 1, AccompaniedBy: []string{}}
 	switch u.Type {
 	case "ADULT":
 		r.MinAge, r.MaxAge = 18, 99
@@ -453,19 +412,20 @@ func unitRestrictionsOf(cfg Config, u Unit) unitRestrictions {
 // units of other ids take the child's and infant's by type); the v2
 // dialect prices each unit at its retailPrice of the month of now, in EUR.
 func withPricing(cfg Config, p wireProduct, now time.Time) wireProduct {
-	p.Options = append([]wireOption(nil), p.Options...)
+	p.Options = append([]octowire.Option(nil), p.Options...)
 	for i := range p.Options {
 		o := &p.Options[i]
-		o.Units = append([]wireUnit(nil), o.Units...)
+		o.Units = append([]octowire.Unit(nil), o.Units...)
 		for j := range o.Units {
 			u := &o.Units[j]
 			if cfg.Dialect == DialectOCTO {
-				u.PricingFrom = octoExamplePricing(u.Type)
+				pf := octoExamplePricing(u.Type)
+				u.PricingFrom = &pf
 				continue
 			}
 			retail := retailPrice(cfg, o.ID, u.ID, now)
 			net := retail * 8 / 10
-			u.PricingFrom = []wirePricing{{Original: retail, Retail: retail, Net: &net, Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []any{}}}
+			u.PricingFrom = &[]octowire.Pricing{{Original: retail, Retail: retail, Net: &net, Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []octowire.Tax{}}}
 		}
 	}
 	return p
@@ -474,12 +434,12 @@ func withPricing(cfg Config, p wireProduct, now time.Time) wireProduct {
 // octoExamplePricing is the pricingFrom of OCTO's example units (its
 // "Products with octo/pricng (pricing per unit)" example, values as
 // given: the adult's net is 8000 there).
-func octoExamplePricing(typ string) []wirePricing {
+func octoExamplePricing(typ string) []octowire.Pricing {
 	n := func(v int64) *int64 { return &v }
-	two := func(original, retail, net int64) []wirePricing {
-		return []wirePricing{
-			{Original: original, Retail: retail, Net: n(net), Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []any{}},
-			{Original: original, Retail: retail, Net: n(net), Currency: "USD", CurrencyPrecision: 2, IncludedTaxes: []any{}},
+	two := func(original, retail, net int64) []octowire.Pricing {
+		return []octowire.Pricing{
+			{Original: original, Retail: retail, Net: n(net), Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []octowire.Tax{}},
+			{Original: original, Retail: retail, Net: n(net), Currency: "USD", CurrencyPrecision: 2, IncludedTaxes: []octowire.Tax{}},
 		}
 	}
 	switch typ {
@@ -500,13 +460,13 @@ func (cfg Config) supplierNumber(sid string) (int, bool) {
 }
 
 // option finds an option of a product.
-func (p product) option(oid string) (wireOption, bool) {
+func (p product) option(oid string) (octowire.Option, bool) {
 	for _, o := range p.wire.Options {
 		if o.ID == oid {
 			return o, true
 		}
 	}
-	return wireOption{}, false
+	return octowire.Option{}, false
 }
 
 // slot is one generated availability before it is put on the wire.
@@ -903,7 +863,7 @@ func (sl slot) fits(qty int) bool {
 	return false
 }
 
-func hasUnit(o wireOption, id string) bool {
+func hasUnit(o octowire.Option, id string) bool {
 	for _, u := range o.Units {
 		if u.ID == id {
 			return true

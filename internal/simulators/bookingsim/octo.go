@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/switchbackhq/switchback/internal/octowire"
 )
 
 // The OCTO dialect (Config.Dialect "octo"): the same inventory and state
@@ -43,41 +45,20 @@ import (
 // expirationMinutes (OCTO: "defaults to the supplier default amount").
 const defaultOCTOExpirationMinutes = 30
 
+// The OCTO shapes are internal/octowire's, as query/octo writes them. Two
+// stay the simulator's own: the supplier's contact (a map of the two
+// fields the simulator knows, as it always answered) and the booking,
+// whose availability is the short object {id, localDateTimeStart,
+// localDateTimeEnd, allDay, openingHours} Switchback's client reads, where
+// OCTO's Booking (octowire.Booking) carries a full Availability.
 type (
-	octoOpeningHours struct {
-		From string `json:"from"`
-		To   string `json:"to"`
-	}
-	octoUnitPrice struct {
-		UnitID            string `json:"unitId"`
-		Original          int64  `json:"original"`
-		Retail            int64  `json:"retail"`
-		Net               int64  `json:"net"`
-		Currency          string `json:"currency"`
-		CurrencyPrecision int    `json:"currencyPrecision"`
-		IncludedTaxes     []any  `json:"includedTaxes"`
-	}
 	// octoExtras is what an availability shows in OCTO only.
 	octoExtras struct {
 		utcCutoffAt  string
 		capacity     *int
 		allDay       bool
-		openingHours []octoOpeningHours
-		unitPricing  []octoUnitPrice
-	}
-	octoAvailability struct {
-		ID                 string             `json:"id"`
-		LocalDateTimeStart string             `json:"localDateTimeStart"`
-		LocalDateTimeEnd   string             `json:"localDateTimeEnd"`
-		UTCCutoffAt        string             `json:"utcCutoffAt"`
-		AllDay             bool               `json:"allDay"`
-		Available          bool               `json:"available"`
-		Status             string             `json:"status"`
-		Vacancies          *int               `json:"vacancies"`
-		Capacity           *int               `json:"capacity"`
-		MaxUnits           *int               `json:"maxUnits"`
-		OpeningHours       []octoOpeningHours `json:"openingHours"`
-		UnitPricing        []octoUnitPrice    `json:"unitPricing,omitempty"`
+		openingHours []octowire.OpeningHours
+		unitPricing  []octowire.PricingUnit
 	}
 	octoSupplier struct {
 		ID       string            `json:"id"`
@@ -98,47 +79,12 @@ type (
 		AvailableCurrencies []string `json:"availableCurrencies,omitempty"`
 		PricingPer          string   `json:"pricingPer,omitempty"`
 	}
-	octoTicket struct {
-		RedemptionMethod string               `json:"redemptionMethod"`
-		UTCRedeemedAt    *string              `json:"utcRedeemedAt"`
-		DeliveryOptions  []octoDeliveryOption `json:"deliveryOptions"`
-	}
-	octoDeliveryOption struct {
-		DeliveryFormat string `json:"deliveryFormat"`
-		DeliveryValue  string `json:"deliveryValue"`
-	}
-	octoContact struct {
-		FullName     *string  `json:"fullName"`
-		FirstName    *string  `json:"firstName"`
-		LastName     *string  `json:"lastName"`
-		EmailAddress *string  `json:"emailAddress"`
-		PhoneNumber  *string  `json:"phoneNumber"`
-		Locales      []string `json:"locales"`
-		PostalCode   *string  `json:"postalCode"`
-		Country      *string  `json:"country"`
-		Notes        *string  `json:"notes"`
-	}
-	octoUnitItem struct {
-		UUID              string      `json:"uuid"`
-		ResellerReference *string     `json:"resellerReference"`
-		SupplierReference *string     `json:"supplierReference"`
-		UnitID            string      `json:"unitId"`
-		Status            string      `json:"status"`
-		UTCRedeemedAt     *string     `json:"utcRedeemedAt"`
-		Contact           octoContact `json:"contact"`
-		Ticket            *octoTicket `json:"ticket"`
-	}
 	octoBookingAvailability struct {
-		ID                 string             `json:"id"`
-		LocalDateTimeStart string             `json:"localDateTimeStart"`
-		LocalDateTimeEnd   string             `json:"localDateTimeEnd"`
-		AllDay             bool               `json:"allDay"`
-		OpeningHours       []octoOpeningHours `json:"openingHours"`
-	}
-	octoCancellation struct {
-		Refund         string  `json:"refund"`
-		Reason         *string `json:"reason"`
-		UTCCancelledAt string  `json:"utcCancelledAt"`
+		ID                 string                  `json:"id"`
+		LocalDateTimeStart string                  `json:"localDateTimeStart"`
+		LocalDateTimeEnd   string                  `json:"localDateTimeEnd"`
+		AllDay             bool                    `json:"allDay"`
+		OpeningHours       []octowire.OpeningHours `json:"openingHours"`
 	}
 	octoBooking struct {
 		ID                string                  `json:"id"`
@@ -155,39 +101,15 @@ type (
 		ProductID         string                  `json:"productId"`
 		OptionID          string                  `json:"optionId"`
 		Cancellable       bool                    `json:"cancellable"`
-		Cancellation      *octoCancellation       `json:"cancellation"`
+		Cancellation      *octowire.Cancellation  `json:"cancellation"`
 		Freesale          bool                    `json:"freesale"`
 		AvailabilityID    string                  `json:"availabilityId"`
 		Availability      octoBookingAvailability `json:"availability"`
-		Contact           octoContact             `json:"contact"`
+		Contact           octowire.Contact        `json:"contact"`
 		Notes             *string                 `json:"notes"`
 		DeliveryMethods   []string                `json:"deliveryMethods"`
-		Voucher           any                     `json:"voucher"`
-		UnitItems         []octoUnitItem          `json:"unitItems"`
-	}
-	octoUnitBody struct {
-		ID       string `json:"id"`
-		Quantity int    `json:"quantity"`
-	}
-	octoAvailabilityBody struct {
-		ProductID       string         `json:"productId"`
-		OptionID        string         `json:"optionId"`
-		LocalDate       string         `json:"localDate"`
-		LocalDateStart  string         `json:"localDateStart"`
-		LocalDateEnd    string         `json:"localDateEnd"`
-		AvailabilityIDs []string       `json:"availabilityIds"`
-		Units           []octoUnitBody `json:"units"`
-		Currency        *string        `json:"currency"`
-	}
-	octoCreateBody struct {
-		UUID              string         `json:"uuid"`
-		ProductID         string         `json:"productId"`
-		OptionID          string         `json:"optionId"`
-		AvailabilityID    string         `json:"availabilityId"`
-		ExpirationMinutes *int           `json:"expirationMinutes"`
-		Notes             *string        `json:"notes"`
-		UnitItems         []wireUnitItem `json:"unitItems"`
-		ResellerReference string         `json:"resellerReference"`
+		Voucher           *octowire.Ticket        `json:"voucher"`
+		UnitItems         []octowire.UnitItem     `json:"unitItems"`
 	}
 )
 
@@ -195,24 +117,28 @@ type (
 // opening hours of an OPENING_HOURS slot are its range, or a day's ranges
 // (OCTOOpeningHoursByDay: the slot is the whole day).
 func (sl slot) octoExtras() octoExtras {
-	x := octoExtras{utcCutoffAt: sl.start.UTC().Format(time.RFC3339), capacity: sl.capacity, openingHours: []octoOpeningHours{}}
+	x := octoExtras{utcCutoffAt: sl.start.UTC().Format(time.RFC3339), capacity: sl.capacity, openingHours: []octowire.OpeningHours{}}
 	switch {
 	case len(sl.ranges) > 0:
 		x.allDay = true
 		for _, r := range sl.ranges {
-			x.openingHours = append(x.openingHours, octoOpeningHours{From: fmt.Sprintf("%02d:00", r.From), To: fmt.Sprintf("%02d:00", r.To)})
+			x.openingHours = append(x.openingHours, octowire.OpeningHours{From: fmt.Sprintf("%02d:00", r.From), To: fmt.Sprintf("%02d:00", r.To)})
 		}
 	case sl.status == "FREESALE" || sl.capacity == nil:
 		// An opening range (FREESALE, or a CLOSED day of one).
-		x.openingHours = []octoOpeningHours{{From: sl.start.Format("15:04"), To: sl.end.Format("15:04")}}
+		x.openingHours = []octowire.OpeningHours{{From: sl.start.Format("15:04"), To: sl.end.Format("15:04")}}
 	}
 	return x
 }
 
-func (a wireAvailability) toOCTO() octoAvailability {
-	return octoAvailability{ID: a.ID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd, AllDay: a.octo.allDay,
+func (a wireAvailability) toOCTO() octowire.Availability {
+	out := octowire.Availability{ID: a.ID, LocalDateTimeStart: a.LocalDateTimeStart, LocalDateTimeEnd: a.LocalDateTimeEnd, AllDay: a.octo.allDay,
 		UTCCutoffAt: a.octo.utcCutoffAt, Available: a.Available != nil && *a.Available, Status: a.Status,
-		Vacancies: a.Vacancies, Capacity: a.octo.capacity, OpeningHours: a.octo.openingHours, UnitPricing: a.octo.unitPricing}
+		Vacancies: a.Vacancies, Capacity: a.octo.capacity, OpeningHours: a.octo.openingHours}
+	if len(a.octo.unitPricing) > 0 {
+		out.UnitPricing = &a.octo.unitPricing
+	}
+	return out
 }
 
 // capabilities is the Octo-Capabilities header as a set.
@@ -295,7 +221,7 @@ func baseURL(r *http.Request, cfg Config) string {
 // inclusive) or by availabilityIds, with the units to check (none: one
 // unit). A read by dates carries cfg's breakages, as v2's GET does.
 func (s *Server) serveOCTOAvailability(w http.ResponseWriter, r *http.Request, cfg Config, sid string, fail func(int, string, string)) {
-	var in octoAvailabilityBody
+	var in octowire.AvailabilityBody
 	if err := decodeBody(r, &in); err != nil {
 		fail(http.StatusBadRequest, "BAD_REQUEST", "invalid JSON body")
 		return
@@ -353,8 +279,9 @@ func (s *Server) serveOCTOAvailability(w http.ResponseWriter, r *http.Request, c
 		if pricing {
 			for _, u := range o.Units {
 				retail := retailPrice(cfg, o.ID, u.ID, sl.start)
-				a.octo.unitPricing = append(a.octo.unitPricing, octoUnitPrice{UnitID: u.ID, Original: retail, Retail: retail,
-					Net: retail * 8 / 10, Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []any{}})
+				net := retail * 8 / 10
+				a.octo.unitPricing = append(a.octo.unitPricing, octowire.PricingUnit{UnitID: u.ID, Pricing: octowire.Pricing{
+					Original: retail, Retail: retail, Net: &net, Currency: "EUR", CurrencyPrecision: 2, IncludedTaxes: []octowire.Tax{}}})
 			}
 		}
 		as = append(as, a)
@@ -362,7 +289,7 @@ func (s *Server) serveOCTOAvailability(w http.ResponseWriter, r *http.Request, c
 	if byDates {
 		as = spoil(cfg, p.wire.AvailabilityType, as, sls)
 	}
-	out := make([]octoAvailability, 0, len(as))
+	out := make([]octowire.Availability, 0, len(as))
 	for _, a := range as {
 		out = append(out, a.toOCTO())
 	}
@@ -371,18 +298,21 @@ func (s *Server) serveOCTOAvailability(w http.ResponseWriter, r *http.Request, c
 
 // serveOCTOCreate is OCTO's booking reservation, through book.
 func (s *Server) serveOCTOCreate(w http.ResponseWriter, r *http.Request, cfg Config, sid string, fail func(int, string, string)) {
-	var ob octoCreateBody
+	var ob octowire.ReservationBody
 	if err := decodeBody(r, &ob); err != nil {
 		fail(http.StatusBadRequest, "BAD_REQUEST", "invalid JSON body")
 		return
 	}
 	in := createBody{UUID: ob.UUID, ResellerReference: ob.ResellerReference, ProductID: ob.ProductID, OptionID: ob.OptionID,
-		AvailabilityID: ob.AvailabilityID, UnitItems: ob.UnitItems, HoldExpirationMinutes: defaultOCTOExpirationMinutes}
+		AvailabilityID: ob.AvailabilityID, HoldExpirationMinutes: defaultOCTOExpirationMinutes, Notes: ob.Notes}
+	if ob.UnitItems != nil {
+		in.UnitItems = make([]wireUnitItem, len(*ob.UnitItems))
+		for i, u := range *ob.UnitItems {
+			in.UnitItems[i] = wireUnitItem{UUID: u.UUID, UnitID: u.UnitID, ResellerReference: u.ResellerReference}
+		}
+	}
 	if ob.ExpirationMinutes != nil {
 		in.HoldExpirationMinutes = *ob.ExpirationMinutes
-	}
-	if ob.Notes != nil {
-		in.Notes = *ob.Notes
 	}
 	out, serr := s.book(cfg, sid, in, cfg.Clock(), func(b *simBooking) any { return b.octoWire(cfg) })
 	if serr != nil {
@@ -414,11 +344,13 @@ func (s *Server) serveOCTOBooking(w http.ResponseWriter, r *http.Request, cfg Co
 	switch {
 	case action == "" && r.Method == http.MethodGet:
 	case action == "confirm" && r.Method == http.MethodPost:
+		// The contact is read in the shape it is answered in (nullable
+		// fields), so that the booking shows it as it was sent.
 		var in struct {
-			Contact           *octoContact   `json:"contact"`
-			ResellerReference *string        `json:"resellerReference"`
-			UnitItems         []wireUnitItem `json:"unitItems"`
-			EmailReceipt      bool           `json:"emailReceipt"`
+			Contact           *octowire.Contact `json:"contact"`
+			ResellerReference *string           `json:"resellerReference"`
+			UnitItems         []wireUnitItem    `json:"unitItems"`
+			EmailReceipt      bool              `json:"emailReceipt"`
 		}
 		if err := decodeBody(r, &in); err != nil || in.Contact == nil {
 			fail(http.StatusBadRequest, "BAD_REQUEST", "contact is required")
@@ -430,26 +362,17 @@ func (s *Server) serveOCTOBooking(w http.ResponseWriter, r *http.Request, cfg Co
 		}
 		b.contact = in.Contact
 	case (action == "cancel" && r.Method == http.MethodPost) || (action == "" && r.Method == http.MethodDelete):
-		var in struct {
-			Reason *string `json:"reason"`
-			Force  bool    `json:"force"`
-		}
+		var in octowire.CancellationBody
 		if err := decodeBody(r, &in); err != nil {
 			fail(http.StatusBadRequest, "BAD_REQUEST", "invalid JSON body")
 			return
 		}
-		reason := ""
-		if in.Reason != nil {
-			reason = *in.Reason
-		}
-		if err := s.cancelBooking(b, now, reason); err != nil {
+		if err := s.cancelBooking(b, now, in.Reason); err != nil {
 			refuse("cancelled")
 			return
 		}
 	case action == "extend" && r.Method == http.MethodPost:
-		var in struct {
-			ExpirationMinutes *int `json:"expirationMinutes"`
-		}
+		var in octowire.ExtendBody
 		if err := decodeBody(r, &in); err != nil || (in.ExpirationMinutes != nil && *in.ExpirationMinutes < 1) {
 			fail(http.StatusBadRequest, "BAD_REQUEST", "expirationMinutes must be at least 1")
 			return
@@ -485,7 +408,7 @@ func (b *simBooking) octoWire(cfg Config) octoBooking {
 		return &s
 	}
 	ref := "SIM-" + strconv.Itoa(b.seq)
-	contact := octoContact{Locales: []string{}}
+	contact := octowire.Contact{Locales: []string{}}
 	if b.contact != nil {
 		contact = *b.contact
 	}
@@ -496,21 +419,21 @@ func (b *simBooking) octoWire(cfg Config) octoBooking {
 		ProductID: b.req.ProductID, OptionID: b.req.OptionID,
 		Cancellable: b.status == "ON_HOLD" || b.status == "CONFIRMED", AvailabilityID: b.req.AvailabilityID,
 		Availability: octoBookingAvailability{ID: b.req.AvailabilityID, LocalDateTimeStart: b.start.Format(time.RFC3339),
-			LocalDateTimeEnd: b.end.Format(time.RFC3339), OpeningHours: []octoOpeningHours{}},
-		Contact: contact, Notes: opt(b.req.Notes), DeliveryMethods: []string{"TICKET"}, UnitItems: []octoUnitItem{},
+			LocalDateTimeEnd: b.end.Format(time.RFC3339), OpeningHours: []octowire.OpeningHours{}},
+		Contact: contact, Notes: opt(b.req.Notes), DeliveryMethods: []string{"TICKET"}, UnitItems: []octowire.UnitItem{},
 	}
 	if b.status == "ON_HOLD" {
 		w.UTCExpiresAt = utc(b.hold)
 	}
 	if b.status == "CANCELLED" {
-		w.Cancellation = &octoCancellation{Refund: "FULL", Reason: opt(b.cancelReason), UTCCancelledAt: *utc(b.cancelledAt)}
+		w.Cancellation = &octowire.Cancellation{Refund: "FULL", Reason: opt(b.cancelReason), UTCCancelledAt: *utc(b.cancelledAt)}
 	}
 	for i, u := range b.req.UnitItems {
-		it := octoUnitItem{UUID: b.unitUUIDs[i], ResellerReference: opt(u.ResellerReference),
-			SupplierReference: &ref, UnitID: u.UnitID, Status: b.status, Contact: octoContact{Locales: []string{}}}
+		it := octowire.UnitItem{UUID: b.unitUUIDs[i], ResellerReference: opt(u.ResellerReference),
+			SupplierReference: &ref, UnitID: u.UnitID, Status: b.status, Contact: octowire.Contact{Locales: []string{}}}
 		if b.status == "CONFIRMED" {
 			// Delivery TICKET: one QR code per unit (OCTO's example ticket).
-			it.Ticket = &octoTicket{RedemptionMethod: "DIGITAL", DeliveryOptions: []octoDeliveryOption{
+			it.Ticket = &octowire.Ticket{RedemptionMethod: "DIGITAL", DeliveryOptions: []octowire.DeliveryOption{
 				{DeliveryFormat: "QRCODE", DeliveryValue: fmt.Sprintf("%s-%d", ref, i+1)}}}
 		}
 		w.UnitItems = append(w.UnitItems, it)

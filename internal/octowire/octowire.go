@@ -1,11 +1,27 @@
-package octo
-
-// The OCTO shapes Switchback answers and reads (octotravel/octo-types,
-// src/openapi.yaml, components.schemas). A field OCTO marks required is
-// always written, null where OCTO makes it nullable and we have no value
-// (a pointer without omitempty); the octo/pricing fields are written only
-// when the capability was asked for (omitempty, a pointer to a slice so
-// that an asked-for empty list is written as []).
+// Package octowire holds the JSON shapes of the public OCTO standard
+// (octotravel/octo-types, src/openapi.yaml, components.schemas) that
+// Switchback speaks on both sides: query/octo answers resellers in them and
+// reads their request bodies; ingest/bookingsystem's OCTO dialect sends the
+// request bodies to a booking system and reads its leaf shapes (tickets,
+// opening hours, restrictions); internal/simulators/bookingsim's OCTO
+// dialect answers in them as a booking system would.
+//
+// It owns the field names, their order, nullability and omitempty, which
+// is what the wire shows: one change here changes every side at once. A
+// field OCTO marks required is always written, null where OCTO makes it
+// nullable and there is no value (a pointer without omitempty); the
+// octo/pricing fields are written only when the capability was asked for
+// (omitempty, a pointer to a slice so that an asked-for empty list is
+// written as []). Request bodies are read by query/octo and the simulator
+// and written by ingest/bookingsystem: their omitempty (which reading
+// ignores) is what the client leaves out, and their field order is the
+// order it writes.
+//
+// It must not hold behaviour (no validation, no mapping to the catalog or
+// to doc 3's shapes, no HTTP): the users do that. Shapes a side reads with
+// other Go types (times as time.Time, a field's absence told from its zero
+// value) stay with that side's decoder, saying why.
+package octowire
 
 // Supplier is OCTO's Supplier.
 type Supplier struct {
@@ -242,7 +258,8 @@ type Capability struct {
 // Request bodies. Strings OCTO makes nullable read null as "". Fields
 // OCTO's capabilities add that Switchback does not serve are ignored
 // (unknown fields are not an error: an OCTO client sends what its
-// capabilities define).
+// capabilities define). omitempty marks what ingest/bookingsystem leaves
+// out when it sends the body (reading ignores it).
 
 // ContactBody is OCTO's BookingContact.
 type ContactBody struct {
@@ -259,10 +276,10 @@ type ContactBody struct {
 
 // UnitItemBody is OCTO's BookingUnitItem.
 type UnitItemBody struct {
-	UUID              string       `json:"uuid"`
+	UUID              string       `json:"uuid,omitempty"`
 	UnitID            string       `json:"unitId"`
-	ResellerReference string       `json:"resellerReference"`
-	Contact           *ContactBody `json:"contact"`
+	ResellerReference string       `json:"resellerReference,omitempty"`
+	Contact           *ContactBody `json:"contact,omitempty"`
 }
 
 // AvailabilityUnit is OCTO's AvailabilityUnit.
@@ -277,12 +294,12 @@ type AvailabilityUnit struct {
 type AvailabilityBody struct {
 	ProductID       string             `json:"productId"`
 	OptionID        string             `json:"optionId"`
-	LocalDate       string             `json:"localDate"`
-	LocalDateStart  string             `json:"localDateStart"`
-	LocalDateEnd    string             `json:"localDateEnd"`
-	AvailabilityIDs []string           `json:"availabilityIds"`
-	Units           []AvailabilityUnit `json:"units"`
-	Currency        string             `json:"currency"`
+	LocalDate       string             `json:"localDate,omitempty"`
+	LocalDateStart  string             `json:"localDateStart,omitempty"`
+	LocalDateEnd    string             `json:"localDateEnd,omitempty"`
+	AvailabilityIDs []string           `json:"availabilityIds,omitempty"`
+	Units           []AvailabilityUnit `json:"units,omitempty"`
+	Currency        string             `json:"currency,omitempty"`
 }
 
 // ReservationBody is OCTO's BookingReservationBody.
@@ -291,15 +308,16 @@ type ReservationBody struct {
 	ProductID         string          `json:"productId"`
 	OptionID          string          `json:"optionId"`
 	AvailabilityID    string          `json:"availabilityId"`
-	ExpirationMinutes *int            `json:"expirationMinutes"`
-	Notes             string          `json:"notes"`
 	UnitItems         *[]UnitItemBody `json:"unitItems"`
-	ResellerReference string          `json:"resellerReference"`
-	Contact           *ContactBody    `json:"contact"`
-	Currency          string          `json:"currency"`
+	ExpirationMinutes *int            `json:"expirationMinutes"`
+	Notes             string          `json:"notes,omitempty"`
+	ResellerReference string          `json:"resellerReference,omitempty"`
+	Contact           *ContactBody    `json:"contact,omitempty"`
+	Currency          string          `json:"currency,omitempty"`
 }
 
-// ConfirmationBody is OCTO's BookingConfirmationBody.
+// ConfirmationBody is OCTO's BookingConfirmationBody as a reseller sends
+// it (ingest/bookingsystem sends its own: a contact in doc 3's fields).
 type ConfirmationBody struct {
 	ResellerReference *string         `json:"resellerReference"`
 	Contact           *ContactBody    `json:"contact"`
@@ -328,5 +346,5 @@ type ExtendBody struct {
 // CancellationBody is OCTO's BookingCancellationBody.
 type CancellationBody struct {
 	Reason string `json:"reason"`
-	Force  bool   `json:"force"`
+	Force  bool   `json:"force,omitempty"`
 }
