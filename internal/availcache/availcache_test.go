@@ -18,7 +18,6 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
@@ -51,8 +50,8 @@ func (f fakeCatalog) AppendRates(_ context.Context, dst []byte, channel, sid, pi
 	return append(dst, `[{"id":"R1","prices":[{"id":"x"}]},{"id":"R2"}]`...), nil
 }
 
-func (f fakeCatalog) Supplier(_ context.Context, p principals.Principal, sid string) (catalog.Supplier, error) {
-	if sid != "S1" || p.Role != principals.RoleAdmin {
+func (f fakeCatalog) Supplier(_ context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error) {
+	if sid != "S1" || !sc.All() {
 		return catalog.Supplier{}, catalog.ErrNotFound
 	}
 	var s catalog.Supplier
@@ -62,7 +61,7 @@ func (f fakeCatalog) Supplier(_ context.Context, p principals.Principal, sid str
 	return s, nil
 }
 
-func (f fakeCatalog) Availabilities(context.Context, principals.Principal, string, string, string) (catalog.AvailabilitySet, error) {
+func (f fakeCatalog) Availabilities(context.Context, catalog.Scope, string, string, string) (catalog.AvailabilitySet, error) {
 	return catalog.AvailabilitySet{}, catalog.ErrNotFound
 }
 

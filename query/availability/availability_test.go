@@ -53,8 +53,8 @@ func (f fakeCatalog) AppendRates(_ context.Context, dst []byte, channel, sid, pi
 	return append(dst, `[{"id":"R1","prices":[{"id":"x"}]},{"id":"R2"}]`...), nil
 }
 
-func (f fakeCatalog) Supplier(_ context.Context, p principals.Principal, sid string) (catalog.Supplier, error) {
-	if sid != "S1" || p.Role != principals.RoleAdmin {
+func (f fakeCatalog) Supplier(_ context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error) {
+	if sid != "S1" || !sc.All() {
 		return catalog.Supplier{}, catalog.ErrNotFound
 	}
 	var s catalog.Supplier
@@ -64,7 +64,7 @@ func (f fakeCatalog) Supplier(_ context.Context, p principals.Principal, sid str
 	return s, nil
 }
 
-func (f fakeCatalog) Availabilities(context.Context, principals.Principal, string, string, string) (catalog.AvailabilitySet, error) {
+func (f fakeCatalog) Availabilities(context.Context, catalog.Scope, string, string, string) (catalog.AvailabilitySet, error) {
 	return catalog.AvailabilitySet{}, catalog.ErrNotFound
 }
 
