@@ -30,7 +30,6 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/internal/views"
 	procavail "github.com/switchbackhq/switchback/processors/availability"
@@ -119,11 +118,11 @@ type lazyCatalog struct {
 func (l lazyCatalog) AppendRates(ctx context.Context, dst []byte, ch, sid, pid string, now time.Time) ([]byte, error) {
 	return l.st.Load().AppendRates(ctx, dst, ch, sid, pid, now)
 }
-func (l lazyCatalog) Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error) {
-	return l.st.Load().Supplier(ctx, p, sid)
+func (l lazyCatalog) Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error) {
+	return l.st.Load().Supplier(ctx, sc, sid)
 }
-func (l lazyCatalog) Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error) {
-	return l.st.Load().Availabilities(ctx, p, sid, pid, rid)
+func (l lazyCatalog) Availabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.AvailabilitySet, error) {
+	return l.st.Load().Availabilities(ctx, sc, sid, pid, rid)
 }
 
 func BenchmarkAvailabilityReads(b *testing.B) {

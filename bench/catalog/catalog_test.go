@@ -21,6 +21,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -176,7 +177,7 @@ func BenchmarkOperatorUpserts(b *testing.B) {
 	e := querytest.Start(b, querytest.Options{Kafka: true, Quiet: true})
 	const nSup = Concurrency
 	ctx := context.Background()
-	opP := principals.Principal{ID: e.Operator.ID, Role: principals.RoleOperator}
+	opP := catalog.ScopeOf(principals.Principal{ID: e.Operator.ID, Role: principals.RoleOperator})
 	for i := range nSup {
 		sid := fmt.Sprintf("s%03d", i)
 		e.Must(b, 201, "POST", querytest.Ch+"/supplier", e.Operator, catalogtest.SupplierBody(sid, "S", "C"+sid, "k", "s"))

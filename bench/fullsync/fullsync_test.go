@@ -37,15 +37,12 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators
 // listen on loopback over http, which the default policy refuses.
 var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
-
-var admin = principals.Principal{Role: principals.RoleAdmin}
 
 type bench struct {
 	env     *catalogtest.Env
@@ -87,7 +84,7 @@ func (be *bench) supplier(b *testing.B) string {
 	b.Helper()
 	be.next++
 	sid := "S" + strconv.Itoa(be.next)
-	if _, err := be.env.Store.CreateSupplier(context.Background(), admin, catalog.SupplierInput{
+	if _, err := be.env.Store.CreateSupplier(context.Background(), catalog.SystemScope(), catalog.SupplierInput{
 		SupplierData: catalog.SupplierData{ID: sid, Name: "Bench " + sid, Code: sid},
 		Connection: &catalog.ConnectionInput{Kind: catalog.ConnectionBookingSystem, BaseURL: be.url,
 			Credentials: &catalog.CredentialsInput{BearerToken: "bench-key"}},

@@ -47,24 +47,23 @@ import (
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/principals"
 )
 
 // Catalog is what the package needs of the catalog; *catalog.Store
 // implements it.
 type Catalog interface {
-	Suppliers(ctx context.Context, p principals.Principal) ([]catalog.Supplier, error)
-	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
-	Products(ctx context.Context, p principals.Principal, sid string) ([]catalog.Product, error)
-	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
-	Rates(ctx context.Context, p principals.Principal, sid, pid string) ([]catalog.Rate, error)
-	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
-	UpsertProducts(ctx context.Context, p principals.Principal, sid string, ins []catalog.ProductInput) ([]catalog.Product, error)
-	UpsertRates(ctx context.Context, p principals.Principal, sid, pid string, ins []catalog.RateInput) ([]catalog.Rate, error)
-	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
-	PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error)
-	PriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.PriceSchedule, error)
-	PutPriceScheduleIn(ctx context.Context, p principals.Principal, batch, sid, pid, rid string, es []catalog.PriceScheduleEntry) (catalog.PriceSchedule, error)
+	Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error)
+	Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error)
+	Products(ctx context.Context, sc catalog.Scope, sid string) ([]catalog.Product, error)
+	Product(ctx context.Context, sc catalog.Scope, sid, pid string) (catalog.Product, error)
+	Rates(ctx context.Context, sc catalog.Scope, sid, pid string) ([]catalog.Rate, error)
+	Rate(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.Rate, error)
+	UpsertProducts(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductInput) ([]catalog.Product, error)
+	UpsertRates(ctx context.Context, sc catalog.Scope, sid, pid string, ins []catalog.RateInput) ([]catalog.Rate, error)
+	Availabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.AvailabilitySet, error)
+	PutAvailabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error)
+	PriceSchedule(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.PriceSchedule, error)
+	PutPriceScheduleIn(ctx context.Context, sc catalog.Scope, batch, sid, pid, rid string, es []catalog.PriceScheduleEntry) (catalog.PriceSchedule, error)
 }
 
 // Client is what the package reads of a booking system;
@@ -75,11 +74,6 @@ type Client interface {
 	Availability(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.AvailabilityRequest) ([]bookingsystem.Availability, []bookingsystem.Problem, error)
 	PriceSchedule(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.PriceScheduleRequest) ([]bookingsystem.PriceEntry, []bookingsystem.Problem, error)
 }
-
-// admin is the principal of every catalog read and write: synchronization
-// is the service's own work on behalf of the supplier, as the change
-// notification worker's is.
-var admin = principals.Principal{Role: principals.RoleAdmin}
 
 // Triggers of a refresh: the label of the refresh metrics and the
 // "trigger" of the log lines.

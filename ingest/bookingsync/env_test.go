@@ -105,7 +105,7 @@ func start(t *testing.T, o envOptions) *env {
 	if o.dialect == catalog.ConnectionOCTO {
 		kind, base = catalog.ConnectionOCTO, ts.URL+"/"+sid
 	}
-	if _, err := e.Store.CreateSupplier(ctx, admin, catalog.SupplierInput{
+	if _, err := e.Store.CreateSupplier(ctx, catalog.SystemScope(), catalog.SupplierInput{
 		SupplierData: catalog.SupplierData{ID: sid, Name: "Sim Tours", Code: "SIM"},
 		Connection:   &catalog.ConnectionInput{Kind: kind, BaseURL: base, Credentials: &catalog.CredentialsInput{BearerToken: simKey}},
 	}); err != nil {
@@ -196,7 +196,7 @@ func (e *env) published() int {
 
 func (e *env) availabilities(t *testing.T, pid, rid string) []catalog.Availability {
 	t.Helper()
-	set, err := e.Store.Availabilities(ctx, admin, sid, pid, rid)
+	set, err := e.Store.Availabilities(ctx, catalog.SystemScope(), sid, pid, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func (e *env) availabilities(t *testing.T, pid, rid string) []catalog.Availabili
 
 func (e *env) product(t *testing.T, pid string) catalog.Product {
 	t.Helper()
-	p, err := e.Store.Product(ctx, admin, sid, pid)
+	p, err := e.Store.Product(ctx, catalog.SystemScope(), sid, pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ type landed struct {
 func (s *Syncer) newMerge(sup catalog.Supplier) *merge { return &merge{s: s, sup: sup} }
 
 func (m *merge) loadProducts(ctx context.Context) error {
-	ps, err := m.s.o.Catalog.Products(ctx, admin, m.sup.ID)
+	ps, err := m.s.o.Catalog.Products(ctx, catalog.SystemScope(), m.sup.ID)
 	if err != nil {
 		return fmt.Errorf("supplier %s: read stored products: %w", m.sup.ID, err)
 	}
@@ -164,7 +164,7 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 				}
 				ins[i] = MergeProduct(bp, cur)
 			}
-			written, err := m.s.o.Catalog.UpsertProducts(ctx, admin, m.sup.ID, ins)
+			written, err := m.s.o.Catalog.UpsertProducts(ctx, catalog.SystemScope(), m.sup.ID, ins)
 			if err == nil {
 				for i, p := range written {
 					prev, had := m.stored[p.ID]
@@ -216,7 +216,7 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 // options (gone). The error is fatal only.
 func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []string, err error) {
 	sid, pid := m.sup.ID, l.stored.ID
-	rates, err := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
+	rates, err := m.s.o.Catalog.Rates(ctx, catalog.SystemScope(), sid, pid)
 	if err != nil {
 		if fatal(ctx, err) {
 			return nil, nil, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), err)
@@ -289,7 +289,7 @@ func (m *merge) writeOptions(ctx context.Context, l landed, stored map[string]ca
 			}
 			ins[i] = MergeRate(l.bp, o, cur)
 		}
-		_, err := m.s.o.Catalog.UpsertRates(ctx, admin, sid, pid, ins)
+		_, err := m.s.o.Catalog.UpsertRates(ctx, catalog.SystemScope(), sid, pid, ins)
 		if err == nil {
 			for _, o := range chunk {
 				present = append(present, o.ID)
@@ -310,7 +310,7 @@ func (m *merge) writeOptions(ctx context.Context, l landed, stored map[string]ca
 		if errors.Is(err, catalog.ErrConflict) && attempt < conflictRetries {
 			// Written meanwhile (by the operator, or another run):
 			// merged again with what is stored now.
-			rs, rerr := m.s.o.Catalog.Rates(ctx, admin, sid, pid)
+			rs, rerr := m.s.o.Catalog.Rates(ctx, catalog.SystemScope(), sid, pid)
 			if rerr != nil {
 				return present, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), rerr)
 			}
@@ -533,7 +533,7 @@ func (f *fullSync) queueGoneProducts(ctx context.Context, gone []catalog.Product
 		t, window := f.target(p)
 		f.res.Errors = append(f.res.Errors, fmt.Sprintf("product %s: no longer offered by the booking system; kept in the catalog (delete or unbind it there), its availability from %s until %s emptied",
 			productRef(f.sid, p.ID), window[0].Start, window[0].End))
-		rates, err := f.s.o.Catalog.Rates(ctx, admin, f.sid, p.ID)
+		rates, err := f.s.o.Catalog.Rates(ctx, catalog.SystemScope(), f.sid, p.ID)
 		if err != nil {
 			if fatal(ctx, err) {
 				return fmt.Errorf("product %s: read rates: %w", productRef(f.sid, p.ID), err)

@@ -53,7 +53,7 @@ func TestSyncSupplier_NewProductsAndOptionsLandWithPlaceholderNames(t *testing.T
 	// The option's terms of sale from the booking system (MergeRate): a
 	// cutoff of 1 hour, holds of DefaultHoldablePeriod, no unit bound, a
 	// price per unit with its traveler type.
-	rates, err := e.Store.Rates(ctx, admin, sid, "S1-P2")
+	rates, err := e.Store.Rates(ctx, catalog.SystemScope(), sid, "S1-P2")
 	if err != nil || len(rates) != 2 || rates[0].ID != "S1-P2-O1" || rates[0].Name != "S1-P2-O1" || rates[0].OptionID != "S1-P2-O1" ||
 		!rates[0].Cancelable || rates[0].Cutoff != 60 || !rates[0].Holdable || rates[0].HoldablePeriod != DefaultHoldablePeriod ||
 		rates[0].MinTravelers != 1 || rates[0].MaxTravelers != 0 || len(rates[0].Prices) != 2 || rates[0].Prices[0].ID != "adult" ||
@@ -105,7 +105,7 @@ func TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields(t *tes
 "timeZone":"Europe/Paris","instantConfirmation":false,"instantDelivery":false,"availabilityType":"OPENING_HOURS","deliveryFormats":["EAN13"],
 "deliveryMethods":["VOUCHER"],"redemptionMethod":"PRINT","locations":[{"name":"Start","type":"START","order":1}],"ext":{"k":"v"}}`)
 	w.CreateRate(sid, "S1-P1", catalogtest.RateBody("S1-P1-O1", "Morning walk"))
-	rateBefore, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1")
+	rateBefore, _ := e.Store.Rate(ctx, catalog.SystemScope(), sid, "S1-P1", "S1-P1-O1")
 	if _, err := e.sync(t, e.syncer(nil), 2); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields(t *tes
 	}
 	// A stored rate keeps the operator's fields; its terms of sale are
 	// the booking system's (MergeRate).
-	rateAfter, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1")
+	rateAfter, _ := e.Store.Rate(ctx, catalog.SystemScope(), sid, "S1-P1", "S1-P1-O1")
 	if rateAfter.Name != "Morning walk" || rateAfter.HoldablePeriod != rateBefore.HoldablePeriod || rateAfter.Cutoff != 60 ||
 		rateAfter.MaxTravelers != 0 || rateAfter.Version != rateBefore.Version+1 || len(rateAfter.Prices) != 2 || rateAfter.Prices[0].ID != "adult" {
 		t.Errorf("stored rate after the sync:\n%s\nbefore:\n%s", jsonString(rateAfter), jsonString(rateBefore))
@@ -151,10 +151,10 @@ func TestSyncSupplier_MergeKeepsOperatorFieldsAndTakesBookingSystemFields(t *tes
 	if again, _ := e.sync(t, e.syncer(nil), 2); len(again.Errors) != 0 {
 		t.Fatal(again.Errors)
 	}
-	if r, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O1"); r.Version != rateAfter.Version {
+	if r, _ := e.Store.Rate(ctx, catalog.SystemScope(), sid, "S1-P1", "S1-P1-O1"); r.Version != rateAfter.Version {
 		t.Errorf("an unchanged option rewrote its rate: version %d → %d", rateAfter.Version, r.Version)
 	}
-	if r, _ := e.Store.Rate(ctx, admin, sid, "S1-P1", "S1-P1-O2"); r.Name != "S1-P1-O2" {
+	if r, _ := e.Store.Rate(ctx, catalog.SystemScope(), sid, "S1-P1", "S1-P1-O2"); r.Name != "S1-P1-O2" {
 		t.Errorf("the missing option was not created: %+v", r)
 	}
 }
@@ -291,7 +291,7 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 				t.Errorf("%s did not land", tt.landed)
 			}
 			if tt.notLanded != "" {
-				if set, err := e.Store.Availabilities(ctx, admin, sid, tt.notLanded, tt.notLanded+"-O1"); err == nil && len(set.Availabilities) > 0 {
+				if set, err := e.Store.Availabilities(ctx, catalog.SystemScope(), sid, tt.notLanded, tt.notLanded+"-O1"); err == nil && len(set.Availabilities) > 0 {
 					t.Errorf("%s landed: %d availabilities", tt.notLanded, len(set.Availabilities))
 				}
 			}
@@ -358,7 +358,7 @@ func TestSyncSupplier_GoneItemsAreKeptReportedAndEmptied(t *testing.T) {
 			t.Errorf("not reported: %s (%q)", w, res.Errors)
 		}
 	}
-	if _, err := e.Store.Product(ctx, admin, sid, "S1-P4"); err != nil {
+	if _, err := e.Store.Product(ctx, catalog.SystemScope(), sid, "S1-P4"); err != nil {
 		t.Fatalf("a gone (and bound) product was deleted: %v", err)
 	}
 	for _, it := range [][2]string{{"S1-P4", "S1-P4-O1"}, {"S1-P4", "S1-P4-O2"}, {"S1-P1", "S1-P1-O2"}} {
@@ -383,7 +383,7 @@ func TestSyncSupplier_ChunksProductsBeyondTheBulkLimit(t *testing.T) {
 	if err != nil || len(res.Errors) != 0 {
 		t.Fatalf("%v %q", err, res.Errors)
 	}
-	ps, err := e.Store.Products(ctx, admin, sid)
+	ps, err := e.Store.Products(ctx, catalog.SystemScope(), sid)
 	if err != nil || len(ps) != catalog.MaxBulk+1 || res.Products != catalog.MaxBulk+1 {
 		t.Fatalf("%d products stored, %d read (%v)", len(ps), res.Products, err)
 	}

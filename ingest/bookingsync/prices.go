@@ -132,7 +132,7 @@ func (s *Syncer) RefreshPriceSchedule(ctx context.Context, sid, pid, startDate, 
 		return Outcome{}, fmt.Errorf("product %s: the window %s..%s is not two dates, start before end", pid, startDate, endDate)
 	}
 	until := end.AddDate(0, 0, -1).Format(time.DateOnly)
-	rates, err := s.o.Catalog.Rates(ctx, admin, sid, pid)
+	rates, err := s.o.Catalog.Rates(ctx, catalog.SystemScope(), sid, pid)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("product %s: %w", pid, err)
 	}
@@ -213,11 +213,11 @@ func (s *Syncer) writePriceSchedule(ctx context.Context, batch, sid, pid, rid st
 		}
 		fresh = append(fresh, ce)
 	}
-	cur, err := s.o.Catalog.PriceSchedule(ctx, admin, sid, pid, rid)
+	cur, err := s.o.Catalog.PriceSchedule(ctx, catalog.SystemScope(), sid, pid, rid)
 	if err != nil {
 		return fmt.Errorf("read stored price schedule: %w", err)
 	}
-	if _, err := s.o.Catalog.PutPriceScheduleIn(ctx, admin, batch, sid, pid, rid, replaceWindow(cur.Entries, fresh, from, until)); err != nil {
+	if _, err := s.o.Catalog.PutPriceScheduleIn(ctx, catalog.SystemScope(), batch, sid, pid, rid, replaceWindow(cur.Entries, fresh, from, until)); err != nil {
 		return fmt.Errorf("write price schedule: %w", err)
 	}
 	return nil

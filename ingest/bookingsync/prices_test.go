@@ -111,7 +111,7 @@ func TestReplaceWindow(t *testing.T) {
 
 func (e *env) schedule0(t *testing.T, pid, rid string) catalog.PriceSchedule {
 	t.Helper()
-	ps, err := e.Store.PriceSchedule(ctx, admin, sid, pid, rid)
+	ps, err := e.Store.PriceSchedule(ctx, catalog.SystemScope(), sid, pid, rid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRefreshPriceSchedule_WritesEachOptionOverTheWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := []catalog.Price{{ID: "old", Retail: &catalog.Money{Amount: "1", Currency: "EUR"}}}
-	if _, err := e.Store.PutPriceSchedule(ctx, admin, sid, "S1-P1", "S1-P1-O1", []catalog.PriceScheduleEntry{
+	if _, err := e.Store.PutPriceSchedule(ctx, catalog.SystemScope(), sid, "S1-P1", "S1-P1-O1", []catalog.PriceScheduleEntry{
 		{From: "2026-11-01", Until: "2026-11-25", Prices: old}, {From: "2027-02-01", Until: "2027-02-10", Prices: old}}); err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func TestRefreshProduct_OCTOReadsOneProduct(t *testing.T) {
 			if !slices.Equal(paths, want) {
 				t.Fatalf("product reads %v, want %v", paths, want)
 			}
-			rates, err := e.Store.Rates(ctx, admin, sid, "S1-P1")
+			rates, err := e.Store.Rates(ctx, catalog.SystemScope(), sid, "S1-P1")
 			if err != nil || len(rates) != 2 || len(rates[0].Prices) == 0 || rates[0].Cutoff != 60 {
 				t.Fatalf("rates %+v %v", rates, err)
 			}

@@ -256,7 +256,7 @@ func dueByDay(t target, read []bookingsystem.Availability, replaced, failed, ref
 // by start then id.
 func (s *Syncer) writeAvailabilities(ctx context.Context, t target, replaced []DayRange, read []bookingsystem.Availability) error {
 	today := t.today(s.o.Clock())
-	cur, err := s.o.Catalog.Availabilities(ctx, admin, t.sup.ID, t.prod.ID, t.optionID)
+	cur, err := s.o.Catalog.Availabilities(ctx, catalog.SystemScope(), t.sup.ID, t.prod.ID, t.optionID)
 	if err != nil {
 		return fmt.Errorf("read stored availabilities: %w", err)
 	}
@@ -286,7 +286,7 @@ func (s *Syncer) writeAvailabilities(ctx context.Context, t target, replaced []D
 		// the supplier waits for (bench/fullsync).
 		return nil
 	}
-	_, err = s.o.Catalog.PutAvailabilities(ctx, admin, t.sup.ID, t.prod.ID, t.optionID, next)
+	_, err = s.o.Catalog.PutAvailabilities(ctx, catalog.SystemScope(), t.sup.ID, t.prod.ID, t.optionID, next)
 	return err
 }
 
@@ -356,7 +356,7 @@ func problemItem(p bookingsystem.Problem) string {
 // resolve reads the supplier and builds its connection: the one place a
 // supplier becomes a connection is bookingsystem.ConnectionFor.
 func (s *Syncer) resolve(ctx context.Context, sid string) (catalog.Supplier, bookingsystem.Connection, error) {
-	sup, err := s.o.Catalog.Supplier(ctx, admin, sid)
+	sup, err := s.o.Catalog.Supplier(ctx, catalog.SystemScope(), sid)
 	if err != nil {
 		return catalog.Supplier{}, bookingsystem.Connection{}, fmt.Errorf("supplier %s: %w", sid, err)
 	}

@@ -413,7 +413,7 @@ func TestScheduler_ForgetsGoneOptions(t *testing.T) {
 	if _, err := sc.Round(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Store.DeleteRate(ctx, admin, sid, "S1-P1", "S1-P1-O2"); err != nil {
+	if err := e.Store.DeleteRate(ctx, catalog.SystemScope(), sid, "S1-P1", "S1-P1-O2"); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.add(8 * 24 * time.Hour) // everything due
@@ -489,7 +489,7 @@ func TestScheduler_ARequestThatCannotBeMadeIsNotRetriedSoon(t *testing.T) {
 	e.seed(t)
 	p := e.product(t, "S1-P1")
 	p.AvailabilityType = ""
-	if _, err := e.Store.PutProduct(ctx, admin, sid, "S1-P1", catalog.ProductInput{ProductData: p.ProductData}); err != nil {
+	if _, err := e.Store.PutProduct(ctx, catalog.SystemScope(), sid, "S1-P1", catalog.ProductInput{ProductData: p.ProductData}); err != nil {
 		t.Fatal(err)
 	}
 	sch := e.schedule(3)

@@ -216,14 +216,14 @@ func (s *Scheduler) refresh(ctx context.Context, c Claim, now time.Time) (refres
 	case err != nil:
 		return false, false, err
 	}
-	prod, err := s.syncer.o.Catalog.Product(ctx, admin, it.SupplierID, it.ProductID)
+	prod, err := s.syncer.o.Catalog.Product(ctx, catalog.SystemScope(), it.SupplierID, it.ProductID)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return forget("product gone")
 	}
 	if err != nil {
 		return false, false, err
 	}
-	if _, err := s.syncer.o.Catalog.Rate(ctx, admin, it.SupplierID, it.ProductID, it.OptionID); errors.Is(err, catalog.ErrNotFound) {
+	if _, err := s.syncer.o.Catalog.Rate(ctx, catalog.SystemScope(), it.SupplierID, it.ProductID, it.OptionID); errors.Is(err, catalog.ErrNotFound) {
 		return forget("rate gone")
 	} else if err != nil {
 		return false, false, err
@@ -259,7 +259,7 @@ func (s *Scheduler) refresh(ctx context.Context, c Claim, now time.Time) (refres
 // flush this is what rebuilds the schedule: everything is due, one round
 // over it reads each option's horizon once and records its days.
 func (s *Scheduler) Discover(ctx context.Context) (int, error) {
-	sups, err := s.syncer.o.Catalog.Suppliers(ctx, admin)
+	sups, err := s.syncer.o.Catalog.Suppliers(ctx, catalog.SystemScope())
 	if err != nil {
 		return 0, fmt.Errorf("discover: suppliers: %w", err)
 	}
@@ -268,12 +268,12 @@ func (s *Scheduler) Discover(ctx context.Context) (int, error) {
 		if sup.Connection.Kind != catalog.ConnectionBookingSystem && sup.Connection.Kind != catalog.ConnectionOCTO {
 			continue
 		}
-		prods, err := s.syncer.o.Catalog.Products(ctx, admin, sup.ID)
+		prods, err := s.syncer.o.Catalog.Products(ctx, catalog.SystemScope(), sup.ID)
 		if err != nil {
 			return added, fmt.Errorf("discover: products of %s: %w", sup.ID, err)
 		}
 		for _, p := range prods {
-			rates, err := s.syncer.o.Catalog.Rates(ctx, admin, sup.ID, p.ID)
+			rates, err := s.syncer.o.Catalog.Rates(ctx, catalog.SystemScope(), sup.ID, p.ID)
 			if errors.Is(err, catalog.ErrNotFound) {
 				continue // deleted meanwhile
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/switchbackhq/switchback/ingest/bookingsync"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/changerequest"
-	"github.com/switchbackhq/switchback/internal/principals"
 )
 
 // Refresher is the Syncer of every connection kind: it refreshes a change
@@ -54,15 +53,13 @@ type BookingSync interface {
 
 var _ Syncer = Refresher{}
 
-var adminPrincipal = principals.Principal{Role: principals.RoleAdmin}
-
 // syncChunk bounds one partner read of a change notification.
 const syncChunk = 31 * 24 * time.Hour
 
 // Sync implements Syncer.
 func (c Refresher) Sync(ctx context.Context, r changerequest.Request) (changerequest.Result, error) {
 	sid, pid := r.CreateRequest.SupplierID, r.CreateRequest.ProductID
-	sup, err := c.Catalog.Supplier(ctx, adminPrincipal, sid)
+	sup, err := c.Catalog.Supplier(ctx, catalog.SystemScope(), sid)
 	if err != nil {
 		return changerequest.Result{}, fmt.Errorf("supplier %s: %w", sid, err)
 	}
@@ -76,7 +73,7 @@ func (c Refresher) Sync(ctx context.Context, r changerequest.Request) (changereq
 	if r.Mode == changerequest.ModePriceSchedule {
 		return changerequest.Result{}, errors.New("the partner interface has no price schedule read; a partner supplier's price schedules are written by its operator (PUT .../rates/{rate_id}/priceschedule)")
 	}
-	rates, err := c.Catalog.Rates(ctx, adminPrincipal, sid, pid)
+	rates, err := c.Catalog.Rates(ctx, catalog.SystemScope(), sid, pid)
 	if err != nil {
 		return changerequest.Result{}, fmt.Errorf("rates of %s/%s: %w", sid, pid, err)
 	}

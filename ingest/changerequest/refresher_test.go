@@ -31,7 +31,7 @@ func TestRefresher_BookingSystemSuppliersAreRefreshedByBookingSync(t *testing.T)
 	t.Cleanup(sim.Close)
 	e := catalogtest.Start(t, catalogtest.Options{})
 	ctx := context.Background()
-	if _, err := e.Store.CreateSupplier(ctx, adminPrincipal, catalog.SupplierInput{
+	if _, err := e.Store.CreateSupplier(ctx, catalog.SystemScope(), catalog.SupplierInput{
 		SupplierData: catalog.SupplierData{ID: "S1", Name: "Sim", Code: "SIM"},
 		Connection: &catalog.ConnectionInput{Kind: catalog.ConnectionBookingSystem, BaseURL: sim.URL,
 			Credentials: &catalog.CredentialsInput{BearerToken: "bs-key"}},
@@ -48,7 +48,7 @@ func TestRefresher_BookingSystemSuppliersAreRefreshedByBookingSync(t *testing.T)
 	if err != nil || res.Status(err) != changerequest.StatusSucceeded || res.Items != 2*2*3 {
 		t.Fatalf("standard: %+v %v", res, err)
 	}
-	set, err := e.Store.Availabilities(ctx, adminPrincipal, "S1", "S1-P1", "S1-P1-O2")
+	set, err := e.Store.Availabilities(ctx, catalog.SystemScope(), "S1", "S1-P1", "S1-P1-O2")
 	if err != nil || len(set.Availabilities) != 6 {
 		t.Fatalf("availabilities %+v %v", set, err)
 	}
@@ -57,7 +57,7 @@ func TestRefresher_BookingSystemSuppliersAreRefreshedByBookingSync(t *testing.T)
 	if err != nil || res.Status(err) != changerequest.StatusSucceeded || res.Items != 2 {
 		t.Fatalf("price-schedule: %+v %v", res, err)
 	}
-	ps, err := e.Store.PriceSchedule(ctx, adminPrincipal, "S1", "S1-P1", "S1-P1-O1")
+	ps, err := e.Store.PriceSchedule(ctx, catalog.SystemScope(), "S1", "S1-P1", "S1-P1-O1")
 	if err != nil || len(ps.Entries) != 3 {
 		t.Fatalf("price schedule %+v %v", ps, err)
 	}

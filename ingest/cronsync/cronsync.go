@@ -27,7 +27,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -47,12 +46,8 @@ type Result struct {
 
 // Suppliers lists the catalog's suppliers; *catalog.Store implements it.
 type Suppliers interface {
-	Suppliers(ctx context.Context, p principals.Principal) ([]catalog.Supplier, error)
+	Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error)
 }
-
-// admin sees every supplier: the schedule is the service's, not an
-// operator's.
-var admin = principals.Principal{Role: principals.RoleAdmin}
 
 // Synced reports whether the scheduled full sync covers s: suppliers
 // reached through a booking system (spec doc 3). Partner suppliers (spec

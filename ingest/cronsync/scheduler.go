@@ -228,7 +228,7 @@ func (s *Scheduler) enqueue(ctx context.Context, runID, trigger string) (Run, er
 
 // synced lists the suppliers a full synchronization covers.
 func (s *Scheduler) synced(ctx context.Context) ([]catalog.Supplier, error) {
-	sups, err := s.o.Suppliers.Suppliers(ctx, admin)
+	sups, err := s.o.Suppliers.Suppliers(ctx, catalog.SystemScope())
 	if err != nil {
 		return nil, err
 	}

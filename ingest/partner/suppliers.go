@@ -6,14 +6,13 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 // SupplierCatalog gives a supplier with its connection; *catalog.Store
 // implements it.
 type SupplierCatalog interface {
-	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
+	Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error)
 }
 
 // ErrNotPartner: the supplier is not reached through the partner
@@ -29,10 +28,8 @@ type Suppliers struct {
 	Catalog SupplierCatalog
 }
 
-var catalogAdmin = principals.Principal{Role: principals.RoleAdmin}
-
 func (s Suppliers) conn(ctx context.Context, sid string) (Connection, error) {
-	sup, err := s.Catalog.Supplier(ctx, catalogAdmin, sid)
+	sup, err := s.Catalog.Supplier(ctx, catalog.SystemScope(), sid)
 	if err != nil {
 		return Connection{}, fmt.Errorf("supplier %s: %w", sid, err)
 	}

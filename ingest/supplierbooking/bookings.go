@@ -108,7 +108,7 @@ func (r *Router) instantProducts(ctx context.Context, s supplier, o bs.Order) (m
 			continue
 		}
 		seen[x.ProductID] = true
-		p, err := r.opts.Catalog.Product(ctx, catalogAdmin, s.sup.ID, x.ProductID)
+		p, err := r.opts.Catalog.Product(ctx, catalog.SystemScope(), s.sup.ID, x.ProductID)
 		switch {
 		case isNotFound(err):
 		case err != nil:
@@ -386,7 +386,7 @@ func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.
 		tt, ok := types[k]
 		if !ok {
 			tt = map[string]catalog.PriceTravelerType{}
-			rt, err := r.opts.Catalog.Rate(ctx, catalogAdmin, s.sup.ID, pid, oid)
+			rt, err := r.opts.Catalog.Rate(ctx, catalog.SystemScope(), s.sup.ID, pid, oid)
 			switch {
 			case isNotFound(err):
 			case err != nil:

@@ -294,7 +294,7 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 		rt, ok := rates[key]
 		if !ok {
 			var err error
-			if rt, err = r.opts.Catalog.Rate(ctx, catalogAdmin, s.sup.ID, it.ProductID, it.RateID); err != nil {
+			if rt, err = r.opts.Catalog.Rate(ctx, catalog.SystemScope(), s.sup.ID, it.ProductID, it.RateID); err != nil {
 				if isNotFound(err) {
 					return nil, nil, domainerr.Field(field("rateId"), "is not a rate of the product")
 				}

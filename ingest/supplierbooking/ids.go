@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/catalog"
 )
 
 // Namespace of the name-based (version 5) UUIDs Switchback derives for a
@@ -63,7 +64,7 @@ func (a *availabilityIDs) system(ctx context.Context, pid, rid, id string) (stri
 	k := [2]string{pid, rid}
 	m, ok := a.sets[k]
 	if !ok {
-		set, err := a.cat.Availabilities(ctx, catalogAdmin, a.sid, pid, rid)
+		set, err := a.cat.Availabilities(ctx, catalog.SystemScope(), a.sid, pid, rid)
 		if err != nil && !isNotFound(err) {
 			return "", fmt.Errorf("availabilities of %s/%s: %w", pid, rid, err)
 		}

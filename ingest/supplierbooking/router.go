@@ -40,17 +40,16 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Catalog is what the Router reads of the catalog; *catalog.Store
 // implements it.
 type Catalog interface {
-	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
-	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
-	Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.Rate, error)
-	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
+	Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error)
+	Product(ctx context.Context, sc catalog.Scope, sid, pid string) (catalog.Product, error)
+	Rate(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.Rate, error)
+	Availabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.AvailabilitySet, error)
 	Channel(ctx context.Context, cid string) (catalog.Channel, error)
 }
 
@@ -196,8 +195,6 @@ func (e *codedError) ErrorCode() string {
 	return c.ErrorCode()
 }
 
-var catalogAdmin = principals.Principal{Role: principals.RoleAdmin}
-
 // supplier is a looked-up supplier: a partner one (suppliers set) or a
 // booking-system one (conn set).
 type supplier struct {
@@ -208,7 +205,7 @@ type supplier struct {
 }
 
 func (r *Router) supplier(ctx context.Context, sid string) (supplier, error) {
-	sup, err := r.opts.Catalog.Supplier(ctx, catalogAdmin, sid)
+	sup, err := r.opts.Catalog.Supplier(ctx, catalog.SystemScope(), sid)
 	if err != nil {
 		return supplier{}, fmt.Errorf("supplier %s: %w", sid, err)
 	}
@@ -234,7 +231,7 @@ func (r *Router) supplier(ctx context.Context, sid string) (supplier, error) {
 // fixed is a partner.SupplierCatalog of one supplier already read.
 type fixed struct{ sup catalog.Supplier }
 
-func (f fixed) Supplier(context.Context, principals.Principal, string) (catalog.Supplier, error) {
+func (f fixed) Supplier(context.Context, catalog.Scope, string) (catalog.Supplier, error) {
 	return f.sup, nil
 }
 

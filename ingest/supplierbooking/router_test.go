@@ -848,7 +848,7 @@ func TestHoldAndBook_ByTheCatalogsAvailabilityID(t *testing.T) {
 			}
 			up := avs[0]
 			id := bs.CatalogAvailabilityID(sid, "S1-P2", "S1-P2-O1", up.ID)
-			if _, err := e.Store.PutAvailabilities(ctx, catalogAdmin, sid, "S1-P2", "S1-P2-O1", []catalog.Availability{{ID: id, SystemID: up.ID,
+			if _, err := e.Store.PutAvailabilities(ctx, catalog.SystemScope(), sid, "S1-P2", "S1-P2-O1", []catalog.Availability{{ID: id, SystemID: up.ID,
 				Start: up.LocalDateTimeStart.UTC(), End: up.LocalDateTimeEnd.UTC(), Capacity: 100}}); err != nil {
 				t.Fatal(err)
 			}

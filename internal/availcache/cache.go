@@ -51,7 +51,6 @@ import (
 	"github.com/switchbackhq/switchback/internal/flight"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/partnerapi"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/redislock"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -59,13 +58,13 @@ import (
 
 // Catalog is what the cache needs of the catalog; *catalog.Store
 // implements it. AppendRates tells which rates the channel sees (bound,
-// inside the binding window); Supplier (called with an admin principal)
+// inside the binding window); Supplier (called in the system scope)
 // gives the partner connection; Availabilities the operator-pushed
 // availabilities of suppliers that are not partners.
 type Catalog interface {
 	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
-	Supplier(ctx context.Context, p principals.Principal, sid string) (catalog.Supplier, error)
-	Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (catalog.AvailabilitySet, error)
+	Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error)
+	Availabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.AvailabilitySet, error)
 }
 
 // Partner calls a partner; *ingest/partner.Client implements it. A failed
@@ -270,8 +269,6 @@ type Entries struct {
 	entries []entry
 	stale   bool // at least one entry was served stale
 }
-
-var adminPrincipal = principals.Principal{Role: principals.RoleAdmin}
 
 // boundRates lists the rates of the product the channel sees (sorted), or
 // just rid when given and bound; nothing bound is 404.
@@ -547,7 +544,7 @@ func (s *Service) fetchAndStore(reqID, sid, pid, rid string, rates []string, w w
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RefreshTimeout)
 	defer cancel()
 
-	sup, err := s.opts.Catalog.Supplier(ctx, adminPrincipal, sid)
+	sup, err := s.opts.Catalog.Supplier(ctx, catalog.SystemScope(), sid)
 	if err != nil {
 		return err
 	}
@@ -631,7 +628,7 @@ func (s *Service) fetch(ctx context.Context, reqID string, sup *catalog.Supplier
 	out := make(map[string][]schemas.Availability, len(rates))
 	if sup.Connection.Kind != catalog.ConnectionPartner {
 		for _, r := range rates {
-			set, err := s.opts.Catalog.Availabilities(ctx, adminPrincipal, sup.ID, pid, r)
+			set, err := s.opts.Catalog.Availabilities(ctx, catalog.SystemScope(), sup.ID, pid, r)
 			if err != nil && !errors.Is(err, catalog.ErrNotFound) {
 				return nil, now, now, nil, err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/jsonwire"
 	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Availability events are re-applied by processors/catalog at the rate
@@ -80,7 +81,7 @@ func availRecordFast(value []byte) (availRecord, bool) {
 		}
 		return r.OK()
 	})
-	if !ok || !r.End() || id == "" || typ != EventType(KindAvailability, false) || rec.version <= 0 || data == nil || data[0] != '{' {
+	if !ok || !r.End() || id == "" || typ != schemas.CatalogEventType(schemas.CatalogKindAvailability, false) || rec.version <= 0 || data == nil || data[0] != '{' {
 		return availRecord{}, false
 	}
 	d := jsonwire.NewReader(data)
@@ -117,7 +118,7 @@ func availRecordFast(value []byte) (availRecord, bool) {
 		}
 		return d.OK()
 	})
-	if !ok || !d.End() || kind != string(KindAvailability) || !seenSet {
+	if !ok || !d.End() || kind != string(schemas.CatalogKindAvailability) || !seenSet {
 		return availRecord{}, false
 	}
 	if !ValidID(sid) || !ValidID(pid) || !ValidID(rid) || setSid != sid || setPid != pid || setRid != rid ||

@@ -13,7 +13,7 @@ import (
 // publishes it.
 func availRecordValue(set AvailabilitySet) []byte {
 	raw := availSetJSON(set)
-	env := schemas.Envelope{ID: "e1", Type: EventType(KindAvailability, false), Key: set.SupplierID + "/" + set.ProductID + "/" + set.RateID,
+	env := schemas.Envelope{ID: "e1", Type: schemas.CatalogEventType(schemas.CatalogKindAvailability, false), Key: set.SupplierID + "/" + set.ProductID + "/" + set.RateID,
 		Version: set.Version, Time: time.Date(2026, 11, 25, 10, 0, 0, 123000, time.UTC), Source: "catalog", Data: availEventJSON(set, raw)}
 	v, _ := envelopeJSON(env)
 	return v
@@ -61,7 +61,7 @@ func TestAvailRecordFast_TakesTheWritersRecordsAndAgrees(t *testing.T) {
 			t.Fatalf("case %d: the writer's own plain record %s was not taken by the fast path", i, v)
 		}
 		checkAvailRecord(t, v)
-		if got := RecordType(v); got != EventType(KindAvailability, false) {
+		if got := RecordType(v); got != schemas.CatalogEventType(schemas.CatalogKindAvailability, false) {
 			t.Fatalf("RecordType = %q", got)
 		}
 	}

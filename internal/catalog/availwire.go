@@ -80,7 +80,7 @@ func appendAvailability(b []byte, a Availability) ([]byte, bool) {
 // it, with the set's bytes already encoded.
 func availEventJSON(set AvailabilitySet, setJSON []byte) []byte {
 	b := make([]byte, 0, 128+len(setJSON))
-	b = append(b, `{"kind":"`+string(KindAvailability)+`"`...)
+	b = append(b, `{"kind":"`+string(schemas.CatalogKindAvailability)+`"`...)
 	if set.SupplierID != "" {
 		b = append(b, `,"supplierId":`...)
 		b = jsonwire.AppendString(b, set.SupplierID)

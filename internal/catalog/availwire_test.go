@@ -30,12 +30,12 @@ func TestAvailWire_MatchesEncodingJSON(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("case %d set\n got %s\nwant %s", i, got, want)
 		}
-		ev := Event{Kind: KindAvailability, SupplierID: set.SupplierID, ProductID: set.ProductID, RateID: set.RateID, Availability: &set}
+		ev := Event{Kind: schemas.CatalogKindAvailability, SupplierID: set.SupplierID, ProductID: set.ProductID, RateID: set.RateID, Availability: &set}
 		wantEv, _ := json.Marshal(ev)
 		if gotEv := availEventJSON(set, got); string(gotEv) != string(wantEv) {
 			t.Fatalf("case %d event\n got %s\nwant %s", i, gotEv, wantEv)
 		}
-		env := schemas.Envelope{ID: "e1", Type: EventType(KindAvailability, false), Key: ev.EntityKey(), Version: set.Version,
+		env := schemas.Envelope{ID: "e1", Type: schemas.CatalogEventType(schemas.CatalogKindAvailability, false), Key: ev.EntityKey(), Version: set.Version,
 			Time: time.Date(2026, 11, 25, 10, 0, 0, 123000, time.UTC), Source: "catalog", Data: wantEv}
 		wantEnv, _ := json.Marshal(env)
 		gotEnv, ok := envelopeJSON(env)

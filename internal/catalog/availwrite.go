@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -41,7 +40,7 @@ const maxAvailBatch = 512
 
 // availWrite is one PutAvailabilities waiting for its batch.
 type availWrite struct {
-	p             principals.Principal
+	sc            Scope
 	sid, pid, rid string
 	as            []Availability
 	deadline      time.Time        // busy (503) when its supplier stays locked until then
@@ -102,7 +101,7 @@ func (q *availQueue) putBack(ws []*availWrite) {
 // PutAvailabilities replaces the availabilities of a rate (the operator
 // setup path PUT .../rates/{rate_id}/availabilities). They go to the
 // availability topic as a snapshot of the rate.
-func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, sid, pid, rid string, as []Availability) (AvailabilitySet, error) {
+func (s *Store) PutAvailabilities(ctx context.Context, sc Scope, sid, pid, rid string, as []Availability) (AvailabilitySet, error) {
 	if as == nil {
 		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
 	}
@@ -115,7 +114,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, p principals.Principal, s
 	for i := range as {
 		as[i].Start, as[i].End = as[i].Start.UTC(), as[i].End.UTC()
 	}
-	w := &availWrite{p: p, sid: sid, pid: pid, rid: rid, as: as, deadline: time.Now().Add(s.lockWait), done: make(chan availResult, 1)}
+	w := &availWrite{sc: sc, sid: sid, pid: pid, rid: rid, as: as, deadline: time.Now().Add(s.lockWait), done: make(chan availResult, 1)}
 	if s.availQ.submit(w) {
 		// The batches run detached from any one caller: a caller that
 		// goes away must not fail the others' writes. Each batch is
@@ -302,7 +301,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 			}
 			// A push by a principal that may not manage the supplier
 			// is "not found", as for every write.
-			if sup == nil || !canManage(w.p, sup) {
+			if sup == nil || !w.sc.canManage(sup) {
 				answer(w, AvailabilitySet{}, notFound("supplier", sid))
 				continue
 			}
@@ -408,8 +407,8 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		next.Version = st.last + 1
 		raw := availSetJSON(next)
 		st.last, st.cur, st.decoded, st.curVersion, st.hasCur, st.raw = next.Version, next, true, next.Version, true, raw
-		ev := Event{Kind: KindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
-		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(ev.Kind, false), Key: ev.EntityKey(),
+		ev := Event{Kind: schemas.CatalogKindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
+		env := schemas.Envelope{ID: uuid.NewString(), Type: schemas.CatalogEventType(ev.Kind, false), Key: ev.EntityKey(),
 			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
 		value, ok := envelopeJSON(env)
 		if !ok {

@@ -185,14 +185,14 @@ func TestPutAvailabilities_EachPushOfABatchIsAnsweredOnItsOwn(t *testing.T) {
 	}
 	gp := newGatedPublisher()
 	s.pub = gp
-	opB := principals.Principal{ID: "op-b", Role: principals.RoleOperator}
+	opB := ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
 
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = s.PutAvailabilities(ctx, opA, "s1", "p1", "r0", window(1)) })
 	<-gp.entered
 	tests := []struct {
 		name    string
-		p       principals.Principal
+		p       Scope
 		rid     string
 		cap     int
 		wantErr error

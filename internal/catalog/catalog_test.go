@@ -53,8 +53,8 @@ func (r *recorder) envelopes(t *testing.T) []schemas.Envelope {
 }
 
 var (
-	opA   = principals.Principal{ID: "op-a", Role: principals.RoleOperator}
-	admin = principals.Principal{ID: "adm", Role: principals.RoleAdmin}
+	opA   = ScopeOf(principals.Principal{ID: "op-a", Role: principals.RoleOperator})
+	admin = ScopeOf(principals.Principal{ID: "adm", Role: principals.RoleAdmin})
 )
 
 func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
@@ -142,8 +142,8 @@ func TestApply_SameVersionLaterEventWins(t *testing.T) {
 	ctx := context.Background()
 	mk := func(name string, at time.Time) schemas.Envelope {
 		sup := &Supplier{SupplierData: SupplierData{ID: "s1", Name: name, Code: "C"}, Version: 4, Owner: "op-a"}
-		ev := Event{Kind: KindSupplier, SupplierID: "s1", Supplier: sup}
-		return schemas.Envelope{ID: name, Type: EventType(KindSupplier, false), Key: "s1", Version: 4, Time: at, Data: mustJSON(ev)}
+		ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: "s1", Supplier: sup}
+		return schemas.Envelope{ID: name, Type: schemas.CatalogEventType(schemas.CatalogKindSupplier, false), Key: "s1", Version: 4, Time: at, Data: mustJSON(ev)}
 	}
 	t0 := time.Now()
 	early, late := mk("early", t0), mk("late", t0.Add(time.Millisecond))
@@ -249,18 +249,19 @@ func TestWrite_HeldLockIsUnavailableNotConflict(t *testing.T) {
 func TestScope_OperatorSeesOnlyItsSuppliers(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
-	opB := principals.Principal{ID: "op-b", Role: principals.RoleOperator}
-	reseller := principals.Principal{ID: "r", Role: principals.RoleReseller, ChannelID: "c"}
+	opB := ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
+	reseller := ScopeOf(principals.Principal{ID: "r", Role: principals.RoleReseller, ChannelID: "c"})
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
-		p    principals.Principal
+		p    Scope
 		want error
 	}{
 		{"owner", opA, nil},
 		{"admin", admin, nil},
+		{"the service", SystemScope(), nil},
 		{"other operator", opB, ErrNotFound},
 		{"reseller", reseller, ErrNotFound},
 	}

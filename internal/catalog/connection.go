@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-
-	"github.com/switchbackhq/switchback/internal/principals"
 )
 
 // Ref names the system a connection reaches: its kind and baseUrl, not
@@ -21,7 +19,7 @@ func (c Connection) Ref() string {
 // ConnectionRef is the Ref of supplier sid's connection (any supplier:
 // the caller is our own holds and bookings service, not a principal).
 func (s *Store) ConnectionRef(ctx context.Context, sid string) (string, error) {
-	sup, err := s.scopedSupplier(ctx, principals.Principal{Role: principals.RoleAdmin}, sid, nil)
+	sup, err := s.scopedSupplier(ctx, SystemScope(), sid, nil)
 	if err != nil {
 		return "", err
 	}

@@ -14,137 +14,111 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Kind is the entity an event is about.
-type Kind string
+// The records of the catalog's topics are schemas.CatalogEvent (schemas
+// owns the payload: kinds, topics, types, keys). This file holds what the
+// catalog does with them: Event, a payload with its states decoded into
+// the catalog's model, the checks an event must pass before it is
+// applied (DecodeEvent), and applying it to the view (Apply).
 
-// The catalog's entities, each on its compacted topic.
-const (
-	KindChannel      Kind = "channel"
-	KindSupplier     Kind = "supplier"
-	KindProduct      Kind = "product"
-	KindRate         Kind = "rate"
-	KindBinding      Kind = "binding"
-	KindAvailability Kind = "availability"
-	// KindPriceSchedule is a rate's price schedule (prices.go).
-	KindPriceSchedule Kind = "priceschedule"
-)
-
-// Topic is the compacted topic of the kind.
-func (k Kind) Topic() string {
-	switch k {
-	case KindChannel:
-		return schemas.TopicChannels
-	case KindSupplier:
-		return schemas.TopicSuppliers
-	case KindProduct:
-		return schemas.TopicProducts
-	case KindRate:
-		return schemas.TopicRates
-	case KindBinding:
-		return schemas.TopicBindings
-	case KindAvailability:
-		return schemas.TopicAvailability
-	case KindPriceSchedule:
-		return schemas.TopicPrices
-	}
-	return ""
-}
-
-// Event types: "catalog.<kind>.upserted" with the full new state, or
-// "catalog.<kind>.deleted" (Envelope.Deleted) without it.
-const (
-	opUpserted = "upserted"
-	opDeleted  = "deleted"
-)
-
-// EventType is the Envelope.Type of an event of the kind.
-func EventType(k Kind, deleted bool) string {
-	if deleted {
-		return "catalog." + string(k) + "." + opDeleted
-	}
-	return "catalog." + string(k) + "." + opUpserted
-}
-
-// Topics are the topics the catalog view is materialized from.
-func Topics() []string {
-	return []string{schemas.TopicChannels, schemas.TopicSuppliers, schemas.TopicProducts, schemas.TopicRates,
-		schemas.TopicBindings, schemas.TopicAvailability, schemas.TopicPrices}
-}
-
-// Prior is what an event replaced: its version and Fingerprint. Nil when
-// the entity did not exist.
-type Prior struct {
-	Version     int64  `json:"version"`
-	Fingerprint string `json:"fingerprint"`
-}
-
-// Event is Envelope.Data of every catalog event: the ids of the entity,
-// its full new state (nil when deleted) and what it replaced. Kafka keys
-// (and Envelope.Key) are per entity, see EntityKey.
+// Event is a catalog event with its states decoded: what a write
+// publishes (encoded as schemas.CatalogEvent, MarshalJSON) and what
+// DecodeEvent gives the view and the processors. The fields are those of
+// schemas.CatalogEvent, which documents them.
 type Event struct {
-	Kind       Kind   `json:"kind"`
-	SupplierID string `json:"supplierId,omitempty"`
-	ProductID  string `json:"productId,omitempty"`
-	RateID     string `json:"rateId,omitempty"`
-	ChannelID  string `json:"channelId,omitempty"`
+	Kind       schemas.CatalogKind
+	SupplierID string
+	ProductID  string
+	RateID     string
+	ChannelID  string
 
-	Channel      *Channel         `json:"channel,omitempty"`
-	Supplier     *Supplier        `json:"supplier,omitempty"`
-	Product      *Product         `json:"product,omitempty"`
-	Rate         *Rate            `json:"rate,omitempty"`
-	Binding      *Binding         `json:"binding,omitempty"`
-	Availability *AvailabilitySet `json:"availability,omitempty"`
-	// PriceSchedule is the new schedule; PriorPrices the entries it
-	// replaced (empty when there was none), read under the supplier's
-	// lock so that the changed days follow from the event alone.
-	PriceSchedule *PriceSchedule       `json:"priceSchedule,omitempty"`
-	PriorPrices   []PriceScheduleEntry `json:"priorPrices,omitempty"`
-	// Batch names the write a price schedule event is part of, when one
-	// write changed the schedules of several rates of a product (a
-	// booking system's price-schedule refresh: PutPriceScheduleIn): the
-	// notifications of its events are one per product, subscriber and
-	// window (processors/catalog), not one per rate with identical
-	// payloads.
-	Batch string `json:"batch,omitempty"`
+	Channel       *Channel
+	Supplier      *Supplier
+	Product       *Product
+	Rate          *Rate
+	Binding       *Binding
+	Availability  *AvailabilitySet
+	PriceSchedule *PriceSchedule
+	PriorPrices   []PriceScheduleEntry
+	Batch         string
 
-	// Prior is the replaced supplier, product or rate (nil: created).
-	Prior *Prior `json:"prior,omitempty"`
-	// PriorBinding is the replaced binding (nil: created).
-	PriorBinding *Binding `json:"priorBinding,omitempty"`
-	// Owner of a deleted supplier (its record is gone from the event).
-	Owner string `json:"owner,omitempty"`
-	// BoundChannels, on a rate created or deleted, are the channels whose
-	// binding of the product granted the rate when it was written, read
-	// by the writer under the supplier's lock, sorted: the channels whose
-	// bound product gained or lost the rate (channelbinding updated, spec
-	// doc 1). The processor consumes the rate and binding topics in no
-	// guaranteed relative order, so it cannot tell from the view whether a
-	// binding existed when the rate was created; the event says. Non-nil
-	// (possibly empty, encoded []) on every rate creation and deletion
-	// written since this field exists; nil (absent: omitzero) on other
-	// events and on older rate events, for which the processor falls back
-	// to the bindings of the view.
-	BoundChannels []string `json:"boundChannels,omitzero"`
+	Prior         *schemas.CatalogPrior
+	PriorBinding  *Binding
+	Owner         string
+	BoundChannels []string
 }
 
-// EntityKey is the Kafka key of the event's entity: one key per entity,
-// because the topics are compacted (a key per supplier would compact away
-// all but one product of a supplier). Supplier S; product S/P; rate and
-// availability S/P/R; binding S/P/C; channel C.
+// EntityKey is the Kafka key of the event's entity
+// (schemas.CatalogEntityKey).
 func (e *Event) EntityKey() string {
-	switch e.Kind {
-	case KindChannel:
-		return e.ChannelID
-	case KindSupplier:
-		return e.SupplierID
-	case KindProduct:
-		return e.SupplierID + "/" + e.ProductID
-	case KindRate, KindAvailability, KindPriceSchedule:
-		return e.SupplierID + "/" + e.ProductID + "/" + e.RateID
-	case KindBinding:
-		return e.SupplierID + "/" + e.ProductID + "/" + e.ChannelID
+	return schemas.CatalogEntityKey(e.Kind, e.SupplierID, e.ProductID, e.RateID, e.ChannelID)
+}
+
+// MarshalJSON writes the event as its record, schemas.CatalogEvent: the
+// states as the catalog's records, absent when nil (and PriorPrices when
+// empty), as the record's omitempty fields say.
+func (e Event) MarshalJSON() ([]byte, error) {
+	r := schemas.CatalogEvent{Kind: e.Kind, SupplierID: e.SupplierID, ProductID: e.ProductID, RateID: e.RateID,
+		ChannelID: e.ChannelID, Batch: e.Batch, Prior: e.Prior, Owner: e.Owner, BoundChannels: e.BoundChannels}
+	states := []struct {
+		dst  *json.RawMessage
+		v    any
+		skip bool
+	}{
+		{&r.Channel, e.Channel, e.Channel == nil},
+		{&r.Supplier, e.Supplier, e.Supplier == nil},
+		{&r.Product, e.Product, e.Product == nil},
+		{&r.Rate, e.Rate, e.Rate == nil},
+		{&r.Binding, e.Binding, e.Binding == nil},
+		{&r.Availability, e.Availability, e.Availability == nil},
+		{&r.PriceSchedule, e.PriceSchedule, e.PriceSchedule == nil},
+		{&r.PriorPrices, e.PriorPrices, len(e.PriorPrices) == 0},
+		{&r.PriorBinding, e.PriorBinding, e.PriorBinding == nil},
 	}
-	return ""
+	for _, st := range states {
+		if st.skip {
+			continue
+		}
+		b, err := json.Marshal(st.v)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s event state: %w", e.Kind, err)
+		}
+		*st.dst = b
+	}
+	return json.Marshal(&r)
+}
+
+// UnmarshalJSON reads a record (schemas.CatalogEvent) and decodes its
+// states. It checks nothing beyond the JSON: DecodeEvent does.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var r schemas.CatalogEvent
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	*e = Event{Kind: r.Kind, SupplierID: r.SupplierID, ProductID: r.ProductID, RateID: r.RateID, ChannelID: r.ChannelID,
+		Batch: r.Batch, Prior: r.Prior, Owner: r.Owner, BoundChannels: r.BoundChannels}
+	states := []struct {
+		raw json.RawMessage
+		dst any
+	}{
+		{r.Channel, &e.Channel},
+		{r.Supplier, &e.Supplier},
+		{r.Product, &e.Product},
+		{r.Rate, &e.Rate},
+		{r.Binding, &e.Binding},
+		{r.Availability, &e.Availability},
+		{r.PriceSchedule, &e.PriceSchedule},
+		{r.PriorPrices, &e.PriorPrices},
+		{r.PriorBinding, &e.PriorBinding},
+	}
+	for _, st := range states {
+		if len(st.raw) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(st.raw, st.dst); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DecodeEvent reads a catalog envelope and checks that it is usable: a
@@ -169,21 +143,17 @@ func DecodeEvent(env schemas.Envelope) (Event, error) {
 }
 
 // parseEventType reads the kind and the operation from the envelope's
-// type ("catalog.<kind>.<op>", EventType) and checks its version: the
+// type (schemas.ParseCatalogEventType) and checks its version: the
 // envelope alone, before the payload is decoded.
-func parseEventType(env schemas.Envelope) (kind Kind, deleted bool, err error) {
-	rest, ok := strings.CutPrefix(env.Type, "catalog.")
+func parseEventType(env schemas.Envelope) (kind schemas.CatalogKind, deleted bool, err error) {
+	kind, deleted, ok := schemas.ParseCatalogEventType(env.Type)
 	if !ok {
-		return "", false, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
-	}
-	k, op, _ := strings.Cut(rest, ".")
-	if op != opUpserted && op != opDeleted {
 		return "", false, fmt.Errorf("event %s: type %q: %w", env.ID, env.Type, ErrInvalidEvent)
 	}
 	if env.Version <= 0 {
 		return "", false, fmt.Errorf("event %s: version %d: %w", env.ID, env.Version, ErrInvalidEvent)
 	}
-	return Kind(k), op == opDeleted, nil
+	return kind, deleted, nil
 }
 
 // stateMatches reports whether the event's ids are valid and, for an
@@ -193,19 +163,19 @@ func parseEventType(env schemas.Envelope) (kind Kind, deleted bool, err error) {
 // deleted by an event.
 func (e *Event) stateMatches(version int64, deleted bool) bool {
 	switch e.Kind {
-	case KindChannel:
+	case schemas.CatalogKindChannel:
 		return validIDs(e.ChannelID) && !deleted && e.channelMatches(version)
-	case KindSupplier:
+	case schemas.CatalogKindSupplier:
 		return validIDs(e.SupplierID) && (deleted || e.supplierMatches(version))
-	case KindProduct:
+	case schemas.CatalogKindProduct:
 		return validIDs(e.SupplierID, e.ProductID) && (deleted || e.productMatches(version))
-	case KindRate:
+	case schemas.CatalogKindRate:
 		return validIDs(e.SupplierID, e.ProductID, e.RateID) && (deleted || e.rateMatches(version))
-	case KindBinding:
+	case schemas.CatalogKindBinding:
 		return validIDs(e.SupplierID, e.ProductID, e.ChannelID) && (deleted || e.bindingMatches(version))
-	case KindAvailability:
+	case schemas.CatalogKindAvailability:
 		return validIDs(e.SupplierID, e.ProductID, e.RateID) && (deleted || e.availabilityMatches(version))
-	case KindPriceSchedule:
+	case schemas.CatalogKindPriceSchedule:
 		return validIDs(e.SupplierID, e.ProductID, e.RateID) && (deleted || e.priceScheduleMatches(version))
 	}
 	return false
@@ -302,10 +272,10 @@ func applyCallOf(k keys, env schemas.Envelope, ev *Event) (scriptCall, error) {
 		del = "1"
 	}
 	switch ev.Kind {
-	case KindChannel:
+	case schemas.CatalogKindChannel:
 		return scriptCall{applyFieldScript, []string{k.channelVersions(), k.channels()},
 			[]any{ev.ChannelID, v, t, del, ev.ChannelID, string(mustJSON(ev.Channel))}}, nil
-	case KindSupplier:
+	case schemas.CatalogKindSupplier:
 		sid := ev.SupplierID
 		args := []any{v, t, del, sid, "", "", "", "", "", "", ""}
 		owner := ev.Owner
@@ -318,35 +288,35 @@ func applyCallOf(k keys, env schemas.Envelope, ev *Event) (scriptCall, error) {
 			args[10] = owner // the tombstone's owner
 		}
 		return scriptCall{applySupplierScript, []string{k.versions(sid), k.supplier(sid), k.all(), k.owned(owner), k.tombstone(sid)}, args}, nil
-	case KindProduct:
+	case schemas.CatalogKindProduct:
 		val := ""
 		if ev.Product != nil {
 			val = string(mustJSON(ev.Product))
 		}
 		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.products(ev.SupplierID)},
 			[]any{verProduct(ev.ProductID), v, t, del, ev.ProductID, val}}, nil
-	case KindRate:
+	case schemas.CatalogKindRate:
 		val := ""
 		if ev.Rate != nil {
 			val = string(renderRate(ev.Rate))
 		}
 		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.rates(ev.SupplierID, ev.ProductID)},
 			[]any{verRate(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
-	case KindAvailability:
+	case schemas.CatalogKindAvailability:
 		val := ""
 		if ev.Availability != nil {
 			val = string(mustJSON(ev.Availability))
 		}
 		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.avail(ev.SupplierID, ev.ProductID)},
 			[]any{verAvail(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
-	case KindPriceSchedule:
+	case schemas.CatalogKindPriceSchedule:
 		val := ""
 		if ev.PriceSchedule != nil {
 			val = string(mustJSON(ev.PriceSchedule))
 		}
 		return scriptCall{applyFieldScript, []string{k.versions(ev.SupplierID), k.prices(ev.SupplierID, ev.ProductID)},
 			[]any{verPrices(ev.ProductID, ev.RateID), v, t, del, ev.RateID, val}}, nil
-	case KindBinding:
+	case schemas.CatalogKindBinding:
 		sid, pid, cid := ev.SupplierID, ev.ProductID, ev.ChannelID
 		val, idxv := "", ""
 		if ev.Binding != nil {
@@ -431,7 +401,7 @@ func (s *Store) runCalls(ctx context.Context, calls []scriptCall) ([]bool, error
 	return applied, first
 }
 
-// HandleMessage applies one record of Topics(); it is a stream.Handler
+// HandleMessage applies one record of schemas.CatalogTopics(); it is a stream.Handler
 // for a consumer that only materializes the view. Records of other types
 // on the shared availability topic are not the catalog's and are skipped.
 // A Kafka tombstone (no value) is skipped: Switchback deletes with
@@ -446,7 +416,7 @@ func (s *Store) HandleMessage(ctx context.Context, m stream.Message) error {
 	return err
 }
 
-// DecodeMessage reads the envelope of a record of Topics(). ok is false
+// DecodeMessage reads the envelope of a record of schemas.CatalogTopics(). ok is false
 // for a record that is not a catalog event (a tombstone, another stage's
 // availability snapshot): skip it.
 func DecodeMessage(m stream.Message) (schemas.Envelope, bool, error) {
@@ -466,13 +436,13 @@ func DecodeMessage(m stream.Message) (schemas.Envelope, bool, error) {
 	return env, true, nil
 }
 
-// Rebuild applies every record of Topics() up to their current end: what
+// Rebuild applies every record of schemas.CatalogTopics() up to their current end: what
 // a process runs at start against a fresh or flushed Redis (the consumer
 // group of processors/catalog then carries on from its own offsets).
 // Unusable records are logged and skipped; Redis failures are retried
 // until ctx ends.
 func (s *Store) Rebuild(ctx context.Context, brokers []string) error {
-	for _, topic := range Topics() {
+	for _, topic := range schemas.CatalogTopics() {
 		err := stream.ReadAll(ctx, brokers, topic, func(m stream.Message) error {
 			backoff := 50 * time.Millisecond
 			for {

@@ -35,7 +35,7 @@ func newViewEnv(t *testing.T, bound time.Duration) *viewEnv {
 	brokers := []string{b.Addr()}
 	var topics []schemas.Topic
 	for _, tp := range schemas.Topics() {
-		if slices.Contains(Topics(), tp.Name) {
+		if slices.Contains(schemas.CatalogTopics(), tp.Name) {
 			topics = append(topics, tp)
 		}
 	}

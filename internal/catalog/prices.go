@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/bounds"
-	"github.com/switchbackhq/switchback/internal/principals"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Price schedules. The spec names a "price schedule" (reseller flow,
@@ -115,8 +115,8 @@ func validatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
 // path PUT .../rates/{rate_id}/priceschedule). The event carries the
 // replaced entries (read under the supplier's lock), so that the processor
 // finds the changed days from the event alone, whatever it has seen.
-func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
-	return s.PutPriceScheduleIn(ctx, p, "", sid, pid, rid, es)
+func (s *Store) PutPriceSchedule(ctx context.Context, sc Scope, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
+	return s.PutPriceScheduleIn(ctx, sc, "", sid, pid, rid, es)
 }
 
 // PutPriceScheduleIn is PutPriceSchedule as part of the write batch (an
@@ -124,11 +124,11 @@ func (s *Store) PutPriceSchedule(ctx context.Context, p principals.Principal, si
 // "" for none): the event carries it (Event.Batch), so that the price
 // schedule notifications of the batch are one per product, subscriber
 // and window.
-func (s *Store) PutPriceScheduleIn(ctx context.Context, p principals.Principal, batch, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
+func (s *Store) PutPriceScheduleIn(ctx context.Context, sc Scope, batch, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
 	if err := validatePriceSchedule(es, s.now()); err != nil {
 		return PriceSchedule{}, err
 	}
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return PriceSchedule{}, err
 	}
@@ -162,16 +162,16 @@ func (s *Store) PutPriceScheduleIn(ctx context.Context, p principals.Principal, 
 		prior = cur.Entries
 	}
 	next.Version = last + 1
-	ev := Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior, Batch: batch}
+	ev := Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior, Batch: batch}
 	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // PriceSchedule returns the schedule of a rate p manages (an empty one,
 // version 0, when none was written).
-func (s *Store) PriceSchedule(ctx context.Context, p principals.Principal, sid, pid, rid string) (PriceSchedule, error) {
+func (s *Store) PriceSchedule(ctx context.Context, sc Scope, sid, pid, rid string) (PriceSchedule, error) {
 	var rate *redis.BoolCmd
 	var cmd *redis.StringCmd
-	_, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+	_, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
 		rate = pp.HExists(ctx, s.k.rates(sid, pid), rid)
 		cmd = pp.HGet(ctx, s.k.prices(sid, pid), rid)
 	})

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/switchbackhq/switchback/internal/principals"
 )
 
 // ---- channels ----
@@ -56,13 +54,13 @@ func (s *Store) Channel(ctx context.Context, cid string) (Channel, error) {
 // ---- operator reads (scoped) ----
 
 // Suppliers lists the suppliers p manages (an admin: all), by id.
-func (s *Store) Suppliers(ctx context.Context, p principals.Principal) ([]Supplier, error) {
-	owner, err := ownerOf(p)
+func (s *Store) Suppliers(ctx context.Context, sc Scope) ([]Supplier, error) {
+	owner, err := sc.owner()
 	if err != nil {
 		return nil, err
 	}
 	set := s.k.owned(owner)
-	if p.Role == principals.RoleAdmin {
+	if sc.All() {
 		set = s.k.all()
 	}
 	ids, err := s.rdb.SMembers(ctx, set).Result()
@@ -90,7 +88,7 @@ func (s *Store) Suppliers(ctx context.Context, p principals.Principal) ([]Suppli
 		if err := json.Unmarshal([]byte(raw), &sup); err != nil {
 			return nil, fmt.Errorf("decode stored supplier: %w", err)
 		}
-		if canManage(p, &sup) {
+		if sc.canManage(&sup) {
 			out = append(out, sup)
 		}
 	}
@@ -100,7 +98,7 @@ func (s *Store) Suppliers(ctx context.Context, p principals.Principal) ([]Suppli
 // scopedSupplier reads a supplier p manages, alongside extra commands of
 // the same round trip (queued by more; they are executed even when the
 // supplier is out of scope, but their results are then not used).
-func (s *Store) scopedSupplier(ctx context.Context, p principals.Principal, sid string, more func(redis.Pipeliner)) (*Supplier, error) {
+func (s *Store) scopedSupplier(ctx context.Context, sc Scope, sid string, more func(redis.Pipeliner)) (*Supplier, error) {
 	if !ValidID(sid) {
 		return nil, notFound("supplier", sid)
 	}
@@ -120,7 +118,7 @@ func (s *Store) scopedSupplier(ctx context.Context, p principals.Principal, sid 
 	if err := json.Unmarshal([]byte(raw), &sup); err != nil {
 		return nil, fmt.Errorf("decode stored supplier: %w", err)
 	}
-	if !canManage(p, &sup) {
+	if !sc.canManage(&sup) {
 		return nil, notFound("supplier", sid)
 	}
 	return &sup, nil
@@ -128,8 +126,8 @@ func (s *Store) scopedSupplier(ctx context.Context, p principals.Principal, sid 
 
 // Supplier returns a supplier p manages, its credentials opened (the
 // clients of its system read it through here; secrets.go).
-func (s *Store) Supplier(ctx context.Context, p principals.Principal, sid string) (Supplier, error) {
-	sup, err := s.scopedSupplier(ctx, p, sid, nil)
+func (s *Store) Supplier(ctx context.Context, sc Scope, sid string) (Supplier, error) {
+	sup, err := s.scopedSupplier(ctx, sc, sid, nil)
 	if err != nil {
 		return Supplier{}, err
 	}
@@ -140,9 +138,9 @@ func (s *Store) Supplier(ctx context.Context, p principals.Principal, sid string
 }
 
 // Products lists the products of a supplier p manages, by id.
-func (s *Store) Products(ctx context.Context, p principals.Principal, sid string) ([]Product, error) {
+func (s *Store) Products(ctx context.Context, sc Scope, sid string) ([]Product, error) {
 	var cmd *redis.MapStringStringCmd
-	if _, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) { cmd = pp.HGetAll(ctx, s.k.products(sid)) }); err != nil {
+	if _, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) { cmd = pp.HGetAll(ctx, s.k.products(sid)) }); err != nil {
 		return nil, err
 	}
 	out := make([]Product, 0, len(cmd.Val()))
@@ -158,9 +156,9 @@ func (s *Store) Products(ctx context.Context, p principals.Principal, sid string
 }
 
 // Product returns one product of a supplier p manages.
-func (s *Store) Product(ctx context.Context, p principals.Principal, sid, pid string) (Product, error) {
+func (s *Store) Product(ctx context.Context, sc Scope, sid, pid string) (Product, error) {
 	var cmd *redis.StringCmd
-	if _, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.products(sid), pid) }); err != nil {
+	if _, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.products(sid), pid) }); err != nil {
 		return Product{}, err
 	}
 	raw, err := cmd.Result()
@@ -175,10 +173,10 @@ func (s *Store) Product(ctx context.Context, p principals.Principal, sid, pid st
 }
 
 // Rates lists the rates of a product p manages, by id.
-func (s *Store) Rates(ctx context.Context, p principals.Principal, sid, pid string) ([]Rate, error) {
+func (s *Store) Rates(ctx context.Context, sc Scope, sid, pid string) ([]Rate, error) {
 	var prod *redis.BoolCmd
 	var cmd *redis.MapStringStringCmd
-	_, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+	_, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
 		prod = pp.HExists(ctx, s.k.products(sid), pid)
 		cmd = pp.HGetAll(ctx, s.k.rates(sid, pid))
 	})
@@ -201,9 +199,9 @@ func (s *Store) Rates(ctx context.Context, p principals.Principal, sid, pid stri
 }
 
 // Rate returns one rate of a product p manages.
-func (s *Store) Rate(ctx context.Context, p principals.Principal, sid, pid, rid string) (Rate, error) {
+func (s *Store) Rate(ctx context.Context, sc Scope, sid, pid, rid string) (Rate, error) {
 	var cmd *redis.StringCmd
-	if _, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.rates(sid, pid), rid) }); err != nil {
+	if _, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.rates(sid, pid), rid) }); err != nil {
 		return Rate{}, err
 	}
 	raw, err := cmd.Result()
@@ -219,10 +217,10 @@ func (s *Store) Rate(ctx context.Context, p principals.Principal, sid, pid, rid 
 
 // Availabilities returns what the operator last pushed for a rate (an
 // empty set, version 0, when it never pushed any).
-func (s *Store) Availabilities(ctx context.Context, p principals.Principal, sid, pid, rid string) (AvailabilitySet, error) {
+func (s *Store) Availabilities(ctx context.Context, sc Scope, sid, pid, rid string) (AvailabilitySet, error) {
 	var rate *redis.BoolCmd
 	var cmd *redis.StringCmd
-	_, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+	_, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
 		rate = pp.HExists(ctx, s.k.rates(sid, pid), rid)
 		cmd = pp.HGet(ctx, s.k.avail(sid, pid), rid)
 	})
@@ -242,11 +240,11 @@ func (s *Store) Availabilities(ctx context.Context, p principals.Principal, sid,
 }
 
 // ProductBindings lists the bindings of a product p manages, by channel id.
-func (s *Store) ProductBindings(ctx context.Context, p principals.Principal, sid, pid string) ([]BoundProduct, error) {
+func (s *Store) ProductBindings(ctx context.Context, sc Scope, sid, pid string) ([]BoundProduct, error) {
 	var prod *redis.StringCmd
 	var binds *redis.MapStringStringCmd
 	var rates *redis.StringSliceCmd
-	sup, err := s.scopedSupplier(ctx, p, sid, func(pp redis.Pipeliner) {
+	sup, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
 		prod = pp.HGet(ctx, s.k.products(sid), pid)
 		binds = pp.HGetAll(ctx, s.k.bindings(sid, pid))
 		rates = pp.HKeys(ctx, s.k.rates(sid, pid))
@@ -295,8 +293,8 @@ func (s *Store) ProductBindings(ctx context.Context, p principals.Principal, sid
 
 // ProductBinding returns the binding of a product p manages to one
 // channel, or ErrNotFound.
-func (s *Store) ProductBinding(ctx context.Context, p principals.Principal, sid, pid, cid string) (BoundProduct, error) {
-	all, err := s.ProductBindings(ctx, p, sid, pid)
+func (s *Store) ProductBinding(ctx context.Context, sc Scope, sid, pid, cid string) (BoundProduct, error) {
+	all, err := s.ProductBindings(ctx, sc, sid, pid)
 	if err != nil {
 		return BoundProduct{}, err
 	}

@@ -13,35 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
-
-// Scope (ARCHITECTURE.md): an operator manages the suppliers it created
-// (Supplier.Owner == its OperatorID), an admin every supplier. A supplier
-// out of scope is ErrNotFound, never ErrForbidden, so that an operator
-// cannot learn which ids other operators use.
-
-func canManage(p principals.Principal, sup *Supplier) bool {
-	switch p.Role {
-	case principals.RoleAdmin:
-		return true
-	case principals.RoleOperator:
-		return p.OperatorID() != "" && sup.Owner == p.OperatorID()
-	}
-	return false
-}
-
-func ownerOf(p principals.Principal) (string, error) {
-	switch p.Role {
-	case principals.RoleAdmin:
-		return "", nil
-	case principals.RoleOperator:
-		return p.OperatorID(), nil
-	}
-	return "", fmt.Errorf("role %s has no catalog scope: %w", p.Role, ErrForbidden)
-}
 
 // change is one event of a write, before it is published.
 type change struct {
@@ -58,7 +32,7 @@ type supplierTx struct {
 
 // lockSupplier takes the supplier's lock. With mustExist, a supplier that
 // does not exist or is out of p's scope is ErrNotFound (lock released).
-func (s *Store) lockSupplier(ctx context.Context, p principals.Principal, sid string, mustExist bool) (*supplierTx, error) {
+func (s *Store) lockSupplier(ctx context.Context, sc Scope, sid string, mustExist bool) (*supplierTx, error) {
 	if !ValidID(sid) {
 		return nil, notFound("supplier", sid)
 	}
@@ -75,7 +49,7 @@ func (s *Store) lockSupplier(ctx context.Context, p principals.Principal, sid st
 		}
 		tx.sup = &sup
 	}
-	if mustExist && (tx.sup == nil || !canManage(p, tx.sup)) {
+	if mustExist && (tx.sup == nil || !sc.canManage(tx.sup)) {
 		s.release(ctx, l)
 		return nil, notFound("supplier", sid)
 	}
@@ -106,7 +80,7 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 	msgs := make([]stream.Message, len(changes))
 	for i := range changes {
 		c := &changes[i]
-		env := schemas.Envelope{ID: uuid.NewString(), Type: EventType(c.ev.Kind, c.deleted), Key: c.ev.EntityKey(),
+		env := schemas.Envelope{ID: uuid.NewString(), Type: schemas.CatalogEventType(c.ev.Kind, c.deleted), Key: c.ev.EntityKey(),
 			Version: c.version, Time: now, Source: s.source, Deleted: c.deleted, Data: mustJSON(&c.ev)}
 		envs[i] = env
 		msgs[i] = stream.Message{Topic: c.ev.Kind.Topic(), Key: []byte(env.Key), Value: mustJSON(env), Time: now}
@@ -172,8 +146,8 @@ func samePath(field, given, path string) error {
 // taken over by whoever creates it next. The answer is the same in both
 // cases and never says whose the id is. The operator who deleted it (or
 // an admin) may create it again.
-func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in SupplierInput) (Supplier, error) {
-	owner, err := ownerOf(p)
+func (s *Store) CreateSupplier(ctx context.Context, sc Scope, in SupplierInput) (Supplier, error) {
+	owner, err := sc.owner()
 	if err != nil {
 		return Supplier{}, err
 	}
@@ -190,7 +164,7 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 	if conn.Credentials, err = s.sealCredentials(in.ID, conn.Credentials, nil); err != nil {
 		return Supplier{}, err
 	}
-	tx, err := s.lockSupplier(ctx, p, in.ID, false)
+	tx, err := s.lockSupplier(ctx, sc, in.ID, false)
 	if err != nil {
 		return Supplier{}, err
 	}
@@ -203,7 +177,7 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 	case errors.Is(err, redis.Nil):
 	case err != nil:
 		return Supplier{}, unavailable("read the supplier id's tombstone", err)
-	case p.Role != principals.RoleAdmin && tomb != "o:"+owner:
+	case !sc.All() && tomb != "o:"+owner:
 		return Supplier{}, conflict("supplier id %s is already in use", in.ID)
 	}
 	vs, err := s.versionsOf(ctx, in.ID, verSupplier())
@@ -211,13 +185,13 @@ func (s *Store) CreateSupplier(ctx context.Context, p principals.Principal, in S
 		return Supplier{}, err
 	}
 	sup := Supplier{SupplierData: in.SupplierData, Version: vs[0] + 1, Connection: conn, Owner: owner}
-	err = s.commit(ctx, tx.lock, []change{{ev: Event{Kind: KindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
+	err = s.commit(ctx, tx.lock, []change{{ev: Event{Kind: schemas.CatalogKindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
 	return sup, err
 }
 
 // PutSupplier replaces the supplier's data (and connection, when given).
 // An identical body changes nothing, not even the version.
-func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid string, in SupplierInput) (Supplier, error) {
+func (s *Store) PutSupplier(ctx context.Context, sc Scope, sid string, in SupplierInput) (Supplier, error) {
 	if err := samePath("id", in.ID, sid); err != nil {
 		return Supplier{}, err
 	}
@@ -225,7 +199,7 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 	if err := validateSupplier("", &in.SupplierData); err != nil {
 		return Supplier{}, err
 	}
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return Supplier{}, err
 	}
@@ -250,7 +224,7 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 		return Supplier{}, err
 	}
 	next.Version = max(cur.Version, vs[0]) + 1
-	ev := Event{Kind: KindSupplier, SupplierID: sid, Supplier: &next, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Supplier: &next, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
 	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
@@ -259,8 +233,8 @@ func (s *Store) PutSupplier(ctx context.Context, p principals.Principal, sid str
 // bound, so no binding is ever left dangling) and without holds or
 // bookings that are not final (ErrConflict: they would lose the system
 // they were made through). Its id stays its operator's (a tombstone).
-func (s *Store) DeleteSupplier(ctx context.Context, p principals.Principal, sid string) error {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) DeleteSupplier(ctx context.Context, sc Scope, sid string) error {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
 	}
@@ -286,7 +260,7 @@ func (s *Store) DeleteSupplier(ctx context.Context, p principals.Principal, sid 
 		return err
 	}
 	cur := tx.sup
-	ev := Event{Kind: KindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
 	return s.commit(ctx, tx.lock, []change{{ev: ev, version: max(cur.Version, vs[0]) + 1, deleted: true}})
 }
 
@@ -317,14 +291,14 @@ func validateProductInput(prefix, sid string, in *ProductInput) error {
 
 // CreateProduct adds a product to the supplier; an existing id is
 // ErrConflict.
-func (s *Store) CreateProduct(ctx context.Context, p principals.Principal, sid string, in ProductInput) (Product, error) {
+func (s *Store) CreateProduct(ctx context.Context, sc Scope, sid string, in ProductInput) (Product, error) {
 	if err := validateProductInput("", sid, &in); err != nil {
 		return Product{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
-	out, err := s.upsertProducts(ctx, p, sid, []ProductInput{in}, modeCreate)
+	out, err := s.upsertProducts(ctx, sc, sid, []ProductInput{in}, modeCreate)
 	if err != nil {
 		return Product{}, err
 	}
@@ -332,7 +306,7 @@ func (s *Store) CreateProduct(ctx context.Context, p principals.Principal, sid s
 }
 
 // PutProduct replaces an existing product; identical data changes nothing.
-func (s *Store) PutProduct(ctx context.Context, p principals.Principal, sid, pid string, in ProductInput) (Product, error) {
+func (s *Store) PutProduct(ctx context.Context, sc Scope, sid, pid string, in ProductInput) (Product, error) {
 	if err := samePath("id", in.ID, pid); err != nil {
 		return Product{}, err
 	}
@@ -340,7 +314,7 @@ func (s *Store) PutProduct(ctx context.Context, p principals.Principal, sid, pid
 	if err := validateProductInput("", sid, &in); err != nil {
 		return Product{}, err
 	}
-	out, err := s.upsertProducts(ctx, p, sid, []ProductInput{in}, modeReplace)
+	out, err := s.upsertProducts(ctx, sc, sid, []ProductInput{in}, modeReplace)
 	if err != nil {
 		return Product{}, err
 	}
@@ -350,7 +324,7 @@ func (s *Store) PutProduct(ctx context.Context, p principals.Principal, sid, pid
 // UpsertProducts is the bulk form: create or replace each product (ids
 // generated where absent), all validated before anything is written, all
 // published in one batch. Unchanged products are not republished.
-func (s *Store) UpsertProducts(ctx context.Context, p principals.Principal, sid string, ins []ProductInput) ([]Product, error) {
+func (s *Store) UpsertProducts(ctx context.Context, sc Scope, sid string, ins []ProductInput) ([]Product, error) {
 	if len(ins) == 0 || len(ins) > MaxBulk {
 		return nil, invalidf("products", "must have 1 to %d items", MaxBulk)
 	}
@@ -368,7 +342,7 @@ func (s *Store) UpsertProducts(ctx context.Context, p principals.Principal, sid 
 		}
 		seen[ins[i].ID] = true
 	}
-	return s.upsertProducts(ctx, p, sid, ins, modeUpsert)
+	return s.upsertProducts(ctx, sc, sid, ins, modeUpsert)
 }
 
 type writeMode int
@@ -379,8 +353,8 @@ const (
 	modeUpsert                   // either
 )
 
-func (s *Store) upsertProducts(ctx context.Context, p principals.Principal, sid string, ins []ProductInput, mode writeMode) ([]Product, error) {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []ProductInput, mode writeMode) ([]Product, error) {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +388,7 @@ func (s *Store) upsertProducts(ctx context.Context, p principals.Principal, sid 
 			return nil, notFound("product", in.ID)
 		}
 		next := Product{SupplierID: sid, ProductData: in.ProductData}
-		ev := Event{Kind: KindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
+		ev := Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
 				return nil, err
@@ -424,7 +398,7 @@ func (s *Store) upsertProducts(ctx context.Context, p principals.Principal, sid 
 				out[i] = *cur
 				continue
 			}
-			ev.Prior = &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
 			next.Version = max(cur.Version, vs[i]) + 1
 		} else {
 			next.Version = vs[i] + 1
@@ -438,8 +412,8 @@ func (s *Store) upsertProducts(ctx context.Context, p principals.Principal, sid 
 // DeleteProduct deletes a product and, with it, its rates and their
 // availabilities (one batch of events). A product bound to any channel is
 // ErrConflict: unbind it first, so that resellers are told (removed).
-func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, pid string) error {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) error {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
 	}
@@ -491,11 +465,11 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 	}
 	var changes []change
 	for i, rid := range avail {
-		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+i] + 1, deleted: true})
 	}
 	for i, rid := range prices {
-		changes = append(changes, change{ev: Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+len(avail)+len(rids)+i] + 1, deleted: true})
 	}
 	for i, rid := range rids {
@@ -505,12 +479,12 @@ func (s *Store) DeleteProduct(ctx context.Context, p principals.Principal, sid, 
 		}
 		// The product is bound to no channel (checked above): no binding
 		// loses the rate.
-		changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-			Prior: &Prior{Version: r.Version, Fingerprint: Fingerprint(r)}, BoundChannels: []string{}},
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+			Prior: &schemas.CatalogPrior{Version: r.Version, Fingerprint: Fingerprint(r)}, BoundChannels: []string{}},
 			version: max(r.Version, vs[1+len(avail)+i]) + 1, deleted: true})
 	}
-	changes = append(changes, change{ev: Event{Kind: KindProduct, SupplierID: sid, ProductID: pid,
-		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
+	changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: pid,
+		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
 	return s.commit(ctx, tx.lock, changes)
 }
 
@@ -527,14 +501,14 @@ func validateRateInput(prefix, sid, pid string, in *RateInput) error {
 }
 
 // CreateRate adds a rate to a product; an existing id is ErrConflict.
-func (s *Store) CreateRate(ctx context.Context, p principals.Principal, sid, pid string, in RateInput) (Rate, error) {
+func (s *Store) CreateRate(ctx context.Context, sc Scope, sid, pid string, in RateInput) (Rate, error) {
 	if err := validateRateInput("", sid, pid, &in); err != nil {
 		return Rate{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
-	out, err := s.upsertRates(ctx, p, sid, pid, []RateInput{in}, modeCreate)
+	out, err := s.upsertRates(ctx, sc, sid, pid, []RateInput{in}, modeCreate)
 	if err != nil {
 		return Rate{}, err
 	}
@@ -542,7 +516,7 @@ func (s *Store) CreateRate(ctx context.Context, p principals.Principal, sid, pid
 }
 
 // PutRate replaces an existing rate; identical data changes nothing.
-func (s *Store) PutRate(ctx context.Context, p principals.Principal, sid, pid, rid string, in RateInput) (Rate, error) {
+func (s *Store) PutRate(ctx context.Context, sc Scope, sid, pid, rid string, in RateInput) (Rate, error) {
 	if err := samePath("id", in.ID, rid); err != nil {
 		return Rate{}, err
 	}
@@ -550,7 +524,7 @@ func (s *Store) PutRate(ctx context.Context, p principals.Principal, sid, pid, r
 	if err := validateRateInput("", sid, pid, &in); err != nil {
 		return Rate{}, err
 	}
-	out, err := s.upsertRates(ctx, p, sid, pid, []RateInput{in}, modeReplace)
+	out, err := s.upsertRates(ctx, sc, sid, pid, []RateInput{in}, modeReplace)
 	if err != nil {
 		return Rate{}, err
 	}
@@ -558,7 +532,7 @@ func (s *Store) PutRate(ctx context.Context, p principals.Principal, sid, pid, r
 }
 
 // UpsertRates is the bulk form for the rates of one product.
-func (s *Store) UpsertRates(ctx context.Context, p principals.Principal, sid, pid string, ins []RateInput) ([]Rate, error) {
+func (s *Store) UpsertRates(ctx context.Context, sc Scope, sid, pid string, ins []RateInput) ([]Rate, error) {
 	if len(ins) == 0 || len(ins) > MaxBulk {
 		return nil, invalidf("rates", "must have 1 to %d items", MaxBulk)
 	}
@@ -576,11 +550,11 @@ func (s *Store) UpsertRates(ctx context.Context, p principals.Principal, sid, pi
 		}
 		seen[ins[i].ID] = true
 	}
-	return s.upsertRates(ctx, p, sid, pid, ins, modeUpsert)
+	return s.upsertRates(ctx, sc, sid, pid, ins, modeUpsert)
 }
 
-func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pid string, ins []RateInput, mode writeMode) ([]Rate, error) {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins []RateInput, mode writeMode) ([]Rate, error) {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +602,7 @@ func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pi
 		data := in.RateData
 		data.OptionID = data.ID
 		next := Rate{SupplierID: sid, ProductID: pid, RateData: data}
-		ev := Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
+		ev := Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
 				return nil, err
@@ -638,7 +612,7 @@ func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pi
 				out[i] = *cur
 				continue
 			}
-			ev.Prior = &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
 			next.Version = max(cur.Version, last) + 1
 		} else {
 			next.Version = last + 1
@@ -657,8 +631,8 @@ func (s *Store) upsertRates(ctx context.Context, p principals.Principal, sid, pi
 // names in its rateIds is ErrConflict (rebind without it first); under a
 // whole-product binding it simply stops being sold (channelbinding
 // updated).
-func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid, rid string) error {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) DeleteRate(ctx context.Context, sc Scope, sid, pid, rid string) error {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
 	}
@@ -701,15 +675,15 @@ func (s *Store) DeleteRate(ctx context.Context, p principals.Principal, sid, pid
 	}
 	var changes []change
 	if availCmd.Val() {
-		changes = append(changes, change{ev: Event{Kind: KindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
 	}
 	if pricesCmd.Val() {
-		changes = append(changes, change{ev: Event{Kind: KindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
+		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
 	}
 	// Only whole-product bindings can grant it here (a naming one is a
 	// conflict above): each loses the rate.
-	changes = append(changes, change{ev: Event{Kind: KindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-		Prior: &Prior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
+	changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
 		version: max(cur.Version, vr) + 1, deleted: true})
 	return s.commit(ctx, tx.lock, changes)
 }
@@ -828,7 +802,7 @@ func (s *Store) writeChannel(ctx context.Context, in ChannelInput, mode writeMod
 		last = max(last, cur.Version)
 	}
 	next.Version = last + 1
-	return next, s.commit(ctx, l, []change{{ev: Event{Kind: KindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
+	return next, s.commit(ctx, l, []change{{ev: Event{Kind: schemas.CatalogKindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
 }
 
 // ---- bindings ----
@@ -958,27 +932,27 @@ func normalizeBinding(in BindingInput) (Binding, error) {
 // given rates, or the whole product when rateIds is empty. A binding
 // that exists is ErrConflict; an unknown supplier, product or channel is
 // ErrNotFound; a rate id that is not the product's is ErrInvalid.
-func (s *Store) CreateBinding(ctx context.Context, p principals.Principal, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
+func (s *Store) CreateBinding(ctx context.Context, sc Scope, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
 	b, err := normalizeBinding(in)
 	if err != nil {
 		return BoundProduct{}, err
 	}
-	return s.writeBinding(ctx, p, sid, pid, cid, b, "rateIds", bindCreate)
+	return s.writeBinding(ctx, sc, sid, pid, cid, b, "rateIds", bindCreate)
 }
 
 // PutBinding replaces a binding's terms (channel v1.2 PUT).
-func (s *Store) PutBinding(ctx context.Context, p principals.Principal, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
+func (s *Store) PutBinding(ctx context.Context, sc Scope, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
 	b, err := normalizeBinding(in)
 	if err != nil {
 		return BoundProduct{}, err
 	}
-	return s.writeBinding(ctx, p, sid, pid, cid, b, "rateIds", bindReplace)
+	return s.writeBinding(ctx, sc, sid, pid, cid, b, "rateIds", bindReplace)
 }
 
 // PutOptions replaces the bound options (operator v2 PUT, spec doc 3 rule
 // 1: replaces, never appends); a new binding gets PRICE_AT_UNKNOWN, no
 // price tags and no window, an existing one keeps them.
-func (s *Store) PutOptions(ctx context.Context, p principals.Principal, sid, pid, cid string, optionIDs []string) (BoundProduct, error) {
+func (s *Store) PutOptions(ctx context.Context, sc Scope, sid, pid, cid string, optionIDs []string) (BoundProduct, error) {
 	if len(optionIDs) == 0 {
 		return BoundProduct{}, invalid("optionIds", "must list at least one option; DELETE removes the binding")
 	}
@@ -986,11 +960,11 @@ func (s *Store) PutOptions(ctx context.Context, p principals.Principal, sid, pid
 	if err != nil {
 		return BoundProduct{}, err
 	}
-	return s.writeBinding(ctx, p, sid, pid, cid, Binding{PriceAt: PriceAtUnknown, PriceTags: []string{}, RateIDs: ids}, "optionIds", bindOptions)
+	return s.writeBinding(ctx, sc, sid, pid, cid, Binding{PriceAt: PriceAtUnknown, PriceTags: []string{}, RateIDs: ids}, "optionIds", bindOptions)
 }
 
-func (s *Store) writeBinding(ctx context.Context, p principals.Principal, sid, pid, cid string, next Binding, ratesField string, mode bindingMode) (BoundProduct, error) {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) writeBinding(ctx context.Context, sc Scope, sid, pid, cid string, next Binding, ratesField string, mode bindingMode) (BoundProduct, error) {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return BoundProduct{}, err
 	}
@@ -1022,13 +996,13 @@ func (s *Store) writeBinding(ctx context.Context, p principals.Principal, sid, p
 	}
 	next.Version = st.last + 1
 	out.Binding = next
-	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
+	ev := Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
 	return out, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // DeleteBinding unbinds the product from the channel (both APIs).
-func (s *Store) DeleteBinding(ctx context.Context, p principals.Principal, sid, pid, cid string) error {
-	tx, err := s.lockSupplier(ctx, p, sid, true)
+func (s *Store) DeleteBinding(ctx context.Context, sc Scope, sid, pid, cid string) error {
+	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
 	}
@@ -1040,6 +1014,6 @@ func (s *Store) DeleteBinding(ctx context.Context, p principals.Principal, sid, 
 	if st.cur == nil {
 		return notFound("binding of channel", cid)
 	}
-	ev := Event{Kind: KindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
+	ev := Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
 	return s.commit(ctx, tx.lock, []change{{ev: ev, version: st.last + 1, deleted: true}})
 }

@@ -233,7 +233,7 @@ func decodeJSON(value []byte) (input, bool, error) {
 			in.slots = append(in.slots, Slot{Start: a.Start.UTC(), End: a.End.UTC(), Vacancies: a.Capacity})
 		}
 		return in, true, nil
-	case catalogstore.EventType(catalogstore.KindAvailability, false), catalogstore.EventType(catalogstore.KindAvailability, true):
+	case schemas.CatalogEventType(schemas.CatalogKindAvailability, false), schemas.CatalogEventType(schemas.CatalogKindAvailability, true):
 		ev, err := catalogstore.DecodeEvent(env)
 		if err != nil {
 			return input{}, false, err

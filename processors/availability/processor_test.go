@@ -266,12 +266,12 @@ func pushMsg(t *testing.T, version int64, caps ...int) stream.Message {
 	for i, c := range caps {
 		set.Availabilities = append(set.Availabilities, catalogstore.Availability{ID: "a", Start: h(9 + 24*i), End: h(11 + 24*i), Capacity: c})
 	}
-	ev := catalogstore.Event{Kind: catalogstore.KindAvailability, SupplierID: "S1", ProductID: "P1", RateID: "R1", Availability: &set}
+	ev := catalogstore.Event{Kind: schemas.CatalogKindAvailability, SupplierID: "S1", ProductID: "P1", RateID: "R1", Availability: &set}
 	data, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := schemas.Envelope{ID: "push-" + string(rune('0'+version)), Type: catalogstore.EventType(catalogstore.KindAvailability, false),
+	env := schemas.Envelope{ID: "push-" + string(rune('0'+version)), Type: schemas.CatalogEventType(schemas.CatalogKindAvailability, false),
 		Key: ev.EntityKey(), Version: version, Time: t0, Data: data}
 	b, _ := json.Marshal(env)
 	return stream.Message{Topic: schemas.TopicAvailability, Key: []byte(env.Key), Value: b}

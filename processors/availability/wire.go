@@ -155,7 +155,7 @@ func decodePushFast(value []byte) (input, bool) {
 		}
 		return r.OK()
 	})
-	pushType := catalogstore.EventType(catalogstore.KindAvailability, false)
+	pushType := schemas.CatalogEventType(schemas.CatalogKindAvailability, false)
 	if !ok || !r.End() || env.Type != pushType || env.Version <= 0 || data == nil {
 		return input{}, false
 	}
@@ -228,7 +228,7 @@ func decodePushFast(value []byte) (input, bool) {
 		}
 		return d.OK()
 	})
-	if !ok || !d.End() || !seenSet || kind != string(catalogstore.KindAvailability) {
+	if !ok || !d.End() || !seenSet || kind != string(schemas.CatalogKindAvailability) {
 		return input{}, false
 	}
 	if !catalogstore.ValidID(sid) || !catalogstore.ValidID(pid) || !catalogstore.ValidID(rid) ||

@@ -136,7 +136,7 @@ func New(opts Options) *Processor {
 		stream: stream.NewMetrics(opts.Registerer)}
 }
 
-// Run consumes catalog.Topics() in the consumer group until ctx ends (then
+// Run consumes schemas.CatalogTopics() in the consumer group until ctx ends (then
 // it returns nil), at least once: an offset is committed after the event
 // was applied and its notifications were published.
 //
@@ -148,7 +148,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	c := stream.NewConsumer(stream.ConsumerConfig{
 		Brokers:       p.opts.Brokers,
 		GroupID:       p.opts.GroupID,
-		Topics:        catalogstore.Topics(),
+		Topics:        schemas.CatalogTopics(),
 		Handler:       p.Handle,
 		BatchHandler:  p.HandleBatch,
 		MaxRetryDelay: 5 * time.Second,
@@ -237,7 +237,7 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 // other record goes through Handle. It is the consumer's
 // stream.BatchHandler; a failure redoes the batch, which is idempotent.
 func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) error {
-	availType := catalogstore.EventType(catalogstore.KindAvailability, false)
+	availType := schemas.CatalogEventType(schemas.CatalogKindAvailability, false)
 	var run []stream.Message
 	flush := func() error {
 		if len(run) == 0 {
@@ -262,7 +262,7 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 			if !a {
 				result = "already_applied"
 			}
-			p.metrics.events.WithLabelValues(string(catalogstore.KindAvailability), result).Inc()
+			p.metrics.events.WithLabelValues(string(schemas.CatalogKindAvailability), result).Inc()
 		}
 		run = run[:0]
 		return nil
@@ -303,14 +303,14 @@ func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev 
 	st := p.opts.Store
 	sid, pid, rid := ev.SupplierID, ev.ProductID, ev.RateID
 	switch ev.Kind {
-	case catalogstore.KindBinding:
+	case schemas.CatalogKindBinding:
 		op := BindingOperation(ev.PriorBinding, ev.Binding)
 		if op == "" {
 			return nil, nil
 		}
 		return p.fanout(ctx, env, []string{ev.ChannelID}, target{typ: schemas.TypeChannelBinding, op: op, sid: sid, pid: pid})
 
-	case catalogstore.KindSupplier:
+	case schemas.CatalogKindSupplier:
 		if env.Deleted || !changed(ev.Prior, ev.Supplier) {
 			return nil, nil
 		}
@@ -320,7 +320,7 @@ func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev 
 		}
 		return p.fanout(ctx, env, chans, target{typ: schemas.TypeSupplier, op: opUpdated, sid: sid})
 
-	case catalogstore.KindProduct:
+	case schemas.CatalogKindProduct:
 		if env.Deleted || !changed(ev.Prior, ev.Product) {
 			return nil, nil
 		}
@@ -331,7 +331,7 @@ func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev 
 		return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Valid.Contains(now) }),
 			target{typ: schemas.TypeProduct, op: opUpdated, sid: sid, pid: pid})
 
-	case catalogstore.KindRate:
+	case schemas.CatalogKindRate:
 		if env.Deleted || ev.Prior == nil {
 			// A rate created or removed under an already bound product is
 			// a rate-level change of the binding: channelbinding updated
@@ -363,7 +363,7 @@ func (p *Processor) Notifications(ctx context.Context, env schemas.Envelope, ev 
 		return p.fanout(ctx, env, channels(bs, func(b catalogstore.Binding) bool { return b.Valid.Contains(now) && b.Binds(rid) }),
 			target{typ: schemas.TypeRate, op: opUpdated, sid: sid, pid: pid, rid: rid})
 
-	case catalogstore.KindPriceSchedule:
+	case schemas.CatalogKindPriceSchedule:
 		return p.priceNotifications(ctx, env, ev, now)
 	}
 	// Channels and availability snapshots notify nobody here (availability
@@ -392,7 +392,7 @@ func BindingOperation(prior, next *catalogstore.Binding) string {
 
 // changed reports whether state differs, as resellers see it, from what
 // the event replaced; a creation (no prior) is not an update.
-func changed[T *catalogstore.Supplier | *catalogstore.Product | *catalogstore.Rate](prior *catalogstore.Prior, state T) bool {
+func changed[T *catalogstore.Supplier | *catalogstore.Product | *catalogstore.Rate](prior *schemas.CatalogPrior, state T) bool {
 	if prior == nil || state == nil {
 		return false
 	}

@@ -186,7 +186,7 @@ func reads(t *testing.T, e *catalogtest.Env) map[string]string {
 			}
 		}
 	}
-	admin := e.Admin.Principal
+	admin := catalogstore.ScopeOf(e.Admin.Principal)
 	at("admin suppliers")(each(catalogstore.Supplier.View)(st.Suppliers(ctx, admin)))
 	at("admin channels")(each(catalogstore.Channel.View)(st.Channels(ctx)))
 	for _, sid := range []string{"s1", "s2"} {

@@ -9,7 +9,6 @@ import (
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -182,7 +181,7 @@ func TestPriceSchedule_OneNotificationPerProductAndWindowOfABatch(t *testing.T) 
 	ids := func(batch, amount string) []string {
 		t.Helper()
 		for _, rid := range []string{"r1", "r2"} {
-			if _, err := e.Store.PutPriceScheduleIn(t.Context(), principals.Principal{Role: principals.RoleAdmin}, batch, "s1", "p1", rid, entries(amount)); err != nil {
+			if _, err := e.Store.PutPriceScheduleIn(t.Context(), catalogstore.SystemScope(), batch, "s1", "p1", rid, entries(amount)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -156,7 +156,7 @@ type channelRatesBody struct {
 }
 
 func (h handlers) listBindings(r *httpapi.Request) error {
-	bs, err := h.st.ProductBindings(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct))
+	bs, err := h.st.ProductBindings(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct))
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (h handlers) listBindings(r *httpapi.Request) error {
 }
 
 func (h handlers) getBinding(r *httpapi.Request) error {
-	b, err := h.st.ProductBinding(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel))
+	b, err := h.st.ProductBinding(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel))
 	if err != nil {
 		return err
 	}
@@ -192,10 +192,10 @@ func (h handlers) writeBinding(r *httpapi.Request, create bool) error {
 	)
 	status := http.StatusOK
 	if create {
-		b, err = h.st.CreateBinding(ctx, r.Principal, sid, pid, cid, in)
+		b, err = h.st.CreateBinding(ctx, catalog.ScopeOf(r.Principal), sid, pid, cid, in)
 		status = http.StatusCreated
 	} else {
-		b, err = h.st.PutBinding(ctx, r.Principal, sid, pid, cid, in)
+		b, err = h.st.PutBinding(ctx, catalog.ScopeOf(r.Principal), sid, pid, cid, in)
 	}
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func (h handlers) writeBinding(r *httpapi.Request, create bool) error {
 func (h handlers) deleteBinding(r *httpapi.Request) error {
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	if err := h.st.DeleteBinding(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel)); err != nil {
+	if err := h.st.DeleteBinding(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel)); err != nil {
 		return err
 	}
 	return r.NoContent()
@@ -229,7 +229,7 @@ func (h handlers) createSupplier(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	sup, err := h.st.CreateSupplier(ctx, r.Principal, in)
+	sup, err := h.st.CreateSupplier(ctx, catalog.ScopeOf(r.Principal), in)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (h handlers) createSupplier(r *httpapi.Request) error {
 }
 
 func (h handlers) listSuppliers(r *httpapi.Request) error {
-	sups, err := h.st.Suppliers(r.Context(), r.Principal)
+	sups, err := h.st.Suppliers(r.Context(), catalog.ScopeOf(r.Principal))
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (h handlers) listSuppliers(r *httpapi.Request) error {
 }
 
 func (h handlers) getSupplier(r *httpapi.Request) error {
-	sup, err := h.st.Supplier(r.Context(), r.Principal, r.Param(pSupplier))
+	sup, err := h.st.Supplier(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier))
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (h handlers) putSupplier(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	sup, err := h.st.PutSupplier(ctx, r.Principal, r.Param(pSupplier), in)
+	sup, err := h.st.PutSupplier(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), in)
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (h handlers) putSupplier(r *httpapi.Request) error {
 func (h handlers) deleteSupplier(r *httpapi.Request) error {
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	if err := h.st.DeleteSupplier(ctx, r.Principal, r.Param(pSupplier)); err != nil {
+	if err := h.st.DeleteSupplier(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier)); err != nil {
 		return err
 	}
 	return r.NoContent()
@@ -301,7 +301,7 @@ func (h handlers) createProduct(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	p, err := h.st.CreateProduct(ctx, r.Principal, r.Param(pSupplier), in)
+	p, err := h.st.CreateProduct(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), in)
 	if err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (h handlers) bulkProducts(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	ps, err := h.st.UpsertProducts(ctx, r.Principal, r.Param(pSupplier), in.Products)
+	ps, err := h.st.UpsertProducts(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), in.Products)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func (h handlers) bulkProducts(r *httpapi.Request) error {
 }
 
 func (h handlers) listProducts(r *httpapi.Request) error {
-	ps, err := h.st.Products(r.Context(), r.Principal, r.Param(pSupplier))
+	ps, err := h.st.Products(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier))
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (h handlers) listProducts(r *httpapi.Request) error {
 }
 
 func (h handlers) getProduct(r *httpapi.Request) error {
-	p, err := h.st.Product(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct))
+	p, err := h.st.Product(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct))
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,7 @@ func (h handlers) putProduct(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	p, err := h.st.PutProduct(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), in)
+	p, err := h.st.PutProduct(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), in)
 	if err != nil {
 		return err
 	}
@@ -355,7 +355,7 @@ func (h handlers) putProduct(r *httpapi.Request) error {
 func (h handlers) deleteProduct(r *httpapi.Request) error {
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	if err := h.st.DeleteProduct(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct)); err != nil {
+	if err := h.st.DeleteProduct(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct)); err != nil {
 		return err
 	}
 	return r.NoContent()
@@ -391,7 +391,7 @@ func (h handlers) createRate(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	rt, err := h.st.CreateRate(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), in)
+	rt, err := h.st.CreateRate(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), in)
 	if err != nil {
 		return err
 	}
@@ -405,7 +405,7 @@ func (h handlers) bulkRates(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	rs, err := h.st.UpsertRates(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), in.Rates)
+	rs, err := h.st.UpsertRates(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), in.Rates)
 	if err != nil {
 		return err
 	}
@@ -413,7 +413,7 @@ func (h handlers) bulkRates(r *httpapi.Request) error {
 }
 
 func (h handlers) listRates(r *httpapi.Request) error {
-	rs, err := h.st.Rates(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct))
+	rs, err := h.st.Rates(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct))
 	if err != nil {
 		return err
 	}
@@ -421,7 +421,7 @@ func (h handlers) listRates(r *httpapi.Request) error {
 }
 
 func (h handlers) getRate(r *httpapi.Request) error {
-	rt, err := h.st.Rate(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
+	rt, err := h.st.Rate(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
 	if err != nil {
 		return err
 	}
@@ -435,7 +435,7 @@ func (h handlers) putRate(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	rt, err := h.st.PutRate(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in)
+	rt, err := h.st.PutRate(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in)
 	if err != nil {
 		return err
 	}
@@ -445,7 +445,7 @@ func (h handlers) putRate(r *httpapi.Request) error {
 func (h handlers) deleteRate(r *httpapi.Request) error {
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	if err := h.st.DeleteRate(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate)); err != nil {
+	if err := h.st.DeleteRate(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate)); err != nil {
 		return err
 	}
 	return r.NoContent()
@@ -465,7 +465,7 @@ func (h handlers) putAvailabilities(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	set, err := h.st.PutAvailabilities(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in.Availabilities)
+	set, err := h.st.PutAvailabilities(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in.Availabilities)
 	if err != nil {
 		return err
 	}
@@ -473,7 +473,7 @@ func (h handlers) putAvailabilities(r *httpapi.Request) error {
 }
 
 func (h handlers) getAvailabilities(r *httpapi.Request) error {
-	set, err := h.st.Availabilities(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
+	set, err := h.st.Availabilities(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
 	if err != nil {
 		return err
 	}
@@ -495,7 +495,7 @@ func (h handlers) putPriceSchedule(r *httpapi.Request) error {
 	}
 	ctx, cancel := writeCtx(r)
 	defer cancel()
-	ps, err := h.st.PutPriceSchedule(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in.Entries)
+	ps, err := h.st.PutPriceSchedule(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), in.Entries)
 	if err != nil {
 		return err
 	}
@@ -503,7 +503,7 @@ func (h handlers) putPriceSchedule(r *httpapi.Request) error {
 }
 
 func (h handlers) getPriceSchedule(r *httpapi.Request) error {
-	ps, err := h.st.PriceSchedule(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
+	ps, err := h.st.PriceSchedule(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pRate))
 	if err != nil {
 		return err
 	}

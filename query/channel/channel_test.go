@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/querytest"
 )
 
@@ -317,7 +317,7 @@ func TestCredentials_NeverInResponsesOrLogs(t *testing.T) {
 			}
 		}
 	}
-	sup1, err := e.Store.Supplier(context.Background(), principals.Principal{Role: principals.RoleAdmin}, "s1")
+	sup1, err := e.Store.Supplier(context.Background(), catalog.SystemScope(), "s1")
 	if err != nil || sup1.Connection.Credentials.BearerToken != token {
 		t.Errorf("the new bearer token is not stored (or not opened for the clients): %v", err)
 	}

@@ -21,7 +21,7 @@ import (
 // CronScope is what the cron report routes need of the catalog: which
 // suppliers an operator owns. *catalog.Store implements it.
 type CronScope interface {
-	Suppliers(ctx context.Context, p principals.Principal) ([]catalog.Supplier, error)
+	Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error)
 	OwnsSupplier(ctx context.Context, operatorID, supplierID string) (bool, error)
 }
 
@@ -65,7 +65,7 @@ func (h cronReports) list(r *httpapi.Request) error {
 	if r.Principal.Role == principals.RoleAdmin {
 		f.AllSuppliers = true
 	} else {
-		sups, err := h.cat.Suppliers(r.Context(), r.Principal)
+		sups, err := h.cat.Suppliers(r.Context(), catalog.ScopeOf(r.Principal))
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ import (
 // Products is what the change notification routes need of the catalog:
 // the product exists and the caller may manage its supplier.
 type Products interface {
-	Product(ctx context.Context, p principals.Principal, sid, pid string) (catalog.Product, error)
+	Product(ctx context.Context, sc catalog.Scope, sid, pid string) (catalog.Product, error)
 }
 
 // RegisterNotifications adds the change notification routes to s.
@@ -71,7 +71,7 @@ func (h notifications) create(mode string) httpapi.HandlerFunc {
 		// 3 lists 400, 401, 403 and 500 for this call: an unknown (or
 		// another operator's) supplier or product is a bad parameter, the
 		// same answer for both, as 404 is on every supplier path.
-		if _, err := h.cat.Product(r.Context(), r.Principal, in.SupplierID, in.ProductID); err != nil {
+		if _, err := h.cat.Product(r.Context(), catalog.ScopeOf(r.Principal), in.SupplierID, in.ProductID); err != nil {
 			if errors.Is(err, catalog.ErrNotFound) {
 				field := "productId"
 				if strings.HasPrefix(err.Error(), "supplier ") {

@@ -73,7 +73,7 @@ type putRequest struct {
 }
 
 func (h handlers) list(r *httpapi.Request) error {
-	bs, err := h.st.ProductBindings(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct))
+	bs, err := h.st.ProductBindings(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (h handlers) list(r *httpapi.Request) error {
 }
 
 func (h handlers) get(r *httpapi.Request) error {
-	b, err := h.st.ProductBinding(r.Context(), r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel))
+	b, err := h.st.ProductBinding(r.Context(), catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel))
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (h handlers) put(r *httpapi.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	b, err := h.st.PutOptions(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel), in.OptionIDs)
+	b, err := h.st.PutOptions(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel), in.OptionIDs)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (h handlers) put(r *httpapi.Request) error {
 func (h handlers) delete(r *httpapi.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	if err := h.st.DeleteBinding(ctx, r.Principal, r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel)); err != nil {
+	if err := h.st.DeleteBinding(ctx, catalog.ScopeOf(r.Principal), r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel)); err != nil {
 		return err
 	}
 	return r.NoContent()

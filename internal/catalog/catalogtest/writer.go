@@ -30,6 +30,9 @@ type Writer struct {
 // As is a Writer acting as c.
 func (e *Env) As(t testing.TB, c Cred) Writer { return Writer{t: t, st: e.Store, p: c.Principal} }
 
+// scope is the principal's catalog scope, as the handlers take it.
+func (w Writer) scope() catalog.Scope { return catalog.ScopeOf(w.p) }
+
 // Decode decodes body into a T as the API decodes a request body: one
 // JSON value, unknown fields refused. It fails t on error.
 func Decode[T any](t testing.TB, body string) T {
@@ -64,7 +67,7 @@ func (w Writer) CreateSupplier(body string) catalog.Supplier {
 	w.t.Helper()
 	in := Decode[catalog.SupplierInput](w.t, body)
 	return do(w, "create supplier", func(ctx context.Context) (catalog.Supplier, error) {
-		return w.st.CreateSupplier(ctx, w.p, in)
+		return w.st.CreateSupplier(ctx, w.scope(), in)
 	})
 }
 
@@ -73,7 +76,7 @@ func (w Writer) PutSupplier(sid, body string) catalog.Supplier {
 	w.t.Helper()
 	in := Decode[catalog.SupplierInput](w.t, body)
 	return do(w, "put supplier "+sid, func(ctx context.Context) (catalog.Supplier, error) {
-		return w.st.PutSupplier(ctx, w.p, sid, in)
+		return w.st.PutSupplier(ctx, w.scope(), sid, in)
 	})
 }
 
@@ -81,7 +84,7 @@ func (w Writer) PutSupplier(sid, body string) catalog.Supplier {
 func (w Writer) DeleteSupplier(sid string) {
 	w.t.Helper()
 	do(w, "delete supplier "+sid, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.st.DeleteSupplier(ctx, w.p, sid)
+		return struct{}{}, w.st.DeleteSupplier(ctx, w.scope(), sid)
 	})
 }
 
@@ -90,7 +93,7 @@ func (w Writer) CreateProduct(sid, body string) catalog.Product {
 	w.t.Helper()
 	in := Decode[catalog.ProductInput](w.t, body)
 	return do(w, "create product of "+sid, func(ctx context.Context) (catalog.Product, error) {
-		return w.st.CreateProduct(ctx, w.p, sid, in)
+		return w.st.CreateProduct(ctx, w.scope(), sid, in)
 	})
 }
 
@@ -99,7 +102,7 @@ func (w Writer) PutProduct(sid, pid, body string) catalog.Product {
 	w.t.Helper()
 	in := Decode[catalog.ProductInput](w.t, body)
 	return do(w, "put product "+sid+"/"+pid, func(ctx context.Context) (catalog.Product, error) {
-		return w.st.PutProduct(ctx, w.p, sid, pid, in)
+		return w.st.PutProduct(ctx, w.scope(), sid, pid, in)
 	})
 }
 
@@ -112,7 +115,7 @@ func (w Writer) UpsertProducts(sid string, bodies ...string) []catalog.Product {
 		ins[i] = Decode[catalog.ProductInput](w.t, b)
 	}
 	return do(w, "upsert products of "+sid, func(ctx context.Context) ([]catalog.Product, error) {
-		return w.st.UpsertProducts(ctx, w.p, sid, ins)
+		return w.st.UpsertProducts(ctx, w.scope(), sid, ins)
 	})
 }
 
@@ -120,7 +123,7 @@ func (w Writer) UpsertProducts(sid string, bodies ...string) []catalog.Product {
 func (w Writer) DeleteProduct(sid, pid string) {
 	w.t.Helper()
 	do(w, "delete product "+sid+"/"+pid, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.st.DeleteProduct(ctx, w.p, sid, pid)
+		return struct{}{}, w.st.DeleteProduct(ctx, w.scope(), sid, pid)
 	})
 }
 
@@ -129,7 +132,7 @@ func (w Writer) CreateRate(sid, pid, body string) catalog.Rate {
 	w.t.Helper()
 	in := Decode[catalog.RateInput](w.t, body)
 	return do(w, "create rate of "+sid+"/"+pid, func(ctx context.Context) (catalog.Rate, error) {
-		return w.st.CreateRate(ctx, w.p, sid, pid, in)
+		return w.st.CreateRate(ctx, w.scope(), sid, pid, in)
 	})
 }
 
@@ -138,7 +141,7 @@ func (w Writer) PutRate(sid, pid, rid, body string) catalog.Rate {
 	w.t.Helper()
 	in := Decode[catalog.RateInput](w.t, body)
 	return do(w, "put rate "+sid+"/"+pid+"/"+rid, func(ctx context.Context) (catalog.Rate, error) {
-		return w.st.PutRate(ctx, w.p, sid, pid, rid, in)
+		return w.st.PutRate(ctx, w.scope(), sid, pid, rid, in)
 	})
 }
 
@@ -151,7 +154,7 @@ func (w Writer) UpsertRates(sid, pid string, bodies ...string) []catalog.Rate {
 		ins[i] = Decode[catalog.RateInput](w.t, b)
 	}
 	return do(w, "upsert rates of "+sid+"/"+pid, func(ctx context.Context) ([]catalog.Rate, error) {
-		return w.st.UpsertRates(ctx, w.p, sid, pid, ins)
+		return w.st.UpsertRates(ctx, w.scope(), sid, pid, ins)
 	})
 }
 
@@ -159,7 +162,7 @@ func (w Writer) UpsertRates(sid, pid string, bodies ...string) []catalog.Rate {
 func (w Writer) DeleteRate(sid, pid, rid string) {
 	w.t.Helper()
 	do(w, "delete rate "+sid+"/"+pid+"/"+rid, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.st.DeleteRate(ctx, w.p, sid, pid, rid)
+		return struct{}{}, w.st.DeleteRate(ctx, w.scope(), sid, pid, rid)
 	})
 }
 
@@ -171,7 +174,7 @@ func (w Writer) PutAvailabilities(sid, pid, rid, body string) catalog.Availabili
 		Availabilities []catalog.Availability `json:"availabilities"`
 	}](w.t, body)
 	return do(w, "put availabilities of "+sid+"/"+pid+"/"+rid, func(ctx context.Context) (catalog.AvailabilitySet, error) {
-		return w.st.PutAvailabilities(ctx, w.p, sid, pid, rid, in.Availabilities)
+		return w.st.PutAvailabilities(ctx, w.scope(), sid, pid, rid, in.Availabilities)
 	})
 }
 
@@ -183,7 +186,7 @@ func (w Writer) PutPriceSchedule(sid, pid, rid, body string) catalog.PriceSchedu
 		Entries []catalog.PriceScheduleEntry `json:"entries"`
 	}](w.t, body)
 	return do(w, "put price schedule of "+sid+"/"+pid+"/"+rid, func(ctx context.Context) (catalog.PriceSchedule, error) {
-		return w.st.PutPriceSchedule(ctx, w.p, sid, pid, rid, in.Entries)
+		return w.st.PutPriceSchedule(ctx, w.scope(), sid, pid, rid, in.Entries)
 	})
 }
 
@@ -192,7 +195,7 @@ func (w Writer) CreateBinding(sid, pid, cid, body string) catalog.BoundProduct {
 	w.t.Helper()
 	in := Decode[catalog.BindingInput](w.t, body)
 	return do(w, "bind "+sid+"/"+pid+" to "+cid, func(ctx context.Context) (catalog.BoundProduct, error) {
-		return w.st.CreateBinding(ctx, w.p, sid, pid, cid, in)
+		return w.st.CreateBinding(ctx, w.scope(), sid, pid, cid, in)
 	})
 }
 
@@ -201,7 +204,7 @@ func (w Writer) PutBinding(sid, pid, cid, body string) catalog.BoundProduct {
 	w.t.Helper()
 	in := Decode[catalog.BindingInput](w.t, body)
 	return do(w, "put binding of "+sid+"/"+pid+" to "+cid, func(ctx context.Context) (catalog.BoundProduct, error) {
-		return w.st.PutBinding(ctx, w.p, sid, pid, cid, in)
+		return w.st.PutBinding(ctx, w.scope(), sid, pid, cid, in)
 	})
 }
 
@@ -211,7 +214,7 @@ func (w Writer) PutBinding(sid, pid, cid, body string) catalog.BoundProduct {
 func (w Writer) PutOptions(sid, pid, cid string, optionIDs ...string) catalog.BoundProduct {
 	w.t.Helper()
 	return do(w, "put options of "+sid+"/"+pid+" on "+cid, func(ctx context.Context) (catalog.BoundProduct, error) {
-		return w.st.PutOptions(ctx, w.p, sid, pid, cid, optionIDs)
+		return w.st.PutOptions(ctx, w.scope(), sid, pid, cid, optionIDs)
 	})
 }
 
@@ -219,7 +222,7 @@ func (w Writer) PutOptions(sid, pid, cid string, optionIDs ...string) catalog.Bo
 func (w Writer) DeleteBinding(sid, pid, cid string) {
 	w.t.Helper()
 	do(w, "unbind "+sid+"/"+pid+" from "+cid, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.st.DeleteBinding(ctx, w.p, sid, pid, cid)
+		return struct{}{}, w.st.DeleteBinding(ctx, w.scope(), sid, pid, cid)
 	})
 }
 
