@@ -105,7 +105,7 @@ openapi-lint:
 	$(REDOCLY) lint --config schemas/openapi/redocly.yaml
 
 # Validates deploy/ offline (compose-go, strict k8s.io/api decoding, every
-# container's settings through internal/config); a module of its own.
+# container's settings through internal/platform/config); a module of its own.
 deploy-check:
 	cd deploy/check && $(GO) mod tidy -diff && $(GO) run .
 

@@ -3,7 +3,7 @@ package dispatcher
 import (
 	"encoding/json"
 
-	"github.com/switchbackhq/switchback/internal/jsonwire"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -30,8 +30,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/backoff"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/backoff"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -128,7 +128,7 @@ type Options struct {
 	MetricsInterval time.Duration
 
 	// Views, when set, ties the schedule's marker to the Redis views'
-	// epoch (internal/views.Guard): see ensureSchedule.
+	// epoch (internal/platform/views.Guard): see ensureSchedule.
 	Views interface {
 		Epoch(ctx context.Context) (string, error)
 	}

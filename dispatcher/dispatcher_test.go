@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/dispatcher"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

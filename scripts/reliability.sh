@@ -24,7 +24,7 @@ start=$(date +%s)
 set +e
 # The embedded broker's own fault test (group members killed mid-rebalance,
 # R7) runs first and on its own (-p 1), so that neither load skews the other.
-SWITCHBACK_RELIABILITY="$form" go test -race -count=1 -v -p 1 -timeout "$timeout" -run "$tests" ./internal/kafkabroker/ ./cmd/switchback/ >"$log" 2>&1
+SWITCHBACK_RELIABILITY="$form" go test -race -count=1 -v -p 1 -timeout "$timeout" -run "$tests" ./internal/platform/kafkabroker/ ./cmd/switchback/ >"$log" 2>&1
 rc=$?
 set -e
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)|RELIABILITY ' "$log" | sed -E 's/^ +//' || true

@@ -3,7 +3,7 @@
 // doc 3) against the simulated booking system (internal/simulators/bookingsim) with real
 // catalog writes: the catalog store publishing to the embedded Kafka
 // broker (acks=all) and applying to a real redis-server when one is on
-// PATH (internal/testharness), else to miniredis (the log says which).
+// PATH (internal/platform/testharness), else to miniredis (the log says which).
 //
 //	go test -run '^$' -bench . -benchtime 3x ./bench/fullsync/
 //
@@ -36,7 +36,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/testharness"
-	"github.com/switchbackhq/switchback/internal/views"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/views"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -25,7 +25,7 @@ import (
 //     availability processor does, so that its committed offsets are
 //     exactly what it handled: processors/availability.RebuildState);
 //   - commit-sync-fence: the same with the views fence of
-//     internal/views.Guard on a real redis-server: one GET of the marker
+//     internal/platform/views.Guard on a real redis-server: one GET of the marker
 //     before and one after every batch.
 //
 // Command: go test -run '^$' -bench BenchmarkConsumeBatches -benchtime 200000x ./bench/stream/

@@ -1,4 +1,4 @@
-// Package stream measures the Kafka producer of internal/stream against
+// Package stream measures the Kafka producer of internal/platform/stream against
 // the embedded broker: what one Publish costs in time and memory, for the
 // single-event writes of the API and processors and for the batches of
 // the snapshot and full-sync paths, at the producer's batch sizes.
@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/kafkabroker"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
 // TestE2E_OnRedisCluster_TheSingleRedisWalkPasses runs the single-Redis

@@ -19,8 +19,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/switchbackhq/switchback/internal/contract"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
+	"github.com/switchbackhq/switchback/internal/platform/outbound/outboundtest"
 )
 
 // The supplier SSRF tests are issue 18's operator cases over the binary:

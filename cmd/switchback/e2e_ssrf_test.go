@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
-	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
+	"github.com/switchbackhq/switchback/internal/platform/outbound/outboundtest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -129,7 +129,7 @@ func runSSRF(t *testing.T, allow bool) {
 	}
 	ts, caFile := newTLSSink(t, names, redirects)
 
-	// The defaults of the allow settings are false (internal/config); they
+	// The defaults of the allow settings are false (internal/platform/config); they
 	// are set here anyway so that an environment setting them cannot turn
 	// the default run into a permissive one.
 	flag := fmt.Sprint(allow)

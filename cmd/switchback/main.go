@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/app"
-	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/platform/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
 // TestReliability_BrokerRestartedUnderLoad is issue 9's "broker restart":

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/testharness"
-	"github.com/switchbackhq/switchback/internal/warehouse"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/warehouse"
 	"github.com/switchbackhq/switchback/processors/history"
 	"github.com/switchbackhq/switchback/schemas"
 )

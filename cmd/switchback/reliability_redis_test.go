@@ -128,7 +128,7 @@ func TestReliability_RedisRestartedUnderLoad(t *testing.T) {
 // views (catalog, registry, change notifications, bookings, the
 // availability cache, the dispatcher's schedule) are gone at once and
 // must be rebuilt from the topics while the process serves, reads
-// answering correctly or 503 meanwhile (internal/views: the guard notices
+// answering correctly or 503 meanwhile (internal/platform/views: the guard notices
 // the missing marker and rebuilds every view; before it, the catalog and
 // registry views were rebuilt at start only: R1, docs/reliability.md).
 func TestReliability_RedisFlushedUnderLoad(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
 // TestReliability_RedisClusterMasterKilledUnderLoad is issue 24's fault

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
 // TestReliability_EachTierKilledUnderLoad is issue 9's first fault with

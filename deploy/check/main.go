@@ -6,7 +6,7 @@
 //     kubernetes/secret.example.yaml, are decoded strictly into the
 //     k8s.io/api types (an unknown or misspelt field fails);
 //   - every Switchback container's command and environment (compose service,
-//     Deployment, Job) goes through internal/config.Load, the code the binary
+//     Deployment, Job) goes through internal/platform/config.Load, the code the binary
 //     runs at start.
 //
 // Run from deploy/check:  go run .
@@ -23,7 +23,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/platform/config"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,7 +63,7 @@ func checkConfig(where string, args []string, env map[string]string) {
 				}
 			}
 			if !known {
-				fail("%s: %s is not a setting of internal/config", where, k)
+				fail("%s: %s is not a setting of internal/platform/config", where, k)
 			}
 		}
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
-	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 // allowLoopback is the outbound policy of these tests: their simulators

@@ -3,7 +3,7 @@ package bookingsync
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
 )
 
 // metrics of the package. Labels are bounded enumerations (trigger,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/redislock"
+	"github.com/switchbackhq/switchback/internal/platform/redislock"
 )
 
 // Refresh intervals by availability status: spec doc 3, booking system

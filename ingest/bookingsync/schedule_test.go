@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
-	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 // TestDayInterval_ByStatuses: doc 3 rule 8 per status, and a day's

@@ -61,7 +61,7 @@ type Scheduler struct {
 
 // Rediscover makes the next round walk the catalog again, whenever the
 // last discovery was: the schedule lives in Redis only and is derivable,
-// so after Redis lost it (internal/views calls this once the views are
+// so after Redis lost it (internal/platform/views calls this once the views are
 // rebuilt) it is rebuilt at once rather than within DiscoverEvery.
 func (s *Scheduler) Rediscover() { s.rediscover.Store(true) }
 

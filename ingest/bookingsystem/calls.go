@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/octowire"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // The endpoints of spec doc 3, "Booking system", and the "not shown" ones

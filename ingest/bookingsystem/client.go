@@ -32,10 +32,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
-	"github.com/switchbackhq/switchback/internal/instrument"
-	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/remotecall"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/remotecall"
 )
 
 // Domain errors of booking-system calls. Callers see the code and this
@@ -57,7 +57,7 @@ var (
 	ErrUnsupported = domainerr.New("BAD_REQUEST", "the supplier's booking system does not support this operation")
 )
 
-// Failure kinds (internal/remotecall's), the label of
+// Failure kinds (internal/platform/remotecall's), the label of
 // switchback_ingest_bookingsystem_errors_total.
 const (
 	KindTimeout   = remotecall.KindTimeout
@@ -73,7 +73,7 @@ const (
 	KindRefused = remotecall.KindRefused
 )
 
-// CallError is a failed call (internal/remotecall's): Kind for metrics and
+// CallError is a failed call (internal/platform/remotecall's): Kind for metrics and
 // tests, the domain error it maps to for callers (errors.Is(err,
 // ErrUnavailable)). It never holds the remote body; Problems lists the data
 // rules a single-object answer (a booking, an order) broke, by id and rule.
@@ -137,7 +137,7 @@ type Options struct {
 	// the partner's availability reads).
 	Timeout time.Duration
 	// Outbound is the policy every endpoint and connection is judged by
-	// (internal/outbound). The zero value is the strict one: https and
+	// (internal/platform/outbound). The zero value is the strict one: https and
 	// public addresses only.
 	Outbound outbound.Policy
 	// BreakerFailures consecutive failures open a booking system's

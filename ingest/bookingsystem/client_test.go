@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // Dialects of a booking system: how paths and payloads are spoken.

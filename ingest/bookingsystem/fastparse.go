@@ -3,7 +3,7 @@ package bookingsystem
 import (
 	"strings"
 
-	"github.com/switchbackhq/switchback/internal/jsonwire"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 )
 
 // decodeV2AvailabilityFast reads a v2 availability answer in one pass

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
-	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound/outboundtest"
 )
 
 // TestOutbound_RefusedTargetsAreNeverConnectedTo: on the default outbound
@@ -34,7 +34,7 @@ func TestOutbound_RefusedTargetsAreNeverConnectedTo(t *testing.T) {
 		// Judged at dial time: the url alone is a public-looking name.
 		endpoints = append(endpoints, "https://"+name+":"+port+"/v2", "https://"+name+":"+closedPort+"/v2")
 	} else {
-		t.Log("no name but localhost maps to loopback in /etc/hosts: the resolved-address case is covered by internal/outbound's tests only")
+		t.Log("no name but localhost maps to loopback in /etc/hosts: the resolved-address case is covered by internal/platform/outbound's tests only")
 	}
 	strict := bookingsystem.NewClient(bookingsystem.Options{BreakerFailures: 1})
 	var texts []string

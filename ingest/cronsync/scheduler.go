@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/instrument"
-	"github.com/switchbackhq/switchback/internal/redislock"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/redislock"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 )
 
 // SchedulerOptions configures NewScheduler.

@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/outbound"
 	"github.com/switchbackhq/switchback/internal/partnerapi"
-	"github.com/switchbackhq/switchback/internal/remotecall"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/remotecall"
 )
 
 // Domain errors of partner calls, internal/partnerapi's (the same
@@ -36,7 +36,7 @@ const (
 	KindRequest   = partnerapi.KindRequest
 )
 
-// CallError is a failed partner call (internal/remotecall's): Kind for
+// CallError is a failed partner call (internal/platform/remotecall's): Kind for
 // metrics and tests, the domain error it maps to for callers
 // (errors.Is(err, ErrUnavailable)), CallKind and CallStatus for a caller
 // that must not import this package. Its words reveal nothing of the
@@ -62,7 +62,7 @@ type Options struct {
 	// Timeout of one call. Default 2 s (the partner deadline).
 	Timeout time.Duration
 	// Outbound is the policy every partner url and connection is judged
-	// by (internal/outbound). The zero value is the strict one: https and
+	// by (internal/platform/outbound). The zero value is the strict one: https and
 	// public addresses only.
 	Outbound outbound.Policy
 	// BreakerFailures consecutive failures open a partner's breaker for

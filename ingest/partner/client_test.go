@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 )
 

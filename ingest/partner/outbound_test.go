@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/ingest/partner"
-	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/outbound/outboundtest"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound/outboundtest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
-	"github.com/switchbackhq/switchback/internal/flight"
+	"github.com/switchbackhq/switchback/internal/platform/flight"
 )
 
 // Option units of the booking systems, kept by the Router. Every hold

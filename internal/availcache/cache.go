@@ -47,12 +47,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/domainerr"
-	"github.com/switchbackhq/switchback/internal/flight"
-	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/partnerapi"
-	"github.com/switchbackhq/switchback/internal/redislock"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/flight"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/redislock"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -224,7 +224,7 @@ func decodeEntry(s string) (entry, bool) {
 
 // ResetLocal drops the in-process copy, and what reads begun before the
 // call would put in it: the Redis views were lost (a copy of a bound-rate
-// list read then may be empty and wrong) or rebuilt. internal/views calls
+// list read then may be empty and wrong) or rebuilt. internal/platform/views calls
 // it on every change.
 func (s *Service) ResetLocal() { s.local.reset() }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

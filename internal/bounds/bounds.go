@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // The window of dates of things that happen: held, booked, available,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/bounds"
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 func TestTime_OneYearBackToTwoYearsAhead(t *testing.T) {

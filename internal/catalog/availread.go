@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/jsonwire"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

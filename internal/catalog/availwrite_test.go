@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/stream"
 )
 
 // gatedPublisher holds the first Publish until released, so that the

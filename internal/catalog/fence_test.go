@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
 // flushingFence is the views' epoch as a write sees it: each call takes

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/switchbackhq/switchback/internal/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/keyring"
 )
 
 // Credentials at rest (issue 18): a supplier's apiKey, apiSecret and
-// bearerToken are sealed (internal/keyring, AES-GCM) before the supplier
+// bearerToken are sealed (internal/platform/keyring, AES-GCM) before the supplier
 // is published or stored in Redis, each bound to its supplier and field;
 // Supplier opens them for the clients that call the supplier's system.
 // Every other read (lists, renderings, the writer's own lock) keeps them

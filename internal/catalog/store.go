@@ -35,9 +35,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/keyring"
-	"github.com/switchbackhq/switchback/internal/outbound"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 )
 
 // Options configures NewStore.
@@ -61,7 +61,7 @@ type Options struct {
 	// the layout below).
 	KeyPrefix string
 	// Fence, when set, keeps writes from deciding on a lost view: the
-	// epoch of the Redis views (internal/views.Guard) is read before a
+	// epoch of the Redis views (internal/platform/views.Guard) is read before a
 	// write takes its lock and reads, and again before it publishes; a
 	// write is refused (ErrUnavailable) while the views are being rebuilt
 	// or if they changed in between. Without it a write after a FLUSHALL
@@ -72,7 +72,7 @@ type Options struct {
 	// of the view while it is fresh (memview.go); Run it beside.
 	View *View
 	// Outbound is the policy a supplier's connection.baseUrl is judged by
-	// when it is written (internal/outbound: https, no literal non-public
+	// when it is written (internal/platform/outbound: https, no literal non-public
 	// address, not localhost); the clients judge it again at every call,
 	// on the address they connect to. The zero value is the strict one.
 	Outbound outbound.Policy

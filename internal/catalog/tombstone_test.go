@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/testharness"
 )
 
 type openCount map[string]int

@@ -13,7 +13,7 @@ import (
 	_ "time/tzdata" // timezones validate the same on every host
 
 	"github.com/switchbackhq/switchback/internal/bounds"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 )
 
 // Limits of operator input (the spec gives only the id length of doc 3).

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/bounds"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 
@@ -18,7 +18,7 @@ import (
 // refused when written (400 on connection.baseUrl, the url not echoed), on
 // the default settings; with both allow settings on it is accepted (the
 // demo's and tests' simulators on loopback). Names are judged when the
-// clients connect (internal/outbound's Dialer).
+// clients connect (internal/platform/outbound's Dialer).
 func TestResolveConnection_BaseURLFollowsTheOutboundPolicy(t *testing.T) {
 	tests := []struct {
 		name    string

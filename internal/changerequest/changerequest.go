@@ -15,7 +15,7 @@ package changerequest
 import (
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // Statuses (spec doc 3).

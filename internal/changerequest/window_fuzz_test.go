@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // FuzzNewInputWindow: an operator's startDate and endDate (spec doc 3,

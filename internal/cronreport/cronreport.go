@@ -21,7 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // Retention is how long a report is listed and found: spec doc 3, Limits

@@ -94,6 +94,9 @@ func violations(pkgs []pkg, r rules) []string {
 					out = append(out, fmt.Sprintf("%s imports %s: no stage imports another stage", p.path, imp))
 				}
 			}
+			if strings.HasPrefix(p.path, "internal/platform/") && to == "internal" && !strings.HasPrefix(imp, "internal/platform/") {
+				out = append(out, fmt.Sprintf("%s imports %s: platform packages (internal/platform/) import no domain package", p.path, imp))
+			}
 			if to == "bench" && from != "bench" {
 				out = append(out, fmt.Sprintf("%s imports %s: no non-test code outside bench/ imports bench/", p.path, imp))
 			}
@@ -122,17 +125,19 @@ func TestViolations_FlagsEveryForbiddenArrowAndStaleException(t *testing.T) {
 		want  []string // substrings, one per expected violation, in sorted order
 	}{
 		{"clean graph", []pkg{
-			{"cmd/switchback/internal/app", []string{"ingest/partner", "query/octo", "internal/stream", "internal/simulators/partnersim"}},
+			{"cmd/switchback/internal/app", []string{"ingest/partner", "query/octo", "internal/platform/stream", "internal/simulators/partnersim"}},
 			{"query/octo", []string{"internal/catalog", "schemas"}},
-			{"ingest/partner", []string{"ingest/partner/internal/x", "internal/outbound"}},
+			{"ingest/partner", []string{"ingest/partner/internal/x", "internal/platform/outbound"}},
 			{"bench/soak", []string{"bench/internal/demoapi", "query/httpapi"}},
 		}, none, nil},
 		{"internal imports a stage", []pkg{{"internal/catalog", []string{"query/httpapi"}}}, none,
 			[]string{"internal/catalog imports query/httpapi: nothing under internal/"}},
-		{"internal imports cmd", []pkg{{"internal/config", []string{"cmd/switchback/internal/app"}}}, none,
-			[]string{"internal/config imports cmd/switchback/internal/app"}},
+		{"internal imports cmd", []pkg{{"internal/platform/config", []string{"cmd/switchback/internal/app"}}}, none,
+			[]string{"internal/platform/config imports cmd/switchback/internal/app"}},
 		{"internal imports bench", []pkg{{"internal/demo", []string{"bench/partnersim"}}}, none,
 			[]string{"internal/demo imports bench/partnersim: no non-test code outside bench/", "internal/demo imports bench/partnersim: nothing under internal/"}},
+		{"platform imports the domain", []pkg{{"internal/platform/views", []string{"internal/platform/stream", "internal/catalog"}}}, none,
+			[]string{"internal/platform/views imports internal/catalog: platform packages (internal/platform/) import no domain package"}},
 		{"stage imports another stage", []pkg{{"processors/availability", []string{"ingest/partner"}}}, none,
 			[]string{"processors/availability imports ingest/partner: no stage imports another stage"}},
 		{"stage imports bench", []pkg{{"query/octo", []string{"bench/bookingsim"}}}, none,

@@ -7,15 +7,15 @@
 // ingest/partner's client takes and returns these types (it aliases them),
 // so a domain package below the stages (internal/availcache) can declare
 // the small interface of the client it needs and classify its failures
-// without importing a stage. It holds no behaviour: no HTTP, no breaker (internal/remotecall, whose
+// without importing a stage. It holds no behaviour: no HTTP, no breaker (internal/platform/remotecall, whose
 // failure kinds these are, makes the call).
 package partnerapi
 
 import (
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
-	"github.com/switchbackhq/switchback/internal/remotecall"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/remotecall"
 )
 
 // Connection is how to reach one partner: catalog.Connection of a
@@ -49,7 +49,7 @@ var (
 	ErrNotFound = domainerr.New("NOT_FOUND", "not found at the supplier's system")
 )
 
-// Failure kinds of a call (internal/remotecall's, which makes it): the
+// Failure kinds of a call (internal/platform/remotecall's, which makes it): the
 // label of switchback_ingest_partner_errors_total and the error of a
 // partner call's history event (schemas.PartnerCall).
 const (

@@ -3,7 +3,7 @@ package principals
 import (
 	"errors"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 )
 
 // Sentinel errors; compare with errors.Is.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/kafkabroker"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -28,8 +28,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/keyring"
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -121,14 +121,14 @@ type Options struct {
 	// (one Redis Cluster slot for the view: store.go).
 	KeyPrefix string
 	// Fence, when set, keeps writes from deciding on a lost view: the
-	// epoch of the Redis views (internal/views.Guard) is read before a
+	// epoch of the Redis views (internal/platform/views.Guard) is read before a
 	// write reserves its slot, and again before it publishes; the write is
 	// refused (ErrUnavailable) while the views are being rebuilt or if
 	// they changed in between. Without it a create after a FLUSHALL would
 	// find the slot empty and publish a second rule of a type over the
 	// first (with a new securityKey), in the log of record.
 	Fence Fence
-	// Secrets seals securityKeys at rest (internal/keyring): a rule's key
+	// Secrets seals securityKeys at rest (internal/platform/keyring): a rule's key
 	// is sealed before its event is published or stored in Redis, and
 	// opened when the rule is read (by its owner, by the dispatcher).
 	// Nil or without a key: rule writes are refused (keyring.ErrNoKey).

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchbackhq/switchback/internal/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/keyring"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

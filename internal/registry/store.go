@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/redislock"
+	"github.com/switchbackhq/switchback/internal/platform/redislock"
 )
 
 // Redis layout, per subscriber:

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/switchbackhq/switchback/internal/bounds"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -349,7 +349,7 @@ func printableASCII(s string) bool {
 
 // Check validates a webhook url (spec doc 1: "Public HTTPS webhook
 // endpoint"): present, at most MaxURLLen characters, no fragment, and
-// admitted by the outbound policy (internal/outbound: absolute, https
+// admitted by the outbound policy (internal/platform/outbound: absolute, https
 // unless AllowHTTP, a valid host, no credentials, and without
 // AllowPrivate neither localhost nor a non-public literal address). It is
 // the dispatcher's client's rule, so that registration admits exactly

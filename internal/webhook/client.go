@@ -12,7 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
 )
 
 // Errors of Client.Post. Both are permanent for the URL they were returned
@@ -20,7 +20,7 @@ import (
 var (
 	// ErrURLNotAllowed: the URL is malformed, or refused by what it says
 	// alone (not https, a non-public literal address, localhost) under
-	// the outbound policy (internal/outbound; ARCHITECTURE: webhook URLs
+	// the outbound policy (internal/platform/outbound; ARCHITECTURE: webhook URLs
 	// must be https:// and public unless SWITCHBACK_OUTBOUND_ALLOW_HTTP /
 	// _ALLOW_PRIVATE are on). Final: the url will not change.
 	ErrURLNotAllowed = errors.New("webhook: url not allowed")
@@ -119,7 +119,7 @@ func NewClient(opts Options) *Client {
 }
 
 // CheckURL reports whether rawURL may be posted to by this client as far as
-// the URL alone tells: the outbound policy's CheckURL (internal/outbound),
+// the URL alone tells: the outbound policy's CheckURL (internal/platform/outbound),
 // the one the registry applies when a rule is written, so that both admit
 // exactly the same urls. Names are checked again at connect time. The
 // error matches ErrURLNotAllowed, and ErrForbiddenAddress too when it is

@@ -33,9 +33,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/registry"
-	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/stream"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -22,7 +22,7 @@ type StateOptions struct {
 	Redis   redis.UniversalClient
 	// KeyPrefix of the state keys, as Options.KeyPrefix. Default "sb:".
 	KeyPrefix string
-	// Marker is the key of the views marker (internal/views.Guard.Key):
+	// Marker is the key of the views marker (internal/platform/views.Guard.Key):
 	// states are written only while it is absent, checked by the write's
 	// script. On a Redis Cluster there is no one marker a script could
 	// check beside a state key of any slot (Guard.Key is ""): Fence is
@@ -65,7 +65,7 @@ return 1
 // it from committing while the views are lost, so the committed offsets
 // are exactly what it handled before the loss.
 //
-// Run it only while the views are marked lost (internal/views registers it
+// Run it only while the views are marked lost (internal/platform/views registers it
 // OnlyWhenLost): every write is conditional on the marker's absence.
 func RebuildState(ctx context.Context, o StateOptions) error {
 	if o.Redis == nil || (o.Marker == "" && o.Fence == nil) {

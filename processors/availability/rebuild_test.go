@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/kafkabroker"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/testharness"
-	"github.com/switchbackhq/switchback/internal/views"
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/views"
 	"github.com/switchbackhq/switchback/processors/availability"
 	"github.com/switchbackhq/switchback/schemas"
 )

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/jsonwire"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -35,9 +35,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	bookingsvc "github.com/switchbackhq/switchback/internal/booking"
-	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/registry"
-	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

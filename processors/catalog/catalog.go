@@ -35,10 +35,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
-	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

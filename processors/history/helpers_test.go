@@ -16,10 +16,10 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/shopspring/decimal"
 
-	"github.com/switchbackhq/switchback/internal/kafkabroker"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/testharness"
-	"github.com/switchbackhq/switchback/internal/warehouse"
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/warehouse"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/embedded"
-	"github.com/switchbackhq/switchback/internal/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/embedded"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/switchbackhq/switchback/internal/domainerr"
+	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
 

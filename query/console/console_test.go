@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/stream"
 )
 
 type nopPublisher struct{}
@@ -24,7 +24,7 @@ func (nopPublisher) Publish(context.Context, ...stream.Message) error { return n
 
 // readyViews is a views guard whose views are complete: what every
 // request pays for the guard on the hot path (one atomic load before the
-// handler and one after a found answer, as internal/views.Guard.Current).
+// handler and one after a found answer, as internal/platform/views.Guard.Current).
 type readyViews struct{}
 
 var viewsState atomic.Pointer[[2]uint64]

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchbackhq/switchback/internal/instrument"
+	"github.com/switchbackhq/switchback/internal/platform/instrument"
 )
 
 // unmatchedRoute labels requests that matched no route (404, 405, and those

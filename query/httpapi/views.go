@@ -10,7 +10,7 @@ import (
 )
 
 // Views tells the server whether the Redis views its handlers read are
-// complete (internal/views.Guard implements it). Redis is a view rebuilt
+// complete (internal/platform/views.Guard implements it). Redis is a view rebuilt
 // from Kafka; after a FLUSHALL or a Redis restarted without its data, its
 // answers are wrong until the rebuild is done, so:
 //

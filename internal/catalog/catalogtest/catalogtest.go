@@ -1,5 +1,5 @@
 // Package catalogtest is the catalog's store fixture for tests and
-// benchmarks: a real redis-server (internal/testharness), the catalog store
+// benchmarks: a real redis-server (internal/platform/testharness), the catalog store
 // publishing to an in-memory recorder or to the embedded Kafka broker, a
 // principals table with fixed test principals, the test channels, the
 // JSON bodies of the channel interface, and Writer, which makes the
@@ -26,12 +26,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/kafkabroker"
-	"github.com/switchbackhq/switchback/internal/keyring"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/views"
 	"github.com/switchbackhq/switchback/internal/registry"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/views"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )

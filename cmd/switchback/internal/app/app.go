@@ -18,8 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/switchbackhq/switchback/internal/config"
-	"github.com/switchbackhq/switchback/internal/ops"
+	"github.com/switchbackhq/switchback/internal/platform/config"
+	"github.com/switchbackhq/switchback/internal/platform/ops"
 )
 
 // Tier names, as the subcommands spell them.

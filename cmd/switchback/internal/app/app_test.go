@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/platform/config"
 )
 
 // startRun runs `switchback run` in-process on free loopback ports with its

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/demo"
-	"github.com/switchbackhq/switchback/internal/config"
-	"github.com/switchbackhq/switchback/internal/ops"
+	"github.com/switchbackhq/switchback/internal/platform/config"
+	"github.com/switchbackhq/switchback/internal/platform/ops"
 )
 
 // printBanner tells the person who started the process where everything is

@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/platform/config"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/warehouse"
 	"github.com/switchbackhq/switchback/internal/principals"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/warehouse"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

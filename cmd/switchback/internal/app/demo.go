@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/cmd/switchback/internal/demo"
-	"github.com/switchbackhq/switchback/internal/config"
+	"github.com/switchbackhq/switchback/internal/platform/config"
 )
 
 // DemoChannelID is the sales channel of the demo reseller. It is fixed so

@@ -12,14 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/backoff"
-	"github.com/switchbackhq/switchback/internal/config"
-	"github.com/switchbackhq/switchback/internal/embedded"
-	"github.com/switchbackhq/switchback/internal/kafkabroker"
-	"github.com/switchbackhq/switchback/internal/ops"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/views"
-	"github.com/switchbackhq/switchback/internal/warehouse"
+	"github.com/switchbackhq/switchback/internal/platform/backoff"
+	"github.com/switchbackhq/switchback/internal/platform/config"
+	"github.com/switchbackhq/switchback/internal/platform/embedded"
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/ops"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/views"
+	"github.com/switchbackhq/switchback/internal/platform/warehouse"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/config"
-	"github.com/switchbackhq/switchback/internal/testharness"
-	"github.com/switchbackhq/switchback/internal/warehouse"
+	"github.com/switchbackhq/switchback/internal/platform/config"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
+	"github.com/switchbackhq/switchback/internal/platform/warehouse"
 	"github.com/switchbackhq/switchback/schemas"
 )
 

@@ -22,13 +22,13 @@ import (
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/changerequest"
-	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/cronreport"
-	"github.com/switchbackhq/switchback/internal/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/config"
+	"github.com/switchbackhq/switchback/internal/platform/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/views"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
-	"github.com/switchbackhq/switchback/internal/stream"
-	"github.com/switchbackhq/switchback/internal/views"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	processorsavailability "github.com/switchbackhq/switchback/processors/availability"
 	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
@@ -69,7 +69,7 @@ func startTiers(ctx context.Context, cfg config.Config, tiers []string, d *deps,
 	// One partner client per process: one circuit breaker per partner,
 	// whichever tier calls it.
 	// Partners, booking systems and webhooks are judged by one outbound
-	// policy (internal/outbound).
+	// policy (internal/platform/outbound).
 	sh.partner = partner.NewClient(partner.Options{Registerer: reg, Outbound: cfg.Outbound()})
 	// One availability cache service per process too: the query tier's
 	// reads and the ingest tier's refreshes share its in-process copy and
@@ -353,7 +353,7 @@ func startShared(ctx context.Context, cfg config.Config, query bool, d *deps, lo
 		cronReports: reports}, nil
 }
 
-// secretsKeyring is the keyring sealing secrets at rest (internal/keyring):
+// secretsKeyring is the keyring sealing secrets at rest (internal/platform/keyring):
 // SWITCHBACK_SECRETS_KEY; in demo mode without it, the fixed public demo
 // key, said in the log; otherwise none, and writes of credentials and
 // securityKeys are refused, said in the log at start.
