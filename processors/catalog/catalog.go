@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
@@ -86,7 +87,7 @@ type Options struct {
 	// lost while it ran (stream.ConsumerConfig.Fence).
 	Fence stream.Fence
 	// Store is the catalog view the events are applied to. Required.
-	Store *catalogstore.Store
+	Store *catalogredis.Store
 	// Subscribers and Rules decide who is notified. Required.
 	Subscribers Subscribers
 	Rules       Rules
@@ -168,7 +169,7 @@ func (p *Processor) Rebuild(ctx context.Context) error {
 // Handle applies one record and publishes its notifications; it is the
 // consumer's stream.Handler. An unusable record is logged and skipped.
 func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
-	env, ok, err := catalogstore.DecodeMessage(m)
+	env, ok, err := catalogredis.DecodeMessage(m)
 	if err == nil && !ok {
 		return nil
 	}
@@ -261,7 +262,7 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 		return nil
 	}
 	for _, m := range msgs {
-		if len(m.Value) > 0 && catalogstore.RecordType(m.Value) == availType {
+		if len(m.Value) > 0 && catalogredis.RecordType(m.Value) == availType {
 			run = append(run, m)
 			continue
 		}
