@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
@@ -366,7 +367,7 @@ func (d *Dispatcher) signal() {
 // retryDo runs fn until it succeeds, backing off, or until ctx ends (then
 // it returns fn's last error).
 func (d *Dispatcher) retryDo(ctx context.Context, what string, fn func() error) error {
-	delay := 50 * time.Millisecond
+	b := backoff.New(50*time.Millisecond, 5*time.Second)
 	for {
 		err := fn()
 		if err == nil {
@@ -375,21 +376,10 @@ func (d *Dispatcher) retryDo(ctx context.Context, what string, fn func() error) 
 		if ctx.Err() != nil {
 			return err
 		}
+		delay := b.Next()
 		d.log.Warn(what+" failed, retrying", "error", err, "in", delay)
-		if sleep(ctx, delay) != nil {
+		if backoff.Sleep(ctx, delay) != nil {
 			return err
 		}
-		delay = min(delay*2, 5*time.Second)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -499,12 +499,31 @@ func TestDispatcher_BacklogBoundDisablesAgainAfterTheSubscriberReEnabled(t *test
 	})
 	e.publish(note("flood", schemas.TypeRate, "A-over"))
 	eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
-	// Re-enabled while the backlog is still at the bound (its retries are
-	// an hour away): the next notification starts a new episode.
+	// The disabled subscriber's backlog is drained (suppressed) before it
+	// is re-enabled: re-enabling first would race the drain, and the test
+	// would depend on which won (it failed once in CI that way).
+	eventually(t, 15*time.Second, "first backlog suppressed", func() bool {
+		sup := e.suppressed()
+		_, a0 := sup[first[0].ID]
+		_, a1 := sup[first[1].ID]
+		return a0 && a1
+	})
+	// Re-enabled, the subscriber still fails: its backlog fills to the
+	// bound again (retries an hour away), and the notification over it
+	// starts a second episode: disabled again, and suppressed.
 	e.subs.setDisableAll("flood", false)
-	next := note("flood", schemas.TypeRate, "B")
-	e.publish(next)
-	eventually(t, 15*time.Second, "next suppressed", func() bool { _, ok := e.suppressed()[next.ID]; return ok })
+	var second []schemas.Notification
+	for i := range limit {
+		second = append(second, note("flood", schemas.TypeRate, fmt.Sprintf("B%d", i)))
+	}
+	e.publish(second...)
+	eventually(t, 15*time.Second, "second backlog attempted", func() bool {
+		as := e.attempts()
+		return len(as[second[0].ID]) > 0 && len(as[second[1].ID]) > 0
+	})
+	over := note("flood", schemas.TypeRate, "B-over")
+	e.publish(over)
+	eventually(t, 15*time.Second, "over the bound again: suppressed", func() bool { _, ok := e.suppressed()[over.ID]; return ok })
 	if got := e.subs.disableCallsOf("flood"); got != 2 {
 		t.Errorf("DisableAll called %d times, want 2: a notification suppressed by the bound while disableAll is false", got)
 	}

@@ -2,9 +2,7 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -22,34 +20,29 @@ import (
 // one Redis pipeline, then committed; the semantics are the same (commit
 // only after the work is durable, redelivery on crash, never a skip).
 
-// batchWindow is how long a batch waits for more records once it has one.
+// batchWindow is how long a batch waits for each next record once it has
+// one (stream.Window's Gap).
 const batchWindow = 2 * time.Millisecond
 
 // disableAllTimeout bounds the attempts to set a subscriber's disableAll
 // from the intake.
 const disableAllTimeout = 5 * time.Second
 
-func (d *Dispatcher) newReader() *kafka.Reader {
-	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:     d.o.Brokers,
-		GroupID:     d.o.GroupID,
-		GroupTopics: []string{schemas.TopicNotifications},
+func (d *Dispatcher) newReader() *stream.GroupReader {
+	return stream.NewGroupReader(stream.GroupReaderOptions{
+		Brokers: d.o.Brokers,
+		GroupID: d.o.GroupID,
+		Topics:  []string{schemas.TopicNotifications},
 		// A new group starts at the beginning: notifications produced
 		// before the first dispatcher started are delivered too.
 		StartOffset: kafka.FirstOffset,
-		MinBytes:    1,
-		MaxBytes:    10 << 20,
 		MaxWait:     250 * time.Millisecond,
 		// Commits are batched; a crash loses at most this much of them,
 		// which means redelivery, and redelivered ids are filtered.
-		CommitInterval:    500 * time.Millisecond,
-		SessionTimeout:    10 * time.Second,
-		HeartbeatInterval: time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		JoinGroupBackoff:  500 * time.Millisecond,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		ErrorLogger:       stream.ReaderErrorLogger(d.log),
+		CommitInterval: 500 * time.Millisecond,
+		RetryDelay:     100 * time.Millisecond,
+		MaxRetryDelay:  5 * time.Second,
+		Logger:         d.log,
 	})
 }
 
@@ -64,56 +57,35 @@ func (d *Dispatcher) intake(ctx, hard context.Context) error {
 			d.log.Warn("close notifications reader", "error", err)
 		}
 	}()
-	backoff := 100 * time.Millisecond
+	// A batch is what arrives with no pause longer than batchWindow, up
+	// to BatchSize: under load it fills up, so one publish and one Redis
+	// pipeline serve many notifications (issue 17).
+	window := stream.Window{Max: d.o.BatchSize, Gap: batchWindow}
+	var batch []kafka.Message
+	add := func(m kafka.Message) { batch = append(batch, m) }
 	for {
-		batch, err := fetchBatch(ctx, r, d.o.BatchSize)
-		if len(batch) == 0 {
-			if ctx.Err() != nil {
-				return nil
+		// The slice is reused: nothing keeps a batch's messages once it
+		// is committed (the commit copies their offsets).
+		batch = batch[:0]
+		n, err := r.FetchBatch(ctx, window, add)
+		if n == 0 {
+			if err != nil {
+				return fmt.Errorf("dispatcher: notifications %w", err)
 			}
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("dispatcher: notifications reader closed: %w", err)
-			}
-			d.log.Warn("fetch notifications failed, retrying", "error", err)
-			if sleep(ctx, backoff) != nil {
-				return nil
-			}
-			backoff = min(backoff*2, 5*time.Second)
-			continue
+			return nil // ctx ended
 		}
-		backoff = 100 * time.Millisecond
 		if err := d.accept(ctx, hard, batch); err != nil {
 			// Only when ctx ended before the batch was durable: not
 			// committed, read again after the restart.
 			return nil
 		}
 		cctx, cancel := context.WithTimeout(hard, 10*time.Second)
-		if err := r.CommitMessages(cctx, batch...); err != nil {
+		if err := r.Commit(cctx, batch...); err != nil {
 			d.log.Warn("commit notifications failed (they will be read again and filtered)", "error", err)
 		}
 		cancel()
 		d.signal()
 	}
-}
-
-// fetchBatch blocks for one record, then takes what arrives within
-// batchWindow, up to max.
-func fetchBatch(ctx context.Context, r *kafka.Reader, max int) ([]kafka.Message, error) {
-	m, err := r.FetchMessage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	batch := []kafka.Message{m}
-	for len(batch) < max {
-		fctx, cancel := context.WithTimeout(ctx, batchWindow)
-		m, err := r.FetchMessage(fctx)
-		cancel()
-		if err != nil {
-			break
-		}
-		batch = append(batch, m)
-	}
-	return batch, nil
 }
 
 // intakePlan is what a batch turns into: events to publish, deliveries to

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
@@ -179,17 +180,17 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 
 	results := make(chan result, d.o.LaneConcurrency)
 	var (
-		inflight   int
-		waiting    []result
-		firstWait  time.Time
-		writing    bool // a batch is with the writer
-		claimMore  = true
-		lastEmpty  bool // the last claim found nothing due
-		settings   laneSettings
-		errDelay   = 100 * time.Millisecond
-		tick       = time.NewTicker(d.o.PollInterval)
-		timer      = time.NewTimer(time.Hour)
-		timerArmed bool
+		inflight      int
+		waiting       []result
+		firstWait     time.Time
+		writing       bool // a batch is with the writer
+		claimMore     = true
+		lastEmpty     bool // the last claim found nothing due
+		settings      laneSettings
+		settingsRetry = backoff.New(100*time.Millisecond, 5*time.Second)
+		tick          = time.NewTicker(d.o.PollInterval)
+		timer         = time.NewTimer(time.Hour)
+		timerArmed    bool
 	)
 	defer tick.Stop()
 	defer timer.Stop()
@@ -229,15 +230,14 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 			if err != nil {
 				d.log.Warn("read subscriber settings failed", "subscriber", sub, "error", err)
 				if idle {
-					if sleep(ctx, errDelay) != nil {
+					if settingsRetry.Wait(ctx) != nil {
 						return
 					}
-					errDelay = min(errDelay*2, 5*time.Second)
 					claimMore = true
 					continue
 				}
 			} else {
-				errDelay = 100 * time.Millisecond
+				settingsRetry.Reset()
 				throttle = st.throttle
 				limit := d.o.LaneConcurrency
 				serial := throttle > 0 && !st.disableAll
@@ -253,7 +253,7 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 						if ok, _ := d.v.renewLane(hard, sub, d.owner, d.o.LaneLease+wait); !ok {
 							return
 						}
-						if sleep(ctx, wait) != nil {
+						if backoff.Sleep(ctx, wait) != nil {
 							return
 						}
 						settings = laneSettings{} // may have changed while waiting

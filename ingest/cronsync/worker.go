@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/internal/cronreport"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/stream"
@@ -230,7 +231,7 @@ func (w *Worker) Handle(ctx context.Context, m stream.Message) error {
 // synchronization that ran is not run again because Kafka or Redis blinked.
 // Once the report is on the topic, only its view write is retried.
 func (w *Worker) put(ctx context.Context, r cronreport.Report) error {
-	delay := 100 * time.Millisecond
+	retry := backoff.New(100*time.Millisecond, 5*time.Second)
 	record := w.o.Store.Put
 	for {
 		err := record(ctx, r)
@@ -244,12 +245,9 @@ func (w *Worker) put(ctx context.Context, r cronreport.Report) error {
 			return ctx.Err()
 		}
 		w.log.Warn("cron report not recorded yet, retrying", "report", r.ID, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
+		if err := retry.Wait(ctx); err != nil {
+			return err
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 

@@ -5,89 +5,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/switchbackhq/switchback/ingest/partner"
-	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/availcache/availcachetest"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
-	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// allowLoopback is the outbound policy of these tests: their simulators
-// listen on loopback over http, which the default policy refuses.
-var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
+// The fixture's names, short for these tests.
+var (
+	allowLoopback = availcachetest.AllowLoopback
+	t0            = availcachetest.T0
+)
 
-var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+// env is the shared fixture (availcachetest.Env) with this package's
+// wiring of the service.
+type env struct{ *availcachetest.Env }
 
-// clock is a settable test clock.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock               { c := &clock{}; c.ns.Store(t0.UnixNano()); return c }
-func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
-
-// fakeCatalog: supplier S1 (a partner at url) with product P1 whose rates
-// R1 and R2 are bound to chan-a; R3 exists but is not bound.
-type fakeCatalog struct{ url string }
-
-func (f fakeCatalog) AppendRates(_ context.Context, dst []byte, channel, sid, pid string, _ time.Time) ([]byte, error) {
-	if channel == "chan-c" && sid == "S1" && pid == "P1" {
-		return append(dst, `[{"id":"R3"}]`...), nil
-	}
-	if channel != "chan-a" || sid != "S1" || pid != "P1" {
-		return dst, fmt.Errorf("product %s: %w", pid, catalog.ErrNotFound)
-	}
-	return append(dst, `[{"id":"R1","prices":[{"id":"x"}]},{"id":"R2"}]`...), nil
-}
-
-func (f fakeCatalog) Supplier(_ context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error) {
-	if sid != "S1" || !sc.All() {
-		return catalog.Supplier{}, catalog.ErrNotFound
-	}
-	var s catalog.Supplier
-	s.ID = "S1"
-	s.Connection = catalog.Connection{Kind: catalog.ConnectionPartner, BaseURL: f.url,
-		Credentials: catalog.Credentials{APIKey: "k", APISecret: "s"}}
-	return s, nil
-}
-
-func (f fakeCatalog) Availabilities(context.Context, catalog.Scope, string, string, string) (catalog.AvailabilitySet, error) {
-	return catalog.AvailabilitySet{}, catalog.ErrNotFound
-}
-
-type env struct {
-	clock *clock
-	sim   *partnersim.Server
-	rdb   redis.UniversalClient
-	pub   *catalogtest.Recorder
-	cat   fakeCatalog
-}
-
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	e := &env{clock: newClock(), pub: &catalogtest.Recorder{}}
-	e.sim = partnersim.New(partnersim.Config{APIKey: "k", APISecret: "s", Clock: e.clock.Now,
-		Rates: map[string][]string{"P1": {"R1", "R2", "R3"}}})
-	ts := httptest.NewServer(e.sim)
-	t.Cleanup(ts.Close)
-	e.cat = fakeCatalog{url: ts.URL}
-	e.rdb = testharness.RedisClient(t, 0)
-	return e
-}
+func newEnv(t *testing.T) *env { return &env{availcachetest.NewEnv(t)} }
 
 func (e *env) service(deadline time.Duration) *Service {
-	return New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
-		Publisher: e.pub, Clock: e.clock.Now, Deadline: deadline})
+	return New(Options{Redis: e.Redis, Catalog: e.Cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
+		Publisher: e.Pub, Clock: e.Clock.Now, Deadline: deadline})
 }
 
 var day = window{start: t0, end: t0.Add(48 * time.Hour)}
@@ -101,23 +44,23 @@ func TestFreshness_FreshServedFromCacheThenOneCallAfterMaxAge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := e.sim.Calls(); n != 1 {
+	if n := e.Sim.Calls(); n != 1 {
 		t.Fatalf("partner calls = %d, want 1 (then served from Redis)", n)
 	}
-	e.clock.Add(5*time.Minute - time.Second)
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.sim.Calls() != 1 {
-		t.Fatalf("at 4m59s: err %v, calls %d", err, e.sim.Calls())
+	e.Clock.Add(5*time.Minute - time.Second)
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.Sim.Calls() != 1 {
+		t.Fatalf("at 4m59s: err %v, calls %d", err, e.Sim.Calls())
 	}
-	e.clock.Add(2 * time.Second) // 5 min + 1 s after the fetch
+	e.Clock.Add(2 * time.Second) // 5 min + 1 s after the fetch
 	got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day)
-	if err != nil || e.sim.Calls() != 2 || got.stale {
-		t.Fatalf("at 5m01s: err %v, calls %d, stale %v", err, e.sim.Calls(), got.stale)
+	if err != nil || e.Sim.Calls() != 2 || got.stale {
+		t.Fatalf("at 5m01s: err %v, calls %d, stale %v", err, e.Sim.Calls(), got.stale)
 	}
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.sim.Calls() != 2 {
-		t.Fatalf("after the refresh: err %v, calls %d", err, e.sim.Calls())
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || e.Sim.Calls() != 2 {
+		t.Fatalf("after the refresh: err %v, calls %d", err, e.Sim.Calls())
 	}
 	// Every refresh published one snapshot per bound rate, never R3.
-	msgs := onTopic(e.pub.Messages(), schemas.TopicAvailability)
+	msgs := onTopic(e.Pub.Messages(), schemas.TopicAvailability)
 	if len(msgs) != 4 {
 		t.Fatalf("snapshots = %d, want 4", len(msgs))
 	}
@@ -134,21 +77,21 @@ func TestFreshness_FreshServedFromCacheThenOneCallAfterMaxAge(t *testing.T) {
 
 func TestFreshness_PastPartnerExpiresIsStaleBeforeMaxAge(t *testing.T) {
 	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.ExpiresIn = time.Minute })
+	e.Sim.Update(func(c *partnersim.Config) { c.ExpiresIn = time.Minute })
 	s := e.service(2 * time.Second)
 	ctx := context.Background()
 	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Add(61 * time.Second)
-	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil || e.sim.Calls() != 2 {
-		t.Fatalf("err %v, calls %d, want 2", err, e.sim.Calls())
+	e.Clock.Add(61 * time.Second)
+	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "R1", day); err != nil || e.Sim.Calls() != 2 {
+		t.Fatalf("err %v, calls %d, want 2", err, e.Sim.Calls())
 	}
 }
 
 func TestConcurrentStaleReads_OnePartnerCall(t *testing.T) {
 	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
+	e.Sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
 	// Two processes (two services, their own singleflight) on one Redis.
 	a, b := e.service(2*time.Second), e.service(2*time.Second)
 	var wg sync.WaitGroup
@@ -169,14 +112,14 @@ func TestConcurrentStaleReads_OnePartnerCall(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := e.sim.Calls(); n != 1 {
+	if n := e.Sim.Calls(); n != 1 {
 		t.Fatalf("partner calls = %d, want 1", n)
 	}
 }
 
 func TestConcurrentReads_ChannelsWithOtherRatesDoNotShareARefresh(t *testing.T) {
 	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
+	e.Sim.Update(func(c *partnersim.Config) { c.Latency = 100 * time.Millisecond })
 	s := e.service(2 * time.Second)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -196,7 +139,7 @@ func TestConcurrentReads_ChannelsWithOtherRatesDoNotShareARefresh(t *testing.T) 
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := e.sim.Calls(); n != 2 {
+	if n := e.Sim.Calls(); n != 2 {
 		t.Fatalf("calls = %d, want 2 (one per rate set)", n)
 	}
 }
@@ -208,8 +151,8 @@ func TestDeadline_SlowPartnerServesStaleAndRefreshesInBackground(t *testing.T) {
 	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Add(6 * time.Minute) // stale, but before the partner's expires (10 min)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
+	e.Clock.Add(6 * time.Minute) // stale, but before the partner's expires (10 min)
+	e.Sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
 	start := time.Now()
 	got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day)
 	if err != nil || !got.stale {
@@ -221,7 +164,7 @@ func TestDeadline_SlowPartnerServesStaleAndRefreshesInBackground(t *testing.T) {
 	// The refresh finishes in the background: the entry becomes fresh.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, missing, err := s.read(ctx, "S1", "P1", []string{"R1", "R2"}, day, e.clock.Now())
+		_, missing, err := s.read(ctx, "S1", "P1", []string{"R1", "R2"}, day, e.Clock.Now())
 		if err == nil && !missing {
 			break
 		}
@@ -230,14 +173,14 @@ func TestDeadline_SlowPartnerServesStaleAndRefreshesInBackground(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := e.sim.Calls(); n != 2 {
+	if n := e.Sim.Calls(); n != 2 {
 		t.Fatalf("calls = %d, want 2", n)
 	}
 }
 
 func TestDeadline_NoEntryIs503(t *testing.T) {
 	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
+	e.Sim.Update(func(c *partnersim.Config) { c.Latency = 400 * time.Millisecond })
 	s := e.service(50 * time.Millisecond)
 	_, err := s.load(context.Background(), "r", "chan-a", "S1", "P1", "", day)
 	if !errors.Is(err, ErrUnavailable) {
@@ -252,8 +195,8 @@ func TestPartnerDown_NoEntryIs503_StaleEntryServed(t *testing.T) {
 	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
 		t.Fatal(err)
 	}
-	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
-	e.clock.Add(6 * time.Minute)
+	e.Sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
+	e.Clock.Add(6 * time.Minute)
 	if got, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil || !got.stale {
 		t.Fatalf("stale: err %v", err)
 	}
@@ -261,7 +204,7 @@ func TestPartnerDown_NoEntryIs503_StaleEntryServed(t *testing.T) {
 	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", other); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("no entry: err = %v", err)
 	}
-	e.clock.Add(5 * time.Minute) // past the partner's expires: discarded
+	e.Clock.Add(5 * time.Minute) // past the partner's expires: discarded
 	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("expired entry: err = %v", err)
 	}
@@ -300,7 +243,7 @@ func TestLoad_EntriesAreTheCachedAnswersOfTheBoundRates(t *testing.T) {
 	if err != nil || again.Len() != 1 || string(again.Raw(0)) != string(got.Raw(1)) {
 		t.Fatalf("second load of R2: %v, err %v", again, err)
 	}
-	if n := e.sim.Calls(); n != 1 {
+	if n := e.Sim.Calls(); n != 1 {
 		t.Fatalf("partner calls = %d, want 1", n)
 	}
 }

@@ -82,21 +82,21 @@ func partnerCallOf(t *testing.T, m stream.Message) (schemas.Envelope, schemas.Pa
 func TestPartnerCallHistory_OneEventPerCallInTheSnapshotBatch(t *testing.T) {
 	e := newEnv(t)
 	pub := &batches{}
-	s := New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
-		Publisher: pub, Clock: e.clock.Now, Deadline: 2 * time.Second})
+	s := New(Options{Redis: e.Redis, Catalog: e.Cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
+		Publisher: pub, Clock: e.Clock.Now, Deadline: 2 * time.Second})
 	ctx := context.Background()
 	for range 2 {
 		if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.clock.Add(6 * time.Minute) // stale: a second partner call
+	e.Clock.Add(6 * time.Minute) // stale: a second partner call
 	if _, err := s.load(ctx, "r", "chan-a", "S1", "P1", "", day); err != nil {
 		t.Fatal(err)
 	}
 	got := pub.all()
-	if len(got) != 2 || e.sim.Calls() != 2 {
-		t.Fatalf("%d publishes for %d partner calls, want one per call", len(got), e.sim.Calls())
+	if len(got) != 2 || e.Sim.Calls() != 2 {
+		t.Fatalf("%d publishes for %d partner calls, want one per call", len(got), e.Sim.Calls())
 	}
 	ids := map[string]bool{}
 	for i, batch := range got {
@@ -111,7 +111,7 @@ func TestPartnerCallHistory_OneEventPerCallInTheSnapshotBatch(t *testing.T) {
 		if c != want || c.LatencyMs < 0 {
 			t.Errorf("batch %d: call %+v, want %+v", i, c, want)
 		}
-		if strings.Contains(string(hist[0].Value), e.cat.url) {
+		if strings.Contains(string(hist[0].Value), e.Cat.URL) {
 			t.Errorf("history event names the partner's URL: %s", hist[0].Value)
 		}
 	}
@@ -127,9 +127,9 @@ func TestPartnerCallHistory_OneEventPerCallInTheSnapshotBatch(t *testing.T) {
 func TestPartnerCallHistory_FailedCallDoesNotHoldTheRead(t *testing.T) {
 	e := newEnv(t)
 	pub := &batches{hold: make(chan struct{})}
-	s := New(Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
-		Publisher: pub, Clock: e.clock.Now, Deadline: 5 * time.Second})
-	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
+	s := New(Options{Redis: e.Redis, Catalog: e.Cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
+		Publisher: pub, Clock: e.Clock.Now, Deadline: 5 * time.Second})
+	e.Sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
 	start := time.Now()
 	_, err := s.load(context.Background(), "r", "chan-a", "S1", "P1", "", day)
 	if !errors.Is(err, ErrUnavailable) {

@@ -30,7 +30,7 @@ func TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock(t *testing.T)
 			rates := []string{"R1", "R2"}
 			set := rateSet("", rates)
 			if tc.held > 0 {
-				if err := e.rdb.Set(ctx, s.lockKey("S1", "P1", set, day), "someone-else", tc.held).Err(); err != nil {
+				if err := e.Redis.Set(ctx, s.lockKey("S1", "P1", set, day), "someone-else", tc.held).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -43,13 +43,13 @@ func TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock(t *testing.T)
 			if err != nil {
 				t.Fatalf("refresh: %v", err)
 			}
-			if got := int(e.sim.Calls()); got != tc.wantCall {
+			if got := int(e.Sim.Calls()); got != tc.wantCall {
 				t.Fatalf("partner calls = %d, want %d", got, tc.wantCall)
 			}
-			if snaps := len(e.pub.Messages()); tc.wantCall > 0 && snaps < len(rates) {
+			if snaps := len(e.Pub.Messages()); tc.wantCall > 0 && snaps < len(rates) {
 				t.Fatalf("%d messages published, want a snapshot per rate (%d)", snaps, len(rates))
 			}
-			if n, err := e.rdb.Exists(ctx, s.lockKey("S1", "P1", set, day)).Result(); err != nil || n != 0 {
+			if n, err := e.Redis.Exists(ctx, s.lockKey("S1", "P1", set, day)).Result(); err != nil || n != 0 {
 				t.Fatalf("lock left behind: exists=%d err=%v", n, err)
 			}
 		})

@@ -32,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchbackhq/switchback/internal/backoff"
 )
 
 // ErrNotInstalled reports that the server binary is not on this machine.
@@ -130,8 +132,7 @@ func (c *child) launch() (chan struct{}, error) {
 // with a backoff that resets once a process stayed up for a minute.
 func (c *child) supervise(exited chan struct{}) {
 	defer close(c.done)
-	const minBackoff, maxBackoff = 250 * time.Millisecond, 30 * time.Second
-	backoff := minBackoff
+	restart := backoff.New(250*time.Millisecond, 30*time.Second)
 	startedAt := time.Now()
 	for {
 		select {
@@ -151,23 +152,24 @@ func (c *child) supervise(exited chan struct{}) {
 			return // a failed start: the caller reports it with the log tail
 		}
 		if time.Since(startedAt) > time.Minute {
-			backoff = minBackoff
+			restart.Reset()
 		}
+		delay := restart.Next()
 		c.spec.log.Error("child exited unexpectedly; restarting",
-			"pid", cmd.Process.Pid, "status", cmd.ProcessState.String(), "restart_in", backoff, "log", c.spec.logPath)
+			"pid", cmd.Process.Pid, "status", cmd.ProcessState.String(), "restart_in", delay, "log", c.spec.logPath)
 		for {
 			select {
 			case <-c.stop:
 				return
-			case <-time.After(backoff):
+			case <-time.After(delay):
 			}
-			backoff = min(backoff*2, maxBackoff)
 			next, err := c.launch()
 			if err == nil {
 				exited, startedAt = next, time.Now()
 				break
 			}
-			c.spec.log.Error("child restart failed", "err", err, "retry_in", backoff)
+			delay = restart.Next()
+			c.spec.log.Error("child restart failed", "err", err, "retry_in", delay)
 		}
 	}
 }
@@ -226,7 +228,7 @@ func (c *child) close() error {
 func (c *child) waitReady(ctx context.Context, timeout time.Duration, probe func(ctx context.Context) error, logs ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	interval := 20 * time.Millisecond
+	poll := backoff.New(20*time.Millisecond, 250*time.Millisecond)
 	var last error
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
@@ -241,9 +243,8 @@ func (c *child) waitReady(ctx context.Context, timeout time.Duration, probe func
 			return fmt.Errorf("%s exited during start-up: %s", c.spec.name, logTail(logs...))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready after %s (last probe: %v): %s", c.spec.name, timeout, last, logTail(logs...))
-		case <-time.After(interval):
+		case <-time.After(poll.Next()):
 		}
-		interval = min(interval*2, 250*time.Millisecond)
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/backoff"
 )
 
 // ErrBusy is Acquire's answer when another holder kept the lock past the
@@ -106,7 +108,7 @@ func Acquire(ctx context.Context, c redis.Cmdable, key string, o Options) (*Lock
 	}
 	token := Token()
 	deadline := time.Now().Add(o.Wait)
-	pause := o.PollMin
+	poll := backoff.New(o.PollMin, o.PollMax)
 	for {
 		ok, err := TryAcquire(ctx, c, key, token, o.TTL)
 		if err != nil {
@@ -118,14 +120,9 @@ func Acquire(ctx context.Context, c redis.Cmdable, key string, o Options) (*Lock
 		if !time.Now().Before(deadline) {
 			return nil, ErrBusy
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := poll.Wait(ctx); err != nil {
+			return nil, err
 		}
-		pause = min(2*pause, o.PollMax)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -37,7 +38,7 @@ func EnsureTopics(ctx context.Context, brokers []string, topics []schemas.Topic)
 	if len(brokers) == 0 {
 		return errors.New("ensure topics: no brokers")
 	}
-	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	b := backoff.New(100*time.Millisecond, 5*time.Second)
 	for {
 		retry, err := ensureTopicsOnce(ctx, brokers, topics)
 		if err == nil {
@@ -46,7 +47,7 @@ func EnsureTopics(ctx context.Context, brokers []string, topics []schemas.Topic)
 		if !retry {
 			return fmt.Errorf("ensure topics: %w", err)
 		}
-		if werr := backoff.wait(ctx); werr != nil {
+		if werr := b.Wait(ctx); werr != nil {
 			return fmt.Errorf("ensure topics: gave up: %w (last error: %w)", werr, err)
 		}
 	}
@@ -161,35 +162,4 @@ func pingOne(ctx context.Context, addr string) error {
 		return fmt.Errorf("metadata from %s: %w", addr, err)
 	}
 	return nil
-}
-
-// backoff is an exponential delay, doubled at each wait and capped.
-type backoff struct {
-	initial, next, max time.Duration
-}
-
-func newBackoff(initial, max time.Duration) *backoff {
-	return &backoff{initial: initial, next: initial, max: max}
-}
-
-// reset starts the delays over, after a success.
-func (b *backoff) reset() { b.next = b.initial }
-
-// wait sleeps for the current delay, or less if ctx ends first.
-func (b *backoff) wait(ctx context.Context) error {
-	d := b.next
-	b.next = min(b.next*2, b.max)
-	return sleep(ctx, d)
-}
-
-// sleep waits d or until ctx ends, whichever is first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -8,36 +8,26 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/switchbackhq/switchback/internal/backoff"
 )
 
 // batchLoop is loop when a BatchHandler is configured: it waits for a
 // first message, takes more while they arrive (up to BatchSize, at most
 // BatchWait after the first), hands them to processBatch, and commits.
-func (c *Consumer) batchLoop(ctx context.Context, r *kafka.Reader) error {
-	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
+func (c *Consumer) batchLoop(ctx context.Context, r *GroupReader) error {
+	window := Window{Max: c.cfg.BatchSize, Wait: c.cfg.BatchWait}
+	var kms []kafka.Message
+	add := func(km kafka.Message) { kms = append(kms, km) }
 	for {
-		km, ok, err := c.fetch(ctx, r, fetchBackoff)
-		if !ok {
-			return err
-		}
-
-		kms := make([]kafka.Message, 0, min(c.cfg.BatchSize, 64))
-		kms = append(kms, km)
-		wctx, cancel := context.WithTimeout(ctx, c.cfg.BatchWait)
-		for len(kms) < c.cfg.BatchSize {
-			km, err := r.FetchMessage(wctx)
+		kms = make([]kafka.Message, 0, min(c.cfg.BatchSize, 64))
+		n, err := r.FetchBatch(ctx, window, add)
+		if n == 0 {
 			if err != nil {
-				// The wait is over (or ctx ended, or the reader failed:
-				// the next blocking fetch reports and backs off). What
-				// was fetched is handled.
-				if wctx.Err() == nil {
-					c.log.Warn("fetch failed while filling a batch", "error", truncate(err.Error()))
-				}
-				break
+				return fmt.Errorf("consumer %s: %w", c.cfg.GroupID, err)
 			}
-			kms = append(kms, km)
+			return nil
 		}
-		cancel()
 
 		msgs := make([]Message, len(kms))
 		for i, km := range kms {
@@ -59,8 +49,8 @@ func (c *Consumer) batchLoop(ctx context.Context, r *kafka.Reader) error {
 // With a Fence, as in process: a batch during which the views' epoch
 // changed is handled again, whole, once they are complete, and that is not
 // an attempt.
-func (c *Consumer) processBatch(ctx context.Context, r *kafka.Reader, kms []kafka.Message, msgs []Message) bool {
-	delay := c.cfg.RetryDelay
+func (c *Consumer) processBatch(ctx context.Context, r *GroupReader, kms []kafka.Message, msgs []Message) bool {
+	retry := backoff.New(c.cfg.RetryDelay, c.cfg.MaxRetryDelay)
 	for attempt := 1; ; attempt++ {
 		epoch, hctx, ok := c.awaitFence(ctx, msgs[0].Topic)
 		if !ok {
@@ -70,7 +60,7 @@ func (c *Consumer) processBatch(ctx context.Context, r *kafka.Reader, kms []kafk
 		err := c.callBatch(hctx, msgs)
 		c.observeBatch(msgs, time.Since(start).Seconds(), err != nil)
 		if errors.Is(err, ErrFenced) || !c.fenceHeld(ctx, epoch) {
-			if ctx.Err() != nil || sleep(ctx, fenceWaitMin) != nil {
+			if ctx.Err() != nil || backoff.Sleep(ctx, fenceWaitMin) != nil {
 				return false
 			}
 			c.fenced(msgs[0], len(msgs))
@@ -92,10 +82,9 @@ func (c *Consumer) processBatch(ctx context.Context, r *kafka.Reader, kms []kafk
 			break
 		}
 		c.log.Warn("batch handler failed, retrying", attrs...)
-		if sleep(ctx, delay) != nil {
+		if retry.Wait(ctx) != nil {
 			return false
 		}
-		delay = min(delay*2, c.cfg.MaxRetryDelay)
 	}
 	for i, m := range msgs {
 		if !c.process(ctx, m) {
@@ -129,9 +118,9 @@ func (c *Consumer) observeBatch(msgs []Message, seconds float64, failed bool) {
 
 // commit hands the offsets to the reader. ctx may be done by now; what
 // was handled is still committed.
-func (c *Consumer) commit(ctx context.Context, r *kafka.Reader, kms ...kafka.Message) {
+func (c *Consumer) commit(ctx context.Context, r *GroupReader, kms ...kafka.Message) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	err := r.CommitMessages(cctx, kms...)
+	err := r.Commit(cctx, kms...)
 	cancel()
 	if err != nil {
 		// Not fatal: the messages are delivered again, and handlers are

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -85,11 +85,9 @@ type ConsumerConfig struct {
 	// Default 1s; negative commits synchronously after every message.
 	CommitInterval time.Duration
 
-	// Group membership timeouts. kafka-go's defaults (30s session and
-	// rebalance, 5s join backoff) make a restarted or crashed member hold
-	// its partitions for long; ours keep failover within seconds while
-	// staying above brokers' default group.min.session.timeout.ms (6s).
-	// Defaults: session 10s, heartbeat 1s, rebalance 10s, join backoff 500ms.
+	// Group membership timeouts: zero values take GroupReaderOptions'
+	// defaults (session 10s, heartbeat 1s, rebalance 10s, join backoff
+	// 500ms; why there).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
 	RebalanceTimeout  time.Duration
@@ -123,18 +121,6 @@ func NewConsumer(cfg ConsumerConfig) *Consumer {
 	if cfg.CommitInterval == 0 {
 		cfg.CommitInterval = time.Second
 	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = 10 * time.Second
-	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = time.Second
-	}
-	if cfg.RebalanceTimeout <= 0 {
-		cfg.RebalanceTimeout = 10 * time.Second
-	}
-	if cfg.JoinGroupBackoff <= 0 {
-		cfg.JoinGroupBackoff = 500 * time.Millisecond
-	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 500
 	}
@@ -155,7 +141,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.validate(); err != nil {
 		return fmt.Errorf("consumer %s: %w", c.cfg.GroupID, err)
 	}
-	r := kafka.NewReader(c.readerConfig())
+	r := NewGroupReader(c.readerOptions())
 	c.cfg.Metrics.declareConsumer(c.cfg.Topics, c.cfg.GroupID)
 	c.log.Info("consumer started", "topics", c.cfg.Topics)
 
@@ -184,41 +170,44 @@ func (c *Consumer) validate() error {
 	return nil
 }
 
-func (c *Consumer) readerConfig() kafka.ReaderConfig {
+func (c *Consumer) readerOptions() GroupReaderOptions {
 	commitInterval := c.cfg.CommitInterval
 	if commitInterval < 0 {
-		commitInterval = 0 // kafka-go: 0 commits synchronously
+		commitInterval = 0 // synchronous
 	}
-	return kafka.ReaderConfig{
-		Brokers:     c.cfg.Brokers,
-		GroupID:     c.cfg.GroupID,
-		GroupTopics: c.cfg.Topics,
+	return GroupReaderOptions{
+		Brokers: c.cfg.Brokers,
+		GroupID: c.cfg.GroupID,
+		Topics:  c.cfg.Topics,
 		// A new group starts from the beginning: the topics are the log of
 		// record, and a new processor must see all of it.
 		StartOffset:       kafka.FirstOffset,
-		MinBytes:          1,
-		MaxBytes:          10 << 20,
 		MaxWait:           500 * time.Millisecond,
 		CommitInterval:    commitInterval,
 		SessionTimeout:    c.cfg.SessionTimeout,
 		HeartbeatInterval: c.cfg.HeartbeatInterval,
 		RebalanceTimeout:  c.cfg.RebalanceTimeout,
 		JoinGroupBackoff:  c.cfg.JoinGroupBackoff,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		ErrorLogger:       ReaderErrorLogger(c.log),
+		RetryDelay:        100 * time.Millisecond,
+		MaxRetryDelay:     5 * time.Second,
+		Logger:            c.log,
 	}
 }
 
-func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
+func (c *Consumer) loop(ctx context.Context, r *GroupReader) error {
 	if c.cfg.BatchHandler != nil {
 		return c.batchLoop(ctx, r)
 	}
-	fetchBackoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	one := Window{Max: 1}
+	var km kafka.Message
+	take := func(m kafka.Message) { km = m }
 	for {
-		km, ok, err := c.fetch(ctx, r, fetchBackoff)
-		if !ok {
-			return err
+		n, err := r.FetchBatch(ctx, one, take)
+		if n == 0 {
+			if err != nil {
+				return fmt.Errorf("consumer %s: %w", c.cfg.GroupID, err)
+			}
+			return nil
 		}
 
 		c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1)
@@ -228,14 +217,7 @@ func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
 			return nil
 		}
 		// ctx may be done by now; what was handled is still committed.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-		err = r.CommitMessages(cctx, km)
-		cancel()
-		if err != nil {
-			// Not fatal: the message is delivered again, and handlers
-			// are idempotent.
-			c.log.Warn("commit failed", "topic", km.Topic, "partition", km.Partition, "offset", km.Offset, "error", truncate(err.Error()))
-		}
+		c.commit(ctx, r, km)
 	}
 }
 
@@ -247,7 +229,7 @@ func (c *Consumer) loop(ctx context.Context, r *kafka.Reader) error {
 // read a lost view, so m is handled again once the views are complete,
 // without counting an attempt (a flushed Redis is not a poison message).
 func (c *Consumer) process(ctx context.Context, m Message) bool {
-	delay := c.cfg.RetryDelay
+	retry := backoff.New(c.cfg.RetryDelay, c.cfg.MaxRetryDelay)
 	for attempt := 1; ; attempt++ {
 		epoch, hctx, ok := c.awaitFence(ctx, m.Topic)
 		if !ok {
@@ -257,7 +239,7 @@ func (c *Consumer) process(ctx context.Context, m Message) bool {
 		err := c.call(hctx, m)
 		c.cfg.Metrics.observeHandler(m.Topic, c.cfg.GroupID, time.Since(start).Seconds(), err != nil)
 		if errors.Is(err, ErrFenced) || !c.fenceHeld(ctx, epoch) {
-			if ctx.Err() != nil || sleep(ctx, fenceWaitMin) != nil {
+			if ctx.Err() != nil || backoff.Sleep(ctx, fenceWaitMin) != nil {
 				return false
 			}
 			c.fenced(m, 1)
@@ -283,10 +265,9 @@ func (c *Consumer) process(ctx context.Context, m Message) bool {
 		} else {
 			c.log.Warn("handler failed, retrying", attrs...)
 		}
-		if sleep(ctx, delay) != nil {
+		if retry.Wait(ctx) != nil {
 			return false
 		}
-		delay = min(delay*2, c.cfg.MaxRetryDelay)
 	}
 }
 
@@ -321,7 +302,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m Message, cause error, attem
 	dl.Headers[HeaderDeadLetterError] = truncate(cause.Error())
 	dl.Headers[HeaderDeadLetterAttempts] = strconv.Itoa(attempts)
 
-	b := newBackoff(c.cfg.RetryDelay, c.cfg.MaxRetryDelay)
+	b := backoff.New(c.cfg.RetryDelay, c.cfg.MaxRetryDelay)
 	for {
 		err := c.cfg.DeadLetter.Publish(ctx, dl)
 		if err == nil {
@@ -332,7 +313,7 @@ func (c *Consumer) deadLetter(ctx context.Context, m Message, cause error, attem
 			return false
 		}
 		c.log.Error("dead-letter publish failed, retrying", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "error", truncate(err.Error()))
-		if b.wait(ctx) != nil {
+		if b.Wait(ctx) != nil {
 			return false
 		}
 	}
@@ -348,29 +329,4 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// fetch reads the next message, retrying failed fetches with backoff.
-// ok is false when the loop must end: at shutdown (err nil) or when the
-// reader is closed (err set).
-func (c *Consumer) fetch(ctx context.Context, r *kafka.Reader, backoff *backoff) (kafka.Message, bool, error) {
-	for {
-		km, err := r.FetchMessage(ctx)
-		if err == nil {
-			backoff.reset()
-			return km, true, nil
-		}
-		if ctx.Err() != nil {
-			return km, false, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return km, false, fmt.Errorf("consumer %s: reader closed: %w", c.cfg.GroupID, err)
-		}
-		// Group join failures surface here; the reader keeps trying to
-		// heal (broker restarting, coordinator moving), so do we.
-		c.log.Warn("fetch failed, retrying", "error", truncate(err.Error()))
-		if backoff.wait(ctx) != nil {
-			return km, false, nil
-		}
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/switchbackhq/switchback/internal/backoff"
 )
 
 // Fence tells a consumer whether the Redis views its handler reads stayed
@@ -72,7 +74,7 @@ func (c *Consumer) awaitFence(ctx context.Context, topic string) (string, contex
 	if c.cfg.Fence == nil {
 		return "", ctx, true
 	}
-	b := newBackoff(fenceWaitMin, fenceWaitMax)
+	b := backoff.New(fenceWaitMin, fenceWaitMax)
 	logged := false
 	for {
 		e, err := c.cfg.Fence.Epoch(ctx)
@@ -93,7 +95,7 @@ func (c *Consumer) awaitFence(ctx context.Context, topic string) (string, contex
 			c.log.Warn("Redis views are being rebuilt: waiting before handling", attrs...)
 			logged = true
 		}
-		if b.wait(ctx) != nil {
+		if b.Wait(ctx) != nil {
 			return "", ctx, false
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/switchbackhq/switchback/internal/backoff"
 )
 
 // Follow reads every partition of topic from its first offset, then keeps
@@ -82,12 +84,12 @@ type retry struct {
 	log       *slog.Logger
 	topic     string
 	partition int
-	backoff   time.Duration
+	backoff   backoff.Backoff
 	failures  int
 }
 
 func newRetry(log *slog.Logger, topic string, partition int) *retry {
-	return &retry{log: log, topic: topic, partition: partition}
+	return &retry{log: log, topic: topic, partition: partition, backoff: backoff.New(followBackoffMin, followBackoffMax)}
 }
 
 const (
@@ -99,19 +101,12 @@ const (
 // wait notes a failure and sleeps the backoff; false if ctx ended.
 func (r *retry) wait(ctx context.Context, err error) bool {
 	r.failures++
-	r.backoff = min(max(2*r.backoff, followBackoffMin), followBackoffMax)
+	d := r.backoff.Next()
 	if r.log != nil && (r.failures == 1 || r.failures%followLogEvery == 0) {
 		r.log.Warn("following a topic: the broker failed; retrying", "topic", r.topic, "partition", r.partition,
-			"failures", r.failures, "retry_in", r.backoff, "err", err)
+			"failures", r.failures, "retry_in", d, "err", err)
 	}
-	t := time.NewTimer(r.backoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Sleep(ctx, d) == nil
 }
 
 // ok notes a successful fetch.
@@ -119,7 +114,8 @@ func (r *retry) ok() {
 	if r.failures > 0 && r.log != nil {
 		r.log.Info("following a topic: reading again", "topic", r.topic, "partition", r.partition, "after_failures", r.failures)
 	}
-	r.failures, r.backoff = 0, 0
+	r.failures = 0
+	r.backoff.Reset()
 }
 
 // ReadAll reads every partition of topic from its first offset up to the

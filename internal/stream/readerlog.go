@@ -12,8 +12,8 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// ReaderErrorLogger is the ErrorLogger of every kafka-go Reader of the
-// service (the consumers here, the history sink, the dispatcher's intake).
+// ReaderErrorLogger is the ErrorLogger of every consumer-group reader of the
+// service (GroupReader: the consumers, the history sink, the dispatcher's intake).
 // kafka-go reports through it both real trouble and two events it
 // recovers from by itself on every healthy run; those two are logged at
 // debug, everything else at warn (docs/decisions.md, "Kafka reader log

@@ -52,6 +52,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/internal/domainerr"
 	"github.com/switchbackhq/switchback/internal/instrument"
 	"github.com/switchbackhq/switchback/internal/redislock"
@@ -510,7 +511,8 @@ func (g *Guard) Run(ctx context.Context) error {
 // rebuild runs rebuild attempts until one succeeds or ctx ends.
 func (g *Guard) rebuild(ctx context.Context, lost bool) error {
 	start := time.Now()
-	backoff := 250 * time.Millisecond
+	// MaxBackoff bounds every wait, the first one too.
+	retry := backoff.New(min(250*time.Millisecond, g.o.MaxBackoff), g.o.MaxBackoff)
 	for {
 		epoch, outcome, err := g.rebuildOnce(ctx, lost)
 		if err == nil {
@@ -530,15 +532,11 @@ func (g *Guard) rebuild(ctx context.Context, lost bool) error {
 			continue
 		}
 		g.m.rebuilds.WithLabelValues("failed").Inc()
-		g.log.Warn("rebuilding the Redis views failed; retrying", "err", err, "retry_in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		delay := retry.Next()
+		g.log.Warn("rebuilding the Redis views failed; retrying", "err", err, "retry_in", delay)
+		if err := backoff.Sleep(ctx, delay); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, g.o.MaxBackoff)
 	}
 }
 

@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -36,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -139,28 +139,22 @@ func (s *Sink) Run(ctx context.Context) error {
 	case s.opts.Conn == nil:
 		return errors.New("history sink: no ClickHouse connection")
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:     s.opts.Brokers,
-		GroupID:     s.opts.GroupID,
-		GroupTopics: []string{s.opts.Topic},
+	r := stream.NewGroupReader(stream.GroupReaderOptions{
+		Brokers: s.opts.Brokers,
+		GroupID: s.opts.GroupID,
+		Topics:  []string{s.opts.Topic},
 		// A new group reads the whole retained topic: history that waited
 		// while ClickHouse was parked is loaded once it is configured.
 		StartOffset: kafka.FirstOffset,
-		MinBytes:    1,
-		MaxBytes:    10 << 20,
 		MaxWait:     500 * time.Millisecond,
 		// Records keep arriving while a full batch is decoded.
 		QueueCapacity: 10_000,
-		// 0: CommitMessages commits synchronously, so "committed" really
-		// means committed once it returns.
-		CommitInterval:    0,
-		SessionTimeout:    10 * time.Second,
-		HeartbeatInterval: time.Second,
-		RebalanceTimeout:  10 * time.Second,
-		JoinGroupBackoff:  500 * time.Millisecond,
-		ReadBackoffMin:    50 * time.Millisecond,
-		ReadBackoffMax:    time.Second,
-		ErrorLogger:       stream.ReaderErrorLogger(s.log),
+		// 0: Commit commits synchronously, so "committed" really means
+		// committed once it returns.
+		CommitInterval: 0,
+		RetryDelay:     s.opts.RetryDelay,
+		MaxRetryDelay:  s.opts.MaxRetryDelay,
+		Logger:         s.log,
 	})
 	s.log.Info("history sink started", "topic", s.opts.Topic, "batchSize", s.opts.BatchSize, "flushInterval", s.opts.FlushInterval, "retentionMonths", s.opts.RetentionMonths)
 
@@ -210,91 +204,44 @@ func (s *Sink) Run(ctx context.Context) error {
 // fetch fills batches and hands them to the writer when full or when the
 // oldest event has waited FlushInterval. On return, the batch being filled
 // (if any) has been handed over.
-func (s *Sink) fetch(ctx context.Context, r *kafka.Reader, full chan<- *batch, free <-chan *batch) error {
-	backoff := s.opts.RetryDelay
+func (s *Sink) fetch(ctx context.Context, r *stream.GroupReader, full chan<- *batch, free <-chan *batch) error {
 	var cur *batch
 	select {
 	case cur = <-free:
 	case <-ctx.Done():
 		return nil
 	}
-	// flush expires when cur must be inserted: FlushInterval after its
-	// first event.
-	flush := flushDeadline{ctx: ctx}
-	defer flush.stop(ctx)
-	handOff := func() bool {
-		flush.stop(ctx)
-		s.decode(cur)
-		full <- cur // the writer always drains full until it is closed
-		select {
-		case cur = <-free:
-			return true
-		case <-ctx.Done():
-			cur = nil
-			return false
-		}
-	}
-	for {
-		m, err := r.FetchMessage(flush.ctx)
-		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				if cur != nil && cur.events() > 0 {
-					s.decode(cur)
-					full <- cur
-				}
-				return nil
-			case errors.Is(err, context.DeadlineExceeded):
-				if !handOff() {
-					return nil
-				}
-				continue
-			case errors.Is(err, io.EOF):
-				return fmt.Errorf("history sink: reader closed: %w", err)
-			}
-			// Group join failures and the like: the reader heals itself
-			// (broker restarting, coordinator moving), so keep asking.
-			s.log.Warn("fetch failed, retrying", "error", err)
-			if sleep(ctx, backoff) != nil {
-				continue // ctx.Err() is handled above
-			}
-			backoff = min(backoff*2, s.opts.MaxRetryDelay)
-			continue
-		}
-		backoff = s.opts.RetryDelay
+	// A batch is inserted FlushInterval after its first event, or once it
+	// holds BatchSize events.
+	window := stream.Window{Max: s.opts.BatchSize, Wait: s.opts.FlushInterval}
+	add := func(m kafka.Message) {
 		s.m.observeLag(m.Partition, m.HighWaterMark-m.Offset-1)
-
 		if cur.events() == 0 {
 			cur.first = time.Now()
 			s.markPending(cur.first)
-			flush.start(ctx, cur.first.Add(s.opts.FlushInterval))
 		}
 		cur.add(m)
 		s.m.pendingEvents.Inc()
-		if cur.events() >= s.opts.BatchSize {
-			if !handOff() {
-				return nil
+	}
+	for {
+		n, err := r.FetchBatch(ctx, window, add)
+		if n == 0 {
+			if err != nil {
+				return fmt.Errorf("history sink: %w", err)
 			}
+			return nil // ctx ended with nothing fetched
+		}
+		s.decode(cur)
+		full <- cur // the writer always drains full until it is closed
+		if ctx.Err() != nil {
+			return nil // the last batch is handed over
+		}
+		select {
+		case cur = <-free:
+		case <-ctx.Done():
+			return nil
 		}
 	}
-}
-
-// flushDeadline is the context a fetch waits with: ctx itself while the
-// batch is empty, ctx with the batch's flush deadline after.
-type flushDeadline struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func (f *flushDeadline) start(parent context.Context, at time.Time) {
-	f.ctx, f.cancel = context.WithDeadline(parent, at)
-}
-
-func (f *flushDeadline) stop(parent context.Context) {
-	if f.cancel != nil {
-		f.cancel()
-	}
-	f.ctx, f.cancel = parent, nil
 }
 
 // decode turns b's records into rows. Records stored generically are
@@ -328,7 +275,7 @@ func (s *Sink) decode(b *batch) {
 // write inserts each full batch, retrying until it succeeds, then commits
 // its offsets and recycles it. After ctx ended it makes one last attempt
 // per batch (bounded by wctx) and does not retry.
-func (s *Sink) write(ctx, wctx context.Context, r *kafka.Reader, full <-chan *batch, free chan<- *batch) {
+func (s *Sink) write(ctx, wctx context.Context, r *stream.GroupReader, full <-chan *batch, free chan<- *batch) {
 	for b := range full {
 		if s.insertWithRetry(ctx, wctx, b) {
 			s.commit(wctx, r, b)
@@ -342,7 +289,7 @@ func (s *Sink) write(ctx, wctx context.Context, r *kafka.Reader, full <-chan *ba
 
 // insertWithRetry reports whether every table of b was inserted.
 func (s *Sink) insertWithRetry(ctx, wctx context.Context, b *batch) bool {
-	delay := s.opts.RetryDelay
+	retry := backoff.New(s.opts.RetryDelay, s.opts.MaxRetryDelay)
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		table, err := b.insert(wctx, s.opts.Conn, func(table string, rows int) {
@@ -365,25 +312,25 @@ func (s *Sink) insertWithRetry(ctx, wctx context.Context, b *batch) bool {
 		}
 		// The first attempts, then about every 5 minutes at the longest
 		// delay: a long outage must not flood the log.
+		delay := retry.Next()
 		if attempt <= 5 || attempt%30 == 0 {
 			s.log.Error("history insert failed, retrying; nothing is committed meanwhile", "table", table, "events", b.events(), "attempt", attempt, "retryIn", delay, "error", err)
 		}
-		if sleep(ctx, delay) != nil {
+		if backoff.Sleep(ctx, delay) != nil {
 			return false
 		}
-		delay = min(delay*2, s.opts.MaxRetryDelay)
 	}
 }
 
 // commit commits the last offset of each partition in b. A failure is not
 // fatal: the events are delivered again and collapse with their rows.
-func (s *Sink) commit(ctx context.Context, r *kafka.Reader, b *batch) {
+func (s *Sink) commit(ctx context.Context, r *stream.GroupReader, b *batch) {
 	for _, m := range b.last {
 		b.commit = append(b.commit, m)
 	}
 	cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 	defer cancel()
-	if err := r.CommitMessages(cctx, b.commit...); err != nil {
+	if err := r.Commit(cctx, b.commit...); err != nil {
 		s.m.commitErrors.Inc()
 		s.log.Warn("commit failed after insert; the batch will be delivered again", "events", b.events(), "error", err)
 	}
@@ -425,19 +372,8 @@ func (s *Sink) retain(ctx context.Context) {
 			s.m.dropped.Add(float64(len(dropped)))
 			s.log.Info("history retention dropped partitions", "months", s.opts.RetentionMonths, "partitions", dropped)
 		}
-		if sleep(ctx, s.opts.RetentionInterval) != nil {
+		if backoff.Sleep(ctx, s.opts.RetentionInterval) != nil {
 			return
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

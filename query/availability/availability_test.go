@@ -3,94 +3,36 @@ package availability
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/availcache"
-	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/outbound"
+	"github.com/switchbackhq/switchback/internal/availcache/availcachetest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
-	"github.com/switchbackhq/switchback/internal/testharness"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 
-// allowLoopback is the outbound policy of these tests: their simulators
-// listen on loopback over http, which the default policy refuses.
-var allowLoopback = outbound.Policy{AllowHTTP: true, AllowPrivate: true}
+// The fixture's names, short for these tests.
+var (
+	allowLoopback = availcachetest.AllowLoopback
+	t0            = availcachetest.T0
+)
 
-var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+// env is the shared fixture (availcachetest.Env) with this package's
+// wiring of the service.
+type env struct{ *availcachetest.Env }
 
-// clock is a settable test clock.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock               { c := &clock{}; c.ns.Store(t0.UnixNano()); return c }
-func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
-
-// fakeCatalog: supplier S1 (a partner at url) with product P1 whose rates
-// R1 and R2 are bound to chan-a; R3 exists but is not bound.
-type fakeCatalog struct{ url string }
-
-func (f fakeCatalog) AppendRates(_ context.Context, dst []byte, channel, sid, pid string, _ time.Time) ([]byte, error) {
-	if channel == "chan-c" && sid == "S1" && pid == "P1" {
-		return append(dst, `[{"id":"R3"}]`...), nil
-	}
-	if channel != "chan-a" || sid != "S1" || pid != "P1" {
-		return dst, fmt.Errorf("product %s: %w", pid, catalog.ErrNotFound)
-	}
-	return append(dst, `[{"id":"R1","prices":[{"id":"x"}]},{"id":"R2"}]`...), nil
-}
-
-func (f fakeCatalog) Supplier(_ context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error) {
-	if sid != "S1" || !sc.All() {
-		return catalog.Supplier{}, catalog.ErrNotFound
-	}
-	var s catalog.Supplier
-	s.ID = "S1"
-	s.Connection = catalog.Connection{Kind: catalog.ConnectionPartner, BaseURL: f.url,
-		Credentials: catalog.Credentials{APIKey: "k", APISecret: "s"}}
-	return s, nil
-}
-
-func (f fakeCatalog) Availabilities(context.Context, catalog.Scope, string, string, string) (catalog.AvailabilitySet, error) {
-	return catalog.AvailabilitySet{}, catalog.ErrNotFound
-}
-
-type env struct {
-	clock *clock
-	sim   *partnersim.Server
-	rdb   redis.UniversalClient
-	pub   *catalogtest.Recorder
-	cat   fakeCatalog
-}
-
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	e := &env{clock: newClock(), pub: &catalogtest.Recorder{}}
-	e.sim = partnersim.New(partnersim.Config{APIKey: "k", APISecret: "s", Clock: e.clock.Now,
-		Rates: map[string][]string{"P1": {"R1", "R2", "R3"}}})
-	ts := httptest.NewServer(e.sim)
-	t.Cleanup(ts.Close)
-	e.cat = fakeCatalog{url: ts.URL}
-	e.rdb = testharness.RedisClient(t, 0)
-	return e
-}
+func newEnv(t *testing.T) *env { return &env{availcachetest.NewEnv(t)} }
 
 func (e *env) service(deadline time.Duration) *availcache.Service {
-	return availcache.New(availcache.Options{Redis: e.rdb, Catalog: e.cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
-		Publisher: e.pub, Clock: e.clock.Now, Deadline: deadline})
+	return availcache.New(availcache.Options{Redis: e.Redis, Catalog: e.Cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
+		Publisher: e.Pub, Clock: e.Clock.Now, Deadline: deadline})
 }
 
 // ---- HTTP ----
@@ -190,7 +132,7 @@ func TestHTTP_AvailabilityReads(t *testing.T) {
 
 func TestHTTP_SingleIsNotBookableWhenQuantityExceedsCapacity(t *testing.T) {
 	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.MaxCapacity = 5 })
+	e.Sim.Update(func(c *partnersim.Config) { c.MaxCapacity = 5 })
 	base := serve(t, e.service(2*time.Second))
 	status, body := get(t, base+"/v1.2/suppliers/S1/products/P1/availability?at=2026-11-22T09:30:00Z&qty=6&rate_id=R1", "reseller")
 	if status != 200 || body["bookable"] != false {
@@ -219,7 +161,7 @@ func FuzzParseParams(f *testing.F) {
 
 func TestHTTP_PartnerFailureWithoutEntryIs503WithoutPartnerDetails(t *testing.T) {
 	e := newEnv(t)
-	e.sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
+	e.Sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
 	base := serve(t, e.service(time.Second))
 	status, body := get(t, base+"/v1.2/suppliers/S1/products/P1/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
 	if status != 503 || body["code"] != "UNAVAILABLE" {

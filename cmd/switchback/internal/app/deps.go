@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/backoff"
 	"github.com/switchbackhq/switchback/internal/config"
 	"github.com/switchbackhq/switchback/internal/embedded"
 	"github.com/switchbackhq/switchback/internal/kafkabroker"
@@ -277,7 +278,7 @@ func (st depStarter) connectClickHouse(ctx context.Context, d *deps) error {
 // 10 s and logging each failure, so that an external server that is down at
 // start is waited for rather than crashing the tier.
 func retry(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
-	delay := 250 * time.Millisecond
+	b := backoff.New(250*time.Millisecond, 10*time.Second)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := fn(actx)
@@ -291,15 +292,10 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func(ctx conte
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		delay := b.Next()
 		log.Warn("dependency not reachable; retrying", "dependency", what, "attempt", attempt, "retry_in", delay, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay *= 2
-		if delay > 10*time.Second {
-			delay = 10 * time.Second
+		if err := backoff.Sleep(ctx, delay); err != nil {
+			return err
 		}
 	}
 }
