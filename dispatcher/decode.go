@@ -48,10 +48,12 @@ func decodeScheduledFast(raw []byte) (scheduledDelivery, bool) {
 }
 
 // decodeEnvelopeFast reads an Envelope of type "notification" (what
-// NotificationMessage writes: replays, other producers) in one pass, its
-// data read as readNotification does. Anything unusual (a key spelled in
-// another case, a repeated type or data, data not an object) is left to
-// encoding/json (FuzzDecodeNotification holds the two equal).
+// schemas.NewNotificationEvent makes: the processors' records, replays) in
+// one pass, its data read as readNotification does; the envelope's other
+// keys are skipped. A bare notification is refused at its "type" (not
+// "notification"). Anything unusual (a key spelled in another case, a
+// repeated type or data, data not an object) is left to encoding/json
+// (FuzzDecodeNotification holds the two equal).
 func decodeEnvelopeFast(value []byte) (schemas.Notification, bool) {
 	r := jsonwire.NewReader(value)
 	var n schemas.Notification
@@ -60,7 +62,7 @@ func decodeEnvelopeFast(value []byte) (schemas.Notification, bool) {
 		switch string(key) {
 		case "type":
 			typ, ok := r.Str()
-			if seenType || !ok || typ != EventNotification {
+			if seenType || !ok || typ != schemas.EventNotification {
 				return false
 			}
 			seenType = true

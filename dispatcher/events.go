@@ -3,7 +3,6 @@ package dispatcher
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,10 +16,9 @@ import (
 // Event types this package reads and writes. They belong in schemas once a
 // second producer needs them; until then they live with their one owner.
 // The history ones have the names of schemas.History* (the sink's).
+// The notifications topic's type is schemas.EventNotification (schemas owns
+// that topic's payload: the processors write it too).
 const (
-	// EventNotification wraps a schemas.Notification on TopicNotifications.
-	EventNotification = "notification"
-
 	// On TopicDeliveries (keyed by subscriber), the log of record of the
 	// schedule that Redis mirrors.
 	EventDeliveryScheduled = "delivery.scheduled" // data: scheduledDelivery
@@ -120,60 +118,42 @@ type doneDelivery struct {
 	At         time.Time `json:"at"`
 }
 
-// NotificationMessage is n as a record of TopicNotifications: an Envelope of
-// type "notification" keyed by subscriber, so that one subscriber's
-// notifications stay ordered on one partition. Producers (processors, the
-// registry's replay) publish through it.
+// NotificationMessage is n as a record of TopicNotifications: the envelope
+// of schemas.NewNotificationEvent (type "notification", keyed by
+// subscriber, so that one subscriber's notifications stay ordered on one
+// partition, its id the notification's), what the processors publish.
 func NotificationMessage(n schemas.Notification) (stream.Message, error) {
-	if err := validNotification(n); err != nil {
+	env, err := schemas.NewNotificationEvent(n)
+	if err != nil {
 		return stream.Message{}, err
 	}
-	return envelopeMessage(schemas.TopicNotifications, EventNotification, n.Subscriber, n.Source, n.CreatedAt, n)
+	return notificationRecord(env)
+}
+
+func notificationRecord(env schemas.Envelope) (stream.Message, error) {
+	value, err := json.Marshal(env)
+	if err != nil {
+		return stream.Message{}, fmt.Errorf("encode notification envelope %s: %w", env.ID, err)
+	}
+	return stream.Message{Topic: schemas.TopicNotifications, Key: []byte(env.Key), Value: value}, nil
 }
 
 // DecodeNotification reads a TopicNotifications record: an Envelope of type
-// "notification", or a bare Notification object (what the processors
-// publish, and accepted so that a producer that skips the envelope is not
-// dead-lettered for it). A bare one is read in one pass.
+// "notification" (what every producer writes), or a bare Notification
+// object (what the processors published before the envelope: records of
+// before an upgrade stay on the topic for its retention). Either is read in
+// one pass, the envelope tried first; anything the one-pass readers do not
+// take goes to schemas.DecodeNotification (FuzzDecodeNotification holds
+// the two equal).
 func DecodeNotification(value []byte) (schemas.Notification, error) {
+	if n, ok := decodeEnvelopeFast(value); ok {
+		return n, n.Validate()
+	}
 	var fast schemas.Notification
-	if r := jsonwire.NewReader(value); readNotification(r, &fast) && r.End() {
-		if fast.Type != EventNotification {
-			return fast, validNotification(fast)
-		}
-		if n, ok := decodeEnvelopeFast(value); ok {
-			return n, validNotification(n)
-		}
+	if r := jsonwire.NewReader(value); readNotification(r, &fast) && r.End() && fast.Type != schemas.EventNotification {
+		return fast, fast.Validate()
 	}
-	var w struct {
-		schemas.Notification
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(value, &w); err != nil {
-		return schemas.Notification{}, fmt.Errorf("decode notification: %w", err)
-	}
-	if w.Type != EventNotification || len(w.Data) == 0 {
-		return w.Notification, validNotification(w.Notification)
-	}
-	var n schemas.Notification
-	if err := json.Unmarshal(w.Data, &n); err != nil {
-		return n, fmt.Errorf("decode notification data: %w", err)
-	}
-	return n, validNotification(n)
-}
-
-var errInvalidNotification = errors.New("invalid notification")
-
-func validNotification(n schemas.Notification) error {
-	switch {
-	case n.ID == "":
-		return fmt.Errorf("%w: no id", errInvalidNotification)
-	case n.Subscriber == "":
-		return fmt.Errorf("%w %s: no subscriber", errInvalidNotification, n.ID)
-	case n.Type == "":
-		return fmt.Errorf("%w %s: no type", errInvalidNotification, n.ID)
-	}
-	return nil
+	return schemas.DecodeNotification(value)
 }
 
 func envelopeMessage(topic, typ, key, source string, at time.Time, data any) (stream.Message, error) {
@@ -228,7 +208,15 @@ func Replay(ctx context.Context, pub stream.Publisher, subscriber, typ string, f
 			continue
 		}
 		n.Source = sourceReplay
-		m, err := NotificationMessage(n)
+		env, err := schemas.NewNotificationEvent(n)
+		if err != nil {
+			return count, fmt.Errorf("replay for %s: %w", subscriber, err)
+		}
+		// A replay is an event of its own: its envelope gets an id of its
+		// own, so a consumer that deduplicates on envelope ids does not
+		// take it for the processor's record it repeats.
+		env.ID = uuid.NewString()
+		m, err := notificationRecord(env)
 		if err != nil {
 			return count, fmt.Errorf("replay for %s: %w", subscriber, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -120,7 +121,11 @@ func TestRebuildState_FoldsScheduleAndDoneEvents(t *testing.T) {
 	}
 }
 
-func TestDecodeNotification(t *testing.T) {
+// The intake reads every shape a TopicNotifications record has had: the
+// envelope every producer writes now (its id the notification's, or a
+// replay's own), and the bare notification the processors wrote before the
+// envelope, which stays on the topic for its retention after an upgrade.
+func TestDecodeNotification_ReadsTheEnvelopeAndTheBareShape(t *testing.T) {
 	n := schemas.Notification{ID: "1", Subscriber: "s", Type: "rate", Payload: json.RawMessage(`{"rateID":"R"}`)}
 	env, err := NotificationMessage(n)
 	if err != nil {
@@ -133,10 +138,13 @@ func TestDecodeNotification(t *testing.T) {
 		wantErr bool
 	}{
 		{"envelope", env.Value, false},
-		{"bare notification", bare, false},
+		{"envelope of a replay (an id of its own)", []byte(`{"id":"r-9","type":"notification","key":"s","time":"2026-11-26T00:00:00Z","source":"replay","data":` + string(bare) + `}`), false},
+		{"envelope with data first", []byte(`{"data":` + string(bare) + `,"type":"notification"}`), false},
+		{"bare notification (before the envelope)", bare, false},
 		{"not json", []byte("{"), true},
 		{"no id", []byte(`{"subscriber":"s","type":"rate"}`), true},
 		{"envelope without subscriber", []byte(`{"type":"notification","data":{"id":"1","type":"rate"}}`), true},
+		{"envelope without data", []byte(`{"id":"1","type":"notification","key":"s"}`), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,13 +152,38 @@ func TestDecodeNotification(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if err == nil && (got.ID != "1" || string(got.Payload) != `{"rateID":"R"}`) {
+			if err == nil && (got.ID != "1" || got.Subscriber != "s" || got.Type != "rate" || string(got.Payload) != `{"rateID":"R"}`) {
 				t.Errorf("decoded %+v", got)
 			}
 		})
 	}
 	if string(env.Key) != "s" || env.Topic != schemas.TopicNotifications {
 		t.Errorf("message key %q topic %q", env.Key, env.Topic)
+	}
+}
+
+// A replay is an event of its own: its envelope's id is not the
+// notification's (which the processor's record carries), while the
+// notification inside, delivery id included, is the same.
+func TestReplay_EnvelopeHasAnIdOfItsOwn(t *testing.T) {
+	n := schemas.Notification{ID: "d-1", Subscriber: "s", Type: "rate", Payload: json.RawMessage(`{}`), CreatedAt: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+	pub := &recordingPublisher{}
+	if got, err := Replay(context.Background(), pub, "s", "rate", time.Time{}, time.Time{}, []schemas.Notification{n}); err != nil || got != 1 {
+		t.Fatalf("Replay = %d, %v", got, err)
+	}
+	if len(pub.msgs) != 1 {
+		t.Fatalf("%d records", len(pub.msgs))
+	}
+	var env schemas.Envelope
+	if err := json.Unmarshal(pub.msgs[0].Value, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Type != schemas.EventNotification || env.ID == "" || env.ID == n.ID || env.Source != sourceReplay {
+		t.Errorf("replay envelope %+v", env)
+	}
+	got, err := DecodeNotification(pub.msgs[0].Value)
+	if err != nil || got.ID != n.ID || got.Source != sourceReplay {
+		t.Errorf("replayed notification %+v, %v", got, err)
 	}
 }
 
@@ -314,4 +347,12 @@ func TestReleaseLane_HoldsTheLeaseForTheRestOfTheThrottleGap(t *testing.T) {
 	if ok, _ := v.acquireLane(ctx, "sub-y", "C", time.Minute); ok {
 		t.Fatal("A's release freed B's lease")
 	}
+}
+
+// recordingPublisher keeps what is published.
+type recordingPublisher struct{ msgs []stream.Message }
+
+func (p *recordingPublisher) Publish(_ context.Context, msgs ...stream.Message) error {
+	p.msgs = append(p.msgs, msgs...)
+	return nil
 }

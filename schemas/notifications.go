@@ -24,9 +24,9 @@ func NotificationTypes() []string {
 }
 
 // Notification is one event on TopicNotifications: a webhook that should
-// reach one subscriber. Processors produce it (keyed by Subscriber, so one
-// subscriber's notifications are ordered on one partition); the dispatcher
-// consumes it. ID is the delivery id: it is stable across retries and
+// reach one subscriber. Processors produce it, as the data of the topic's
+// envelope (NewNotificationEvent, keyed by Subscriber, so one subscriber's
+// notifications are ordered on one partition); the dispatcher consumes it. ID is the delivery id: it is stable across retries and
 // redeliveries, sent as the X-Switchback-Delivery-Id header, so subscribers
 // can deduplicate.
 type Notification struct {

@@ -91,9 +91,9 @@ func TestStaleReadToNotification(t *testing.T) {
 		if m.Topic != schemas.TopicNotifications {
 			continue
 		}
-		var n schemas.Notification
 		var p schemas.AvailabilityPayload
-		if err := json.Unmarshal(m.Value, &n); err != nil || json.Unmarshal(n.Payload, &p) != nil {
+		n, err := schemas.DecodeNotification(m.Value)
+		if err != nil || json.Unmarshal(n.Payload, &p) != nil {
 			t.Fatal(err)
 		}
 		if p.RateID == "r3" || p.SupplierID != "s1" || p.Start < start.Format(time.RFC3339) || n.Type != schemas.TypeAvailability {

@@ -188,15 +188,35 @@ func (c client) raw(method, path, body string) (int, []byte) {
 	return resp.StatusCode, raw
 }
 
-// publish writes notification events to the binary's broker, as the
-// processors of later stages will: the e2e test is the test producer.
+// publish writes notification records to the binary's broker in the
+// topic's envelope, as the processors do: the e2e test is the test
+// producer.
 func publish(t *testing.T, broker string, ns ...schemas.Notification) {
+	t.Helper()
+	writeNotifications(t, broker, func(n schemas.Notification) any {
+		env, err := schemas.NewNotificationEvent(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}, ns...)
+}
+
+// publishBare writes bare notification objects, what the processors wrote
+// before the envelope: records of before an upgrade stay on the topic for
+// its retention.
+func publishBare(t *testing.T, broker string, ns ...schemas.Notification) {
+	t.Helper()
+	writeNotifications(t, broker, func(n schemas.Notification) any { return n }, ns...)
+}
+
+func writeNotifications(t *testing.T, broker string, record func(schemas.Notification) any, ns ...schemas.Notification) {
 	t.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(broker), Topic: schemas.TopicNotifications, RequiredAcks: kafka.RequireAll, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
 	defer w.Close()
 	msgs := make([]kafka.Message, len(ns))
 	for i, n := range ns {
-		v, err := json.Marshal(n)
+		v, err := json.Marshal(record(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,6 +287,17 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		last := got[len(got)-1]
 		specVerify(t, key, last)
 		if last.deliveryID != "e2e-delivered-1" || last.body["supplierID"] != "sup-1" || last.body["operation"] != "updated" {
+			t.Errorf("delivery id %q, payload %s", last.deliveryID, last.raw)
+		}
+	})
+
+	t.Run("a bare notification of before the envelope is still delivered", func(t *testing.T) {
+		before := len(sk.on("/supplier"))
+		publishBare(t, p.kafka, supplierNotification("e2e-bare-1", subscriber, "sup-b"))
+		got := sk.waitFor(t, "/supplier", before+1, 20*time.Second)
+		last := got[len(got)-1]
+		specVerify(t, key, last)
+		if last.deliveryID != "e2e-bare-1" || last.body["supplierID"] != "sup-b" {
 			t.Errorf("delivery id %q, payload %s", last.deliveryID, last.raw)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 )
 
 // The processor's three outgoing records (availability.changed,
-// the notification, notification.produced) are written by hand when every
+// the notification's envelope, notification.produced) are written by hand when every
 // string in them needs no JSON escaping (ids, keys and sources always do
 // not), byte for byte what encoding/json writes for the schemas types:
 // reflection, the re-compaction of the nested data and a crypto/rand id
@@ -106,25 +106,17 @@ func historyValueJSON(in input, c Change, at time.Time) ([]byte, error) {
 	return json.Marshal(env)
 }
 
-// notificationValues are a notification and its notification.produced
-// event. n.Payload must be set.
+// notificationValues are a notification's TopicNotifications record (the
+// envelope of schemas.NewNotificationEvent: its id the notification's, so a
+// redone event writes the same bytes) and its notification.produced event.
+// n.Payload must be set. The record is one buffer sized up front: no
+// allocation more than the bare notification took.
 func notificationValues(n schemas.Notification) (note, produced []byte, err error) {
-	if !plain(n.ID, n.Subscriber, n.Type, n.EntityKey, n.Source) || !plainTime(n.CreatedAt) || n.CreatedAt.IsZero() {
+	if !plain(n.ID, n.Subscriber, n.Type, n.EntityKey, n.Supplier, n.Source) || !plainTime(n.CreatedAt) || n.CreatedAt.IsZero() ||
+		n.ID == "" || n.Subscriber == "" || n.Type == "" {
 		return notificationValuesJSON(n)
 	}
-	note = make([]byte, 0, 160+len(n.Payload)+len(n.Subscriber)+len(n.EntityKey))
-	note = appendStr(note, `{"id":`, n.ID)
-	note = appendStr(note, `,"subscriber":`, n.Subscriber)
-	note = appendStr(note, `,"type":`, n.Type)
-	note = appendStr(note, `,"entityKey":`, n.EntityKey)
-	note = append(note, `,"payload":`...)
-	note = append(note, n.Payload...)
-	note = appendTime(note, `,"createdAt":`, n.CreatedAt)
-	if n.Source != "" {
-		note = appendStr(note, `,"source":`, n.Source)
-	}
-	note = append(note, '}')
-
+	note = appendNotificationEvent(make([]byte, 0, notificationEventCap(n)), n)
 	produced = make([]byte, 0, 260+len(n.Subscriber)*2+len(n.EntityKey))
 	produced = appendStr(produced, `{"id":`, uuid.NewSHA1(producedNamespace, []byte(n.ID)).String())
 	produced = appendStr(produced, `,"type":`, schemas.HistoryNotificationProduced)
@@ -143,8 +135,47 @@ func notificationValues(n schemas.Notification) (note, produced []byte, err erro
 	return note, append(produced, "}}"...), nil
 }
 
+// notificationEventCap bounds the length of n's envelope as
+// appendNotificationEvent writes it: 172 bytes of keys, quotes and braces,
+// two times of at most 35 bytes (RFC 3339 with nanoseconds and an offset),
+// and the strings, some twice.
+func notificationEventCap(n schemas.Notification) int {
+	return 256 + 2*len(n.ID) + 2*len(n.Subscriber) + len(n.Type) + len(n.EntityKey) + len(n.Supplier) + len(n.Payload) + 2*len(n.Source)
+}
+
+// appendNotificationEvent appends what encoding/json writes for
+// schemas.NewNotificationEvent(n), for a notification whose strings are
+// plain and whose time is plainTime and not zero.
+func appendNotificationEvent(b []byte, n schemas.Notification) []byte {
+	b = appendStr(b, `{"id":`, n.ID)
+	b = appendStr(b, `,"type":`, schemas.EventNotification)
+	b = appendStr(b, `,"key":`, n.Subscriber)
+	b = appendTime(b, `,"time":`, n.CreatedAt.UTC())
+	if n.Source != "" {
+		b = appendStr(b, `,"source":`, n.Source)
+	}
+	b = appendStr(b, `,"data":{"id":`, n.ID)
+	b = appendStr(b, `,"subscriber":`, n.Subscriber)
+	b = appendStr(b, `,"type":`, n.Type)
+	b = appendStr(b, `,"entityKey":`, n.EntityKey)
+	if n.Supplier != "" {
+		b = appendStr(b, `,"supplier":`, n.Supplier)
+	}
+	b = append(b, `,"payload":`...)
+	b = append(b, n.Payload...)
+	b = appendTime(b, `,"createdAt":`, n.CreatedAt)
+	if n.Source != "" {
+		b = appendStr(b, `,"source":`, n.Source)
+	}
+	return append(b, "}}"...)
+}
+
 func notificationValuesJSON(n schemas.Notification) (note, produced []byte, err error) {
-	if note, err = json.Marshal(n); err != nil {
+	env, err := schemas.NewNotificationEvent(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if note, err = json.Marshal(env); err != nil {
 		return nil, nil, err
 	}
 	h, err := schemas.ProducedEvent(n)

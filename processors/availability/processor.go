@@ -5,7 +5,8 @@
 // diffs each against what it last saw
 // of the rate (state in Redis), and publishes
 //
-//   - availability notifications (spec doc 1) to TopicNotifications for
+//   - availability notifications (spec doc 1) to TopicNotifications (in
+//     schemas.NewNotificationEvent's envelope) for
 //     the subscribers whose channel has the rate bound and whose
 //     availability rule matches: supplierIDs/productIDs/rateIDs filters,
 //     changes starting inside maxLookAheadDays, new vacancies under

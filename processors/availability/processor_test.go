@@ -81,9 +81,15 @@ func notes(t *testing.T, msgs []stream.Message) []string {
 		if m.Topic != schemas.TopicNotifications {
 			continue
 		}
-		var n schemas.Notification
-		if err := json.Unmarshal(m.Value, &n); err != nil {
+		n, err := schemas.DecodeNotification(m.Value)
+		if err != nil {
 			t.Fatal(err)
+		}
+		// The topic's envelope, identified and keyed as the notification.
+		var env schemas.Envelope
+		if err := json.Unmarshal(m.Value, &env); err != nil || env.Type != schemas.EventNotification || env.ID != n.ID ||
+			env.Key != n.Subscriber || string(m.Key) != n.Subscriber {
+			t.Fatalf("record %s: envelope %+v (%v)", m.Value, env, err)
 		}
 		var p schemas.AvailabilityPayload
 		_ = json.Unmarshal(n.Payload, &p)
@@ -218,8 +224,8 @@ func TestRun_EndToEndThroughTheBroker(t *testing.T) {
 	go func() {
 		defer close(followDone)
 		_ = stream.Follow(followCtx, brokers, schemas.TopicNotifications, func(m stream.Message) error {
-			var n schemas.Notification
-			if err := json.Unmarshal(m.Value, &n); err == nil {
+			n, err := schemas.DecodeNotification(m.Value)
+			if err == nil {
 				mu.Lock()
 				got = append(got, n)
 				mu.Unlock()

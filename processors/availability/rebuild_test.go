@@ -2,7 +2,6 @@ package availability_test
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"testing"
@@ -248,8 +247,8 @@ func followNotifications(t *testing.T, ctx context.Context, brokers []string) *s
 	go func() {
 		defer close(done)
 		_ = stream.Follow(fctx, brokers, schemas.TopicNotifications, func(m stream.Message) error {
-			var n schemas.Notification
-			if err := json.Unmarshal(m.Value, &n); err == nil {
+			n, err := schemas.DecodeNotification(m.Value)
+			if err == nil {
 				got.mu.Lock()
 				got.subs = append(got.subs, n.Subscriber)
 				got.mu.Unlock()

@@ -238,11 +238,17 @@ func (p *Processor) Messages(ctx context.Context, env schemas.Envelope) ([]strea
 		return nil, err
 	}
 	for _, n := range notes {
-		nb, err := json.Marshal(n)
+		// The topic's envelope, its id the notification's: a redelivered
+		// event writes the same record.
+		ne, err := schemas.NewNotificationEvent(n)
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: nb, Time: n.CreatedAt})
+		nb, err := json.Marshal(ne)
+		if err != nil {
+			return nil, fmt.Errorf("encode notification %s: %w", n.ID, err)
+		}
+		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(ne.Key), Value: nb, Time: n.CreatedAt})
 		h, err := schemas.ProducedEvent(n)
 		if err != nil {
 			return nil, err

@@ -1,13 +1,18 @@
 package booking
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/internal/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -73,5 +78,59 @@ func TestNotifications_GoToTheSubscribersWhoseRuleMatchesOneItem(t *testing.T) {
 				t.Errorf("subscribers notified = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A booking's notifications go to TopicNotifications in the topic's
+// envelope, keyed and identified as the notification is, and a redelivered
+// event writes the same records byte for byte.
+func TestMessages_NotificationRecordsAreTheTopicsEnvelope(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := &Processor{
+		opts: Options{Subscribers: fakeSubscribers{"C1": {"sub-a", "sub-b"}},
+			Rules:        fakeRules{"sub-a": {Type: schemas.TypeBooking}, "sub-b": {Type: schemas.TypeBooking}},
+			Clock:        func() time.Time { return at.Add(time.Minute) },
+			MaxNotifyAge: time.Hour},
+		notes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "test_notes"}, []string{"operation"}),
+	}
+	data, err := json.Marshal(schemas.BookingRecord{ChannelID: "C1", Change: schemas.ChangeCanceled, PreviousStatus: "CONFIRMED",
+		Booking: schemas.Booking{ID: "B1", Status: schemas.BookingCancelled, Items: []schemas.BookingItem{{SupplierID: "S1", ProductID: "P1", RateID: "R1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := schemas.Envelope{ID: "ev1", Type: schemas.EventBooking, Key: "B1", Version: 2, Time: at, Data: data}
+	records := func() []stream.Message {
+		msgs, err := p.Messages(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []stream.Message
+		for _, m := range msgs {
+			if m.Topic == schemas.TopicNotifications {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	first := records()
+	if len(first) != 2 {
+		t.Fatalf("%d notification records, want one per subscriber", len(first))
+	}
+	for i, m := range first {
+		var env schemas.Envelope
+		if err := json.Unmarshal(m.Value, &env); err != nil {
+			t.Fatal(err)
+		}
+		n, err := schemas.DecodeNotification(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Type != schemas.EventNotification || env.ID != n.ID || env.Key != n.Subscriber || string(m.Key) != n.Subscriber ||
+			n.ID != NotificationID(ev.ID, n.Subscriber, schemas.OperationCanceled) {
+			t.Errorf("record %s: envelope %+v, notification %+v", m.Value, env, n)
+		}
+		if again := records(); !bytes.Equal(again[i].Value, m.Value) {
+			t.Errorf("redelivered event wrote\n %s\nthen\n %s", m.Value, again[i].Value)
+		}
 	}
 }

@@ -3,7 +3,8 @@
 // operators' availability snapshots) in a consumer group, applies every
 // event to the Redis view (idempotent versioned upserts, the same code the
 // writers run), and turns the changes into notification events on
-// schemas.TopicNotifications for the dispatcher:
+// schemas.TopicNotifications for the dispatcher (schemas.NewNotificationEvent's
+// envelope):
 //
 //   - channelbinding created / updated / removed (spec doc 1, "Channel
 //     binding lifecycle"), one per affected channel;
@@ -195,11 +196,17 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 		return err
 	}
 	for _, n := range notes {
-		b, err := json.Marshal(n)
+		// The topic's envelope, its id the notification's: a redelivered
+		// event writes the same record.
+		env, err := schemas.NewNotificationEvent(n)
 		if err != nil {
-			return fmt.Errorf("encode notification: %w", err)
+			return err
 		}
-		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(n.Subscriber), Value: b, Time: n.CreatedAt})
+		b, err := json.Marshal(env)
+		if err != nil {
+			return fmt.Errorf("encode notification %s: %w", n.ID, err)
+		}
+		msgs = append(msgs, stream.Message{Topic: schemas.TopicNotifications, Key: []byte(env.Key), Value: b, Time: n.CreatedAt})
 		h, err := producedMessage(n)
 		if err != nil {
 			return err

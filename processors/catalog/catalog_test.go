@@ -103,12 +103,17 @@ func (h *harness) summary(t *testing.T) []string {
 		}
 	}
 	for _, m := range notes {
-		var n schemas.Notification
-		if err := json.Unmarshal(m.Value, &n); err != nil {
+		n, err := schemas.DecodeNotification(m.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if string(m.Key) != n.Subscriber {
 			t.Errorf("notification keyed %q, subscriber %q", m.Key, n.Subscriber)
+		}
+		// The topic's envelope, identified and keyed as the notification.
+		var ne schemas.Envelope
+		if err := json.Unmarshal(m.Value, &ne); err != nil || ne.Type != schemas.EventNotification || ne.ID != n.ID || ne.Key != n.Subscriber {
+			t.Errorf("record %s: envelope %+v (%v)", m.Value, ne, err)
 		}
 		var pl struct {
 			Operation string `json:"operation"`

@@ -37,8 +37,8 @@ func follow(t *testing.T, brokers []string) *sink {
 	go func() {
 		defer close(done)
 		_ = stream.Follow(ctx, brokers, schemas.TopicNotifications, func(m stream.Message) error {
-			var n schemas.Notification
-			if err := json.Unmarshal(m.Value, &n); err != nil {
+			n, err := schemas.DecodeNotification(m.Value)
+			if err != nil {
 				return err
 			}
 			s.mu.Lock()

@@ -48,9 +48,9 @@ func priceNotes(t *testing.T, h *harness) []string {
 	notes, _ := splitTopics(t, h.notes.Messages())
 	var out []string
 	for _, m := range notes {
-		var n schemas.Notification
 		var p schemas.PriceSchedulePayload
-		if err := json.Unmarshal(m.Value, &n); err != nil || json.Unmarshal(n.Payload, &p) != nil {
+		n, err := schemas.DecodeNotification(m.Value)
+		if err != nil || json.Unmarshal(n.Payload, &p) != nil {
 			t.Fatalf("bad notification %s", m.Value)
 		}
 		if n.Type != schemas.TypePriceSchedule || p.SupplierID != "s1" || p.ProductID != "p1" || n.EntityKey != "s1/p1" {
@@ -189,8 +189,8 @@ func TestPriceSchedule_OneNotificationPerProductAndWindowOfABatch(t *testing.T) 
 		notes, _ := splitTopics(t, h.notes.Messages())
 		var out []string
 		for _, m := range notes {
-			var n schemas.Notification
-			if err := json.Unmarshal(m.Value, &n); err != nil {
+			n, err := schemas.DecodeNotification(m.Value)
+			if err != nil {
 				t.Fatal(err)
 			}
 			out = append(out, n.ID)

@@ -317,8 +317,8 @@ func (e *env) process(t *testing.T, rs rules) []schemas.Notification {
 		if m.Topic != schemas.TopicNotifications {
 			continue
 		}
-		var n schemas.Notification
-		if err := json.Unmarshal(m.Value, &n); err != nil {
+		n, err := schemas.DecodeNotification(m.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
 		notes = append(notes, n)
