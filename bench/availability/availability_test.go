@@ -28,6 +28,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/platform/views"
@@ -112,7 +113,7 @@ func staticServer(b *testing.B) string {
 // lazyCatalog lets the availability routes be registered before the
 // catalog store exists (catalogtest builds both in Start).
 type lazyCatalog struct {
-	st *atomic.Pointer[catalog.Store]
+	st *atomic.Pointer[catalogredis.Store]
 }
 
 func (l lazyCatalog) AppendRates(ctx context.Context, dst []byte, ch, sid, pid string, now time.Time) ([]byte, error) {
@@ -129,7 +130,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 	sim := partnersim.New(partnersim.Config{APIKey: "k", APISecret: "s", Rates: map[string][]string{"p1": {"r1", "r2", "r3"}}})
 	ts := httptest.NewServer(sim)
 	b.Cleanup(ts.Close)
-	var st atomic.Pointer[catalog.Store]
+	var st atomic.Pointer[catalogredis.Store]
 	var svc *availcache.Service
 	var rec catalogtest.Recorder
 	e := querytest.Start(b, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {

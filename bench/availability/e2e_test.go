@@ -11,7 +11,7 @@ import (
 
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/availcache"
-	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
@@ -54,7 +54,7 @@ func TestStaleReadToNotification(t *testing.T) {
 		`{"rates":[`+catalogtest.RateBody("r1", "A")+`,`+catalogtest.RateBody("r2", "B")+`,`+catalogtest.RateBody("r3", "C")+`]}`)
 	e.Must(t, 201, "POST", querytest.Ch+"/suppliers/s1/products/p1/channels/chan-a", e.Operator, `{"rateIds":["r1","r2"]}`)
 
-	var st atomic.Pointer[catalog.Store]
+	var st atomic.Pointer[catalogredis.Store]
 	st.Store(e.Store)
 	rec := &catalogtest.Recorder{}
 	svc := availcache.New(availcache.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}),

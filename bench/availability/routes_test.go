@@ -6,7 +6,7 @@ import (
 
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/availcache"
-	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/query/availability"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -17,7 +17,7 @@ import (
 // share the reseller prefix (/suppliers/{supplier_id}/products/{product_id})
 // with query/reseller on one server without a router conflict.
 func TestRoutes_RegisterNextToTheResellerCatalog(t *testing.T) {
-	var st atomic.Pointer[catalog.Store]
+	var st atomic.Pointer[catalogredis.Store]
 	var rec catalogtest.Recorder
 	e := querytest.Start(t, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		// Redis is only touched by reads; the catalog pointer is set below.

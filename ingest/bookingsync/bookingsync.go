@@ -49,7 +49,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 )
 
-// Catalog is what the package needs of the catalog; *catalog.Store
+// Catalog is what the package needs of the catalog; *catalogredis.Store
 // implements it.
 type Catalog interface {
 	Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error)

@@ -31,7 +31,7 @@ type Refresher struct {
 	BookingSync BookingSync
 }
 
-// Catalog is what the refresher needs of the catalog; *catalog.Store
+// Catalog is what the refresher needs of the catalog; *catalogredis.Store
 // implements it. It is what ingest/bookingsync needs (the booking-system
 // refresh is delegated there), which covers the partner refresh's reads.
 type Catalog interface {

@@ -44,7 +44,7 @@ type Result struct {
 	Errors                            []string
 }
 
-// Suppliers lists the catalog's suppliers; *catalog.Store implements it.
+// Suppliers lists the catalog's suppliers; *catalogredis.Store implements it.
 type Suppliers interface {
 	Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error)
 }

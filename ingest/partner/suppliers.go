@@ -9,7 +9,7 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// SupplierCatalog gives a supplier with its connection; *catalog.Store
+// SupplierCatalog gives a supplier with its connection; *catalogredis.Store
 // implements it.
 type SupplierCatalog interface {
 	Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error)

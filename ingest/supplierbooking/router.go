@@ -43,7 +43,7 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Catalog is what the Router reads of the catalog; *catalog.Store
+// Catalog is what the Router reads of the catalog; *catalogredis.Store
 // implements it.
 type Catalog interface {
 	Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error)

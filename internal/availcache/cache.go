@@ -56,7 +56,7 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Catalog is what the cache needs of the catalog; *catalog.Store
+// Catalog is what the cache needs of the catalog; *catalogredis.Store
 // implements it. AppendRates tells which rates the channel sees (bound,
 // inside the binding window); Supplier (called in the system scope)
 // gives the partner connection; Availabilities the operator-pushed

@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 )
@@ -14,14 +13,4 @@ import (
 func (c Connection) Ref() string {
 	h := sha256.Sum256([]byte(c.Kind + "\n" + c.BaseURL))
 	return hex.EncodeToString(h[:12])
-}
-
-// ConnectionRef is the Ref of supplier sid's connection (any supplier:
-// the caller is our own holds and bookings service, not a principal).
-func (s *Store) ConnectionRef(ctx context.Context, sid string) (string, error) {
-	sup, err := s.scopedSupplier(ctx, SystemScope(), sid, nil)
-	if err != nil {
-		return "", err
-	}
-	return sup.Connection.Ref(), nil
 }

@@ -32,20 +32,24 @@ var (
 // in the API body with dots and indexes (products[2].hours[0].timezone).
 type FieldError = domainerr.FieldError
 
-func invalid(field, reason string) error { return domainerr.Field(field, reason) }
+// Invalid is a FieldError: field breaks a rule, said by reason.
+func Invalid(field, reason string) error { return domainerr.Field(field, reason) }
 
-func invalidf(field, format string, args ...any) error {
+// Invalidf is Invalid with a formatted reason.
+func Invalidf(field, format string, args ...any) error {
 	return domainerr.Field(field, fmt.Sprintf(format, args...))
 }
 
-// notFound wraps ErrNotFound with what was looked for (the id is the
+// NotFound wraps ErrNotFound with what was looked for (the id is the
 // caller's own input, so naming it leaks nothing).
-func notFound(what, id string) error { return fmt.Errorf("%s %s: %w", what, id, ErrNotFound) }
+func NotFound(what, id string) error { return fmt.Errorf("%s %s: %w", what, id, ErrNotFound) }
 
-func conflict(format string, args ...any) error {
+// Conflict wraps ErrConflict with what conflicts.
+func Conflict(format string, args ...any) error {
 	return fmt.Errorf(format+": %w", append(args, ErrConflict)...)
 }
 
-func unavailable(what string, err error) error {
+// Unavailable wraps ErrUnavailable and the storage error that caused it.
+func Unavailable(what string, err error) error {
 	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
 }

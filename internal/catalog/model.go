@@ -1,3 +1,16 @@
+// Package catalog owns the catalog's model: sales channels, suppliers
+// (with how to reach their systems), products, rates, availabilities,
+// price schedules and bindings of products to channels; their validation
+// (each error names the field as the API body spells it); the Scope a
+// caller acts in; and Event, a catalog event with its states decoded,
+// with the checks it must pass before it is applied (DecodeEvent). The
+// payload on the topics is schemas.CatalogEvent.
+//
+// It must not know storage or HTTP: the Redis adapter is
+// internal/catalog/catalogredis, the renderings
+// internal/catalog/catalogwire, the HTTP mapping query/channel,
+// query/operator and query/reseller. It never logs or renders supplier
+// credentials.
 package catalog
 
 import (

@@ -1,19 +1,11 @@
 package catalog
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/switchbackhq/switchback/internal/bounds"
-	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Price schedules. The spec names a "price schedule" (reseller flow,
@@ -56,20 +48,20 @@ type DateRange struct{ Start, End time.Time }
 func parseDay(field, s string) (time.Time, error) {
 	d, err := time.Parse(DateLayout, s)
 	if err != nil {
-		return time.Time{}, invalid(field, "must be a date YYYY-MM-DD")
+		return time.Time{}, Invalid(field, "must be a date YYYY-MM-DD")
 	}
 	return d, nil
 }
 
-// validatePriceSchedule checks the entries and sorts them by From; their
+// ValidatePriceSchedule checks the entries and sorts them by From; their
 // days are within one year back and two years ahead of now
 // (internal/bounds).
-func validatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
+func ValidatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
 	if es == nil {
-		return invalid("entries", "is required (an array, possibly empty)")
+		return Invalid("entries", "is required (an array, possibly empty)")
 	}
 	if len(es) > MaxPriceScheduleEntries {
-		return invalidf("entries", "must have at most %d items", MaxPriceScheduleEntries)
+		return Invalidf("entries", "must have at most %d items", MaxPriceScheduleEntries)
 	}
 	for i := range es {
 		e := &es[i]
@@ -89,13 +81,13 @@ func validatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
 			return err
 		}
 		if until.Before(from) {
-			return invalid(f+".until", "must not be before from")
+			return Invalid(f+".until", "must not be before from")
 		}
 		if until.Sub(from) > maxScheduleSpan*24*time.Hour {
-			return invalidf(f+".until", "must be at most %d days after from", maxScheduleSpan)
+			return Invalidf(f+".until", "must be at most %d days after from", maxScheduleSpan)
 		}
 		if e.Prices == nil {
-			return invalid(f+".prices", "is required (an array, possibly empty)")
+			return Invalid(f+".prices", "is required (an array, possibly empty)")
 		}
 		if err := validatePrices(f+".prices", e.Prices, "in the entry"); err != nil {
 			return err
@@ -105,137 +97,10 @@ func validatePriceSchedule(es []PriceScheduleEntry, now time.Time) error {
 	slices.SortStableFunc(es, func(a, b PriceScheduleEntry) int { return strings.Compare(a.From, b.From) })
 	for i := 1; i < len(es); i++ {
 		if es[i].From <= es[i-1].Until {
-			return invalidf("entries", "the entries from %s and from %s overlap", es[i-1].From, es[i].From)
+			return Invalidf("entries", "the entries from %s and from %s overlap", es[i-1].From, es[i].From)
 		}
 	}
 	return nil
-}
-
-// PutPriceSchedule replaces the price schedule of a rate (the operator
-// path PUT .../rates/{rate_id}/priceschedule). The event carries the
-// replaced entries (read under the supplier's lock), so that the processor
-// finds the changed days from the event alone, whatever it has seen.
-func (s *Store) PutPriceSchedule(ctx context.Context, sc Scope, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
-	return s.PutPriceScheduleIn(ctx, sc, "", sid, pid, rid, es)
-}
-
-// PutPriceScheduleIn is PutPriceSchedule as part of the write batch (an
-// id of the caller's, the same for every rate of one product it writes;
-// "" for none): the event carries it (Event.Batch), so that the price
-// schedule notifications of the batch are one per product, subscriber
-// and window.
-func (s *Store) PutPriceScheduleIn(ctx context.Context, sc Scope, batch, sid, pid, rid string, es []PriceScheduleEntry) (PriceSchedule, error) {
-	if err := validatePriceSchedule(es, s.now()); err != nil {
-		return PriceSchedule{}, err
-	}
-	tx, err := s.lockSupplier(ctx, sc, sid, true)
-	if err != nil {
-		return PriceSchedule{}, err
-	}
-	defer s.release(ctx, tx.lock)
-	pipe := s.rdb.Pipeline()
-	rateCmd := pipe.HExists(ctx, s.k.rates(sid, pid), rid)
-	curCmd := pipe.HGet(ctx, s.k.prices(sid, pid), rid)
-	verCmd := pipe.HGet(ctx, s.k.versions(sid), verPrices(pid, rid))
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return PriceSchedule{}, unavailable("read price schedule", err)
-	}
-	if !rateCmd.Val() {
-		return PriceSchedule{}, notFound("rate", rid)
-	}
-	next := PriceSchedule{SupplierID: sid, ProductID: pid, RateID: rid, Entries: es}
-	var last int64
-	if v, err := verCmd.Result(); err == nil {
-		last = parseVersion(v)
-	}
-	prior := []PriceScheduleEntry{}
-	if raw, err := curCmd.Result(); err == nil {
-		var cur PriceSchedule
-		if err := json.Unmarshal([]byte(raw), &cur); err != nil {
-			return PriceSchedule{}, fmt.Errorf("decode stored price schedule: %w", err)
-		}
-		next.Version = cur.Version
-		if bytes.Equal(mustJSON(next), []byte(raw)) {
-			return cur, nil // the same schedule again: no new version
-		}
-		last = max(last, cur.Version)
-		prior = cur.Entries
-	}
-	next.Version = last + 1
-	ev := Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid, PriceSchedule: &next, PriorPrices: prior, Batch: batch}
-	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
-}
-
-// PriceSchedule returns the schedule of a rate p manages (an empty one,
-// version 0, when none was written).
-func (s *Store) PriceSchedule(ctx context.Context, sc Scope, sid, pid, rid string) (PriceSchedule, error) {
-	var rate *redis.BoolCmd
-	var cmd *redis.StringCmd
-	_, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
-		rate = pp.HExists(ctx, s.k.rates(sid, pid), rid)
-		cmd = pp.HGet(ctx, s.k.prices(sid, pid), rid)
-	})
-	if err != nil {
-		return PriceSchedule{}, err
-	}
-	if !rate.Val() {
-		return PriceSchedule{}, notFound("rate", rid)
-	}
-	return decodeSchedule(sid, pid, rid, cmd)
-}
-
-func decodeSchedule(sid, pid, rid string, cmd *redis.StringCmd) (PriceSchedule, error) {
-	raw, err := cmd.Result()
-	return decodeScheduleRaw(sid, pid, rid, raw, err == nil)
-}
-
-// decodeScheduleRaw is a stored schedule (ok: there is one), else the
-// empty schedule of the rate.
-func decodeScheduleRaw(sid, pid, rid, raw string, ok bool) (PriceSchedule, error) {
-	out := PriceSchedule{SupplierID: sid, ProductID: pid, RateID: rid, Entries: []PriceScheduleEntry{}}
-	if ok {
-		if err := json.Unmarshal([]byte(raw), &out); err != nil {
-			return out, fmt.Errorf("decode stored price schedule: %w", err)
-		}
-	}
-	return out, nil
-}
-
-// ChannelPriceSchedule is the schedule of a rate as a channel sees it:
-// only when the channel's binding of the product is open at now and binds
-// the rate (else ErrNotFound), with prices filtered by the binding's
-// priceTags (spec doc 2, binding rules), and only the entries that overlap
-// from..until (inclusive dates; zero: unbounded).
-func (s *Store) ChannelPriceSchedule(ctx context.Context, channel, sid, pid, rid string, from, until time.Time, now time.Time) (PriceSchedule, error) {
-	var rate *kvBool
-	var sched *kvStr
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) {
-		rate = b.hexists(s.k.rates(sid, pid), rid)
-		sched = b.hget(s.k.prices(sid, pid), rid)
-	})
-	if err != nil {
-		return PriceSchedule{}, err
-	}
-	if !rate.val || !t.binds(rid) {
-		return PriceSchedule{}, notFound("rate", rid)
-	}
-	ps, err := decodeScheduleRaw(sid, pid, rid, sched.val, sched.ok)
-	if err != nil {
-		return ps, err
-	}
-	kept := ps.Entries[:0]
-	for _, e := range ps.Entries {
-		if !from.IsZero() && e.Until < from.Format(DateLayout) {
-			continue
-		}
-		if !until.IsZero() && e.From > until.Format(DateLayout) {
-			continue
-		}
-		e.Prices = VisiblePrices(e.Prices, t.PriceTags)
-		kept = append(kept, e)
-	}
-	ps.Entries = kept
-	return ps, nil
 }
 
 // VisiblePrices are the prices a channel with these priceTags sees.

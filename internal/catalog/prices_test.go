@@ -46,7 +46,7 @@ func TestValidatePriceSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validatePriceSchedule(tt.in, fuzzNow)
+			err := ValidatePriceSchedule(tt.in, fuzzNow)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}

@@ -13,7 +13,7 @@ import (
 // ErrForbidden, so that an operator cannot learn which ids other
 // operators use. The zero Scope sees nothing: a write under it is
 // ErrForbidden (a reseller has no catalog scope; its reads go through
-// the channel's binding, reseller.go, not through a Scope).
+// the channel's binding, catalogredis/reseller.go, not through a Scope).
 //
 // The fields are unexported so that a scope comes from a principal
 // (ScopeOf, the HTTP handlers) or is named for what it is (SystemScope,
@@ -70,8 +70,8 @@ func (sc Scope) String() string {
 	return "no catalog scope"
 }
 
-// canManage reports whether sup is in the scope.
-func (sc Scope) canManage(sup *Supplier) bool {
+// CanManage reports whether sup is in the scope.
+func (sc Scope) CanManage(sup *Supplier) bool {
 	switch sc.kind {
 	case scopeAll:
 		return true
@@ -81,10 +81,10 @@ func (sc Scope) canManage(sup *Supplier) bool {
 	return false
 }
 
-// owner is the Owner of a supplier created in the scope: the operator's
+// Owner is the Owner of a supplier created in the scope: the operator's
 // id, or none for the whole catalog (only the whole catalog's scope
 // manages it then).
-func (sc Scope) owner() (string, error) {
+func (sc Scope) Owner() (string, error) {
 	switch sc.kind {
 	case scopeAll:
 		return "", nil

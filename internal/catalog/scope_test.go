@@ -31,16 +31,16 @@ func TestScopeOf_GivesEachRoleItsCatalogScope(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.scope.canManage(own); got != tt.own {
+			if got := tt.scope.CanManage(own); got != tt.own {
 				t.Errorf("manages its own supplier: %t, want %t", got, tt.own)
 			}
-			if got := tt.scope.canManage(other); got != tt.other {
+			if got := tt.scope.CanManage(other); got != tt.other {
 				t.Errorf("manages another operator's supplier: %t, want %t", got, tt.other)
 			}
-			if got := tt.scope.canManage(unowned); got != tt.unown {
+			if got := tt.scope.CanManage(unowned); got != tt.unown {
 				t.Errorf("manages a supplier without owner: %t, want %t", got, tt.unown)
 			}
-			owner, err := tt.scope.owner()
+			owner, err := tt.scope.Owner()
 			if owner != tt.owner || !errors.Is(err, tt.ownerErr) || (tt.ownerErr == nil && err != nil) {
 				t.Errorf("owner %q, %v; want %q, %v", owner, err, tt.owner, tt.ownerErr)
 			}

@@ -114,12 +114,12 @@ func ValidID(s string) bool {
 func checkID(field, s string, required bool) error {
 	if s == "" {
 		if required {
-			return invalid(field, "is required")
+			return Invalid(field, "is required")
 		}
 		return nil
 	}
 	if !ValidID(s) {
-		return invalidf(field, "must be 1 to %d letters, digits, '-', '.', '_' or '~'", MaxIDLen)
+		return Invalidf(field, "must be 1 to %d letters, digits, '-', '.', '_' or '~'", MaxIDLen)
 	}
 	return nil
 }
@@ -127,9 +127,9 @@ func checkID(field, s string, required bool) error {
 func checkName(field, s string, required bool) error {
 	switch {
 	case required && strings.TrimSpace(s) == "":
-		return invalid(field, "is required")
+		return Invalid(field, "is required")
 	case len(s) > maxNameLen:
-		return invalidf(field, "must be at most %d characters", maxNameLen)
+		return Invalidf(field, "must be at most %d characters", maxNameLen)
 	}
 	return nil
 }
@@ -138,13 +138,13 @@ func oneOf(field, s string, allowed ...string) error {
 	if s == "" || slices.Contains(allowed, s) {
 		return nil
 	}
-	return invalidf(field, "must be one of %s, not %q", strings.Join(allowed, ", "), s)
+	return Invalidf(field, "must be one of %s, not %q", strings.Join(allowed, ", "), s)
 }
 
 func allOf(field string, ss []string, allowed ...string) error {
 	for i, s := range ss {
 		if !slices.Contains(allowed, s) {
-			return invalidf(field+"["+strconv.Itoa(i)+"]", "must be one of %s, not %q", strings.Join(allowed, ", "), s)
+			return Invalidf(field+"["+strconv.Itoa(i)+"]", "must be one of %s, not %q", strings.Join(allowed, ", "), s)
 		}
 	}
 	return nil
@@ -160,11 +160,11 @@ func checkObject(field string, raw *json.RawMessage) error {
 		return nil
 	}
 	if t[0] != '{' {
-		return invalid(field, "must be an object")
+		return Invalid(field, "must be an object")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, t); err != nil {
-		return invalid(field, "must be an object")
+		return Invalid(field, "must be an object")
 	}
 	*raw = buf.Bytes()
 	return nil
@@ -174,16 +174,16 @@ func checkObject(field string, raw *json.RawMessage) error {
 func checkURL(field, s string, required bool) error {
 	if s == "" {
 		if required {
-			return invalid(field, "is required")
+			return Invalid(field, "is required")
 		}
 		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return invalid(field, "must be an absolute http or https URL")
+		return Invalid(field, "must be an absolute http or https URL")
 	}
 	if u.User != nil {
-		return invalid(field, "must not carry credentials; use connection.credentials")
+		return Invalid(field, "must not carry credentials; use connection.credentials")
 	}
 	return nil
 }
@@ -198,11 +198,11 @@ var (
 
 func checkNumber(field string, n json.Number, lo, hi float64) error {
 	if n == "" {
-		return invalid(field, "is required")
+		return Invalid(field, "is required")
 	}
 	f, err := strconv.ParseFloat(string(n), 64)
 	if err != nil || f < lo || f > hi {
-		return invalidf(field, "must be a number from %g to %g", lo, hi)
+		return Invalidf(field, "must be a number from %g to %g", lo, hi)
 	}
 	return nil
 }
@@ -228,7 +228,7 @@ func checkValidity(field string, v *Validity) error {
 		}
 	}
 	if !v.From.IsZero() && !v.Until.IsZero() && !v.From.Before(v.Until) {
-		return invalid(field+".until", "must be after from")
+		return Invalid(field+".until", "must be after from")
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func checkHours(field string, hs []Hours) error {
 		for j, d := range h.Dates {
 			t, err := time.Parse(time.DateOnly, d)
 			if err != nil || !reDate.MatchString(d) {
-				return invalid(idx(f+".dates", j), "must be a date YYYY-MM-DD")
+				return Invalid(idx(f+".dates", j), "must be a date YYYY-MM-DD")
 			}
 			if err := bounds.Validity(idx(f+".dates", j), t); err != nil {
 				return err
@@ -255,23 +255,23 @@ func checkHours(field string, hs []Hours) error {
 		}
 		for j, d := range h.DaysOfWeek {
 			if d < 1 || d > 7 {
-				return invalid(idx(f+".daysOfWeek", j), "must be 1 (Monday) to 7 (Sunday)")
+				return Invalid(idx(f+".daysOfWeek", j), "must be 1 (Monday) to 7 (Sunday)")
 			}
 		}
 		for j, t := range h.Times {
 			if !reHHMM.MatchString(t.Open) {
-				return invalid(idx(f+".times", j)+".open", "must be HH:mm (24-hour)")
+				return Invalid(idx(f+".times", j)+".open", "must be HH:mm (24-hour)")
 			}
 			if !reHHMM.MatchString(t.Close) {
-				return invalid(idx(f+".times", j)+".close", "must be HH:mm (24-hour)")
+				return Invalid(idx(f+".times", j)+".close", "must be HH:mm (24-hour)")
 			}
 		}
 		if h.Timezone != "" {
 			if h.Timezone == "Local" {
-				return invalid(f+".timezone", "must be an IANA time zone name")
+				return Invalid(f+".timezone", "must be an IANA time zone name")
 			}
 			if _, err := time.LoadLocation(h.Timezone); err != nil {
-				return invalid(f+".timezone", "must be an IANA time zone name")
+				return Invalid(f+".timezone", "must be an IANA time zone name")
 			}
 		}
 		if err := checkValidity(f+".valid", h.Valid); err != nil {
@@ -286,7 +286,7 @@ func checkLocation(field string, l *Location) error {
 		return nil
 	}
 	if a := l.Address; a != nil && a.CountryCode != "" && !reCountry.MatchString(a.CountryCode) {
-		return invalid(field+".address.countryCode", "must be an ISO 3166-1 alpha-3 code")
+		return Invalid(field+".address.countryCode", "must be an ISO 3166-1 alpha-3 code")
 	}
 	if ll := l.LongLat; ll != nil {
 		if err := checkNumber(field+".longLat.latitude", ll.Latitude, -90, 90); err != nil {
@@ -300,7 +300,7 @@ func checkLocation(field string, l *Location) error {
 		return err
 	}
 	if l.Order < 0 {
-		return invalid(field+".order", "must be 1 or more")
+		return Invalid(field+".order", "must be 1 or more")
 	}
 	for i, r := range l.References {
 		if err := checkURL(idx(field+".references", i)+".url", r.URL, false); err != nil {
@@ -313,7 +313,7 @@ func checkLocation(field string, l *Location) error {
 func checkLocalized(field string, ts []LocalizedText) error {
 	for i, t := range ts {
 		if t.Locale != "" && !reLocale.MatchString(t.Locale) {
-			return invalid(idx(field, i)+".locale", "must be a BCP 47 language tag")
+			return Invalid(idx(field, i)+".locale", "must be a BCP 47 language tag")
 		}
 	}
 	return nil
@@ -323,11 +323,11 @@ func checkConstraints(field string, cs []Constraint) error {
 	for i, c := range cs {
 		f := idx(field, i)
 		if c.Type == "" {
-			return invalid(f+".type", "is required")
+			return Invalid(f+".type", "is required")
 		}
 		if c.Pattern != "" {
 			if _, err := regexp.Compile(c.Pattern); err != nil {
-				return invalid(f+".pattern", "must be a valid regular expression")
+				return Invalid(f+".pattern", "must be a valid regular expression")
 			}
 		}
 		if c.Min != nil {
@@ -359,7 +359,7 @@ func checkAges(field string, minAge, maxAge *int32) error {
 		}
 	}
 	if minAge != nil && maxAge != nil && *minAge > *maxAge {
-		return invalid(field+".maxAge", "must be at least minAge")
+		return Invalid(field+".maxAge", "must be at least minAge")
 	}
 	return nil
 }
@@ -431,13 +431,13 @@ func checkTravelerTypes(field string, ts []TravelerType) error {
 			a := &t.AddOns[j]
 			af := idx(f+".addOns", j)
 			if a.ID == "" {
-				return invalid(af+".id", "is required")
+				return Invalid(af+".id", "is required")
 			}
 			if err := checkConstraints(af+".constraints", a.Constraints); err != nil {
 				return err
 			}
 			if a.Policy != nil && (a.Policy.CutOffTime < 0 || a.Policy.HoldablePeriod < 0) {
-				return invalid(af+".policy", "cutOffTime and holdablePeriod must be 0 or more")
+				return Invalid(af+".policy", "cutOffTime and holdablePeriod must be 0 or more")
 			}
 			if err := checkContent(af+".content", a.Content); err != nil {
 				return err
@@ -461,8 +461,8 @@ var (
 	connectionKinds   = []string{ConnectionPartner, ConnectionBookingSystem, ConnectionOCTO}
 )
 
-// validateSupplier checks the public data; prefix is "" or "suppliers[i].".
-func validateSupplier(prefix string, d *SupplierData) error {
+// ValidateSupplier checks the public data; prefix is "" or "suppliers[i].".
+func ValidateSupplier(prefix string, d *SupplierData) error {
 	if err := checkID(prefix+"id", d.ID, false); err != nil {
 		return err
 	}
@@ -473,7 +473,7 @@ func validateSupplier(prefix string, d *SupplierData) error {
 		return err
 	}
 	if strings.TrimSpace(d.Code) == "" {
-		return invalid(prefix+"code", "is required")
+		return Invalid(prefix+"code", "is required")
 	}
 	if err := checkName(prefix+"code", d.Code, true); err != nil {
 		return err
@@ -498,7 +498,7 @@ func validateSupplier(prefix string, d *SupplierData) error {
 	return checkContent(prefix+"content", d.Content)
 }
 
-// resolveConnection turns the input into the connection to store; cur is
+// ResolveConnection turns the input into the connection to store; cur is
 // the stored one (nil on create). The baseUrl must be admitted by the
 // outbound policy as far as the url alone tells (a literal loopback,
 // private, link-local or metadata address, localhost or plain http are
@@ -506,37 +506,37 @@ func validateSupplier(prefix string, d *SupplierData) error {
 // at the first synchronization, whose report would otherwise be the
 // operator's probe of our network. The clients check again at every call,
 // on the address they connect to.
-func resolveConnection(policy outbound.Policy, in *ConnectionInput, cur *Connection) (Connection, error) {
+func ResolveConnection(policy outbound.Policy, in *ConnectionInput, cur *Connection) (Connection, error) {
 	if in == nil {
 		if cur == nil {
-			return Connection{}, invalid("connection", "is required: {kind, baseUrl, credentials}")
+			return Connection{}, Invalid("connection", "is required: {kind, baseUrl, credentials}")
 		}
 		return *cur, nil
 	}
 	if in.Kind == "" {
-		return Connection{}, invalid("connection.kind", "is required ("+strings.Join(connectionKinds, ", ")+")")
+		return Connection{}, Invalid("connection.kind", "is required ("+strings.Join(connectionKinds, ", ")+")")
 	}
 	if !slices.Contains(connectionKinds, in.Kind) {
 		// No echo of the value: nothing of a connection is ever repeated.
-		return Connection{}, invalid("connection.kind", "must be one of "+strings.Join(connectionKinds, ", "))
+		return Connection{}, Invalid("connection.kind", "must be one of "+strings.Join(connectionKinds, ", "))
 	}
 	if err := checkURL("connection.baseUrl", in.BaseURL, true); err != nil {
 		return Connection{}, err
 	}
 	u, _ := url.Parse(in.BaseURL)
 	if u.RawQuery != "" || u.Fragment != "" {
-		return Connection{}, invalid("connection.baseUrl", "must not have a query or fragment")
+		return Connection{}, Invalid("connection.baseUrl", "must not have a query or fragment")
 	}
 	if err := policy.CheckURL(in.BaseURL); err != nil {
 		// The reason names the rule, never the url.
 		var ue *outbound.URLError
 		if errors.As(err, &ue) && errors.Is(err, outbound.ErrRefused) {
-			return Connection{}, invalid("connection.baseUrl", outbound.ErrRefused.Error()+": "+ue.Reason)
+			return Connection{}, Invalid("connection.baseUrl", outbound.ErrRefused.Error()+": "+ue.Reason)
 		}
 		if errors.As(err, &ue) {
-			return Connection{}, invalid("connection.baseUrl", ue.Reason)
+			return Connection{}, Invalid("connection.baseUrl", ue.Reason)
 		}
-		return Connection{}, invalid("connection.baseUrl", "must be an absolute https URL")
+		return Connection{}, Invalid("connection.baseUrl", "must be an absolute https URL")
 	}
 	// Doc 3: the endpoint SHOULD NOT end with '/'; every path is appended.
 	out := Connection{Kind: in.Kind, BaseURL: strings.TrimRight(in.BaseURL, "/")}
@@ -550,18 +550,18 @@ func resolveConnection(policy outbound.Policy, in *ConnectionInput, cur *Connect
 	case c.Set != nil && !*c.Set && c.APIKey == "" && c.APISecret == "" && c.BearerToken == "":
 		// {"set": false}: remove the stored credentials.
 	case c.BearerToken != "" && (c.APIKey != "" || c.APISecret != ""):
-		return Connection{}, invalid("connection.credentials", "must be apiKey and apiSecret, or bearerToken, not both")
+		return Connection{}, Invalid("connection.credentials", "must be apiKey and apiSecret, or bearerToken, not both")
 	case c.BearerToken != "":
 		out.Credentials = Credentials{BearerToken: c.BearerToken}
 	case c.APIKey == "" || c.APISecret == "":
-		return Connection{}, invalid("connection.credentials", "needs both apiKey and apiSecret (or a bearerToken)")
+		return Connection{}, Invalid("connection.credentials", "needs both apiKey and apiSecret (or a bearerToken)")
 	default:
 		out.Credentials = Credentials{APIKey: c.APIKey, APISecret: c.APISecret}
 	}
 	return out, nil
 }
 
-func validateProduct(prefix string, d *ProductData) error {
+func ValidateProduct(prefix string, d *ProductData) error {
 	if err := checkID(prefix+"id", d.ID, false); err != nil {
 		return err
 	}
@@ -572,11 +572,11 @@ func validateProduct(prefix string, d *ProductData) error {
 		return err
 	}
 	if d.Locale != "" && !reLocale.MatchString(d.Locale) {
-		return invalid(prefix+"locale", "must be a BCP 47 language tag")
+		return Invalid(prefix+"locale", "must be a BCP 47 language tag")
 	}
 	if d.TimeZone != "" {
 		if _, err := time.LoadLocation(d.TimeZone); err != nil || d.TimeZone == "Local" {
-			return invalid(prefix+"timeZone", "must be an IANA time zone name")
+			return Invalid(prefix+"timeZone", "must be an IANA time zone name")
 		}
 	}
 	if err := oneOf(prefix+"availabilityType", d.AvailabilityType, availabilityTypes...); err != nil {
@@ -610,17 +610,17 @@ func checkMoney(field string, m *Money) error {
 		return err
 	}
 	if !reAlpha3.MatchString(m.Currency) {
-		return invalid(field+".currency", "must be an ISO 4217 code")
+		return Invalid(field+".currency", "must be an ISO 4217 code")
 	}
 	return nil
 }
 
-func validateRate(prefix string, d *RateData) error {
+func ValidateRate(prefix string, d *RateData) error {
 	if err := checkID(prefix+"id", d.ID, false); err != nil {
 		return err
 	}
 	if d.OptionID != "" && d.OptionID != d.ID {
-		return invalid(prefix+"optionId", "is the rate id (options are rates); omit it or repeat id")
+		return Invalid(prefix+"optionId", "is the rate id (options are rates); omit it or repeat id")
 	}
 	if err := checkName(prefix+"name", d.Name, true); err != nil {
 		return err
@@ -635,7 +635,7 @@ func validateRate(prefix string, d *RateData) error {
 		}
 	}
 	if d.MaxTravelers > 0 && d.MaxTravelers < d.MinTravelers {
-		return invalid(prefix+"maxTravelers", "must be at least minTravelers")
+		return Invalid(prefix+"maxTravelers", "must be at least minTravelers")
 	}
 	if err := checkHours(prefix+"hours", d.Hours); err != nil {
 		return err
@@ -663,7 +663,7 @@ func validatePrices(field string, ps []Price, scope string) error {
 			return err
 		}
 		if seen[p.ID] {
-			return invalid(f+".id", "is not unique "+scope)
+			return Invalid(f+".id", "is not unique "+scope)
 		}
 		seen[p.ID] = true
 		for _, m := range []struct {
@@ -677,7 +677,7 @@ func validatePrices(field string, ps []Price, scope string) error {
 		for j, t := range p.IncludedTaxes {
 			tf := idx(f+".includedTaxes", j)
 			if !reAlpha3.MatchString(t.Currency) {
-				return invalid(tf+".currency", "must be an ISO 4217 code")
+				return Invalid(tf+".currency", "must be an ISO 4217 code")
 			}
 			if t.Net != "" {
 				if err := checkNumber(tf+".net", t.Net, -bounds.MaxMoney, bounds.MaxMoney); err != nil {
@@ -699,12 +699,12 @@ func validatePrices(field string, ps []Price, scope string) error {
 	return nil
 }
 
-// validateAvailabilities checks a rate's availabilities: unique ids, each
+// ValidateAvailabilities checks a rate's availabilities: unique ids, each
 // within one year back and two years ahead of now, capacities within
 // bounds.MaxCapacity (internal/bounds).
-func validateAvailabilities(as []Availability, now time.Time) error {
+func ValidateAvailabilities(as []Availability, now time.Time) error {
 	if len(as) > MaxAvailabilities {
-		return invalidf("availabilities", "must have at most %d items", MaxAvailabilities)
+		return Invalidf("availabilities", "must have at most %d items", MaxAvailabilities)
 	}
 	seen := make(map[string]bool, len(as))
 	for i := range as {
@@ -714,14 +714,14 @@ func validateAvailabilities(as []Availability, now time.Time) error {
 			return err
 		}
 		if seen[a.ID] {
-			return invalid(f+".id", "is not unique")
+			return Invalid(f+".id", "is not unique")
 		}
 		seen[a.ID] = true
 		if a.Start.IsZero() {
-			return invalid(f+".start", "is required (RFC 3339)")
+			return Invalid(f+".start", "is required (RFC 3339)")
 		}
 		if a.End.IsZero() {
-			return invalid(f+".end", "is required (RFC 3339)")
+			return Invalid(f+".end", "is required (RFC 3339)")
 		}
 		if err := bounds.Time(f+".start", a.Start, now); err != nil {
 			return err
@@ -730,7 +730,7 @@ func validateAvailabilities(as []Availability, now time.Time) error {
 			return err
 		}
 		if !a.Start.Before(a.End) {
-			return invalid(f+".end", "must be after start")
+			return Invalid(f+".end", "must be after start")
 		}
 		if err := bounds.Int(f+".capacity", int64(a.Capacity), 0, bounds.MaxCapacity); err != nil {
 			return err
@@ -741,20 +741,20 @@ func validateAvailabilities(as []Availability, now time.Time) error {
 			}
 		}
 		if len(a.SystemID) > MaxIDLen {
-			return invalidf(f+".systemId", "must be at most %d characters", MaxIDLen)
+			return Invalidf(f+".systemId", "must be at most %d characters", MaxIDLen)
 		}
 	}
 	return nil
 }
 
-// normalizeIDs checks a list of ids, drops duplicates and sorts it: a
+// NormalizeIDs checks a list of ids, drops duplicates and sorts it: a
 // binding's rate set is a set, stored in one canonical order so that the
 // same set always compares (and renders) equal.
-func normalizeIDs(field string, ids []string) ([]string, error) {
+func NormalizeIDs(field string, ids []string) ([]string, error) {
 	out := make([]string, 0, len(ids))
 	for i, id := range ids {
 		if !ValidID(id) {
-			return nil, invalid(idx(field, i), "is not a valid id")
+			return nil, Invalid(idx(field, i), "is not a valid id")
 		}
 		out = append(out, id)
 	}
@@ -762,11 +762,11 @@ func normalizeIDs(field string, ids []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-func normalizeTags(field string, tags []string) ([]string, error) {
+func NormalizeTags(field string, tags []string) ([]string, error) {
 	out := make([]string, 0, len(tags))
 	for i, t := range tags {
 		if t == "" || len(t) > maxNameLen {
-			return nil, invalidf(idx(field, i), "must be 1 to %d characters", maxNameLen)
+			return nil, Invalidf(idx(field, i), "must be 1 to %d characters", maxNameLen)
 		}
 		out = append(out, t)
 	}
@@ -774,7 +774,7 @@ func normalizeTags(field string, tags []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-func validateChannel(in *ChannelInput) error {
+func ValidateChannel(in *ChannelInput) error {
 	if err := checkID("id", in.ID, false); err != nil {
 		return err
 	}
@@ -788,4 +788,30 @@ func validateChannel(in *ChannelInput) error {
 		return err
 	}
 	return checkURL("url", in.URL, false)
+}
+
+// NormalizeBinding checks a binding write and gives the binding it
+// stores: priceAt defaults to unknown, tags and rate ids normalized.
+func NormalizeBinding(in BindingInput) (Binding, error) {
+	b := Binding{PriceAt: in.PriceAt}
+	if b.PriceAt == "" {
+		b.PriceAt = PriceAtUnknown
+	}
+	if err := oneOf("priceAt", b.PriceAt, priceAts...); err != nil {
+		return b, err
+	}
+	var err error
+	if b.PriceTags, err = NormalizeTags("priceTags", in.PriceTags); err != nil {
+		return b, err
+	}
+	if b.RateIDs, err = NormalizeIDs("rateIds", in.RateIDs); err != nil {
+		return b, err
+	}
+	if in.Valid != nil {
+		if err := checkValidity("valid", in.Valid); err != nil {
+			return b, err
+		}
+		b.Valid = *in.Valid
+	}
+	return b, nil
 }

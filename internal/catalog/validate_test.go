@@ -1,14 +1,12 @@
 package catalog
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/bounds"
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
@@ -53,7 +51,7 @@ func TestResolveConnection_BaseURLFollowsTheOutboundPolicy(t *testing.T) {
 				policy outbound.Policy
 				bad    bool
 			}{{outbound.Policy{}, tt.refused || tt.invalid}, {outbound.Policy{AllowHTTP: true, AllowPrivate: true}, tt.invalid}} {
-				_, err := resolveConnection(c.policy, in, nil)
+				_, err := ResolveConnection(c.policy, in, nil)
 				if !c.bad {
 					if err != nil {
 						t.Fatalf("%+v: %v, want accepted", c.policy, err)
@@ -103,9 +101,9 @@ func TestValidateSupplier_NamesTheField(t *testing.T) {
 			if err := httpapi.DecodeJSON([]byte(tt.body), &in); err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			err := validateSupplier("", &in.SupplierData)
+			err := ValidateSupplier("", &in.SupplierData)
 			if err == nil {
-				_, err = resolveConnection(outbound.Policy{}, in.Connection, nil)
+				_, err = ResolveConnection(outbound.Policy{}, in.Connection, nil)
 			}
 			checkField(t, err, tt.field)
 		})
@@ -157,196 +155,22 @@ func TestValidateProductAndRate_NamesTheField(t *testing.T) {
 				if err := httpapi.DecodeJSON([]byte(tt.body), &in); err != nil {
 					t.Fatal(err)
 				}
-				err = validateRate("", &in.RateData)
+				err = ValidateRate("", &in.RateData)
 			} else {
 				var in ProductInput
 				if err := httpapi.DecodeJSON([]byte(tt.body), &in); err != nil {
 					t.Fatal(err)
 				}
-				err = validateProduct("", &in.ProductData)
+				err = ValidateProduct("", &in.ProductData)
 			}
 			checkField(t, err, tt.field)
 		})
 	}
 }
 
-// roundTrip checks what a rebuild relies on: a validated record encodes,
-// decodes and encodes again to the same bytes.
-func roundTrip[T any](t *testing.T, v *T) {
-	t.Helper()
-	a := mustJSON(v)
-	var back T
-	if err := json.Unmarshal(a, &back); err != nil {
-		t.Fatalf("stored form does not decode: %v: %s", err, a)
-	}
-	if b := mustJSON(&back); !bytes.Equal(a, b) {
-		t.Fatalf("stored form is not stable:\n%s\n%s", a, b)
-	}
-}
-
-func FuzzSupplierBody(f *testing.F) {
-	f.Add([]byte(`{"name":"n","code":"c","connection":{"kind":"partner","baseUrl":"https://x.example/","credentials":{"apiKey":"k","apiSecret":"s"}}}`))
-	f.Add([]byte(`{"id":"s1","name":"n","code":"c","extensions":{"a":[1,{"b":null}]},"mainLocation":{"longLat":{"latitude":1e1,"longitude":-0.5},"references":[{"url":"https://m.example"}]},"hours":[{"dates":["2024-01-01"],"daysOfWeek":[7],"times":[{"open":"00:00","close":"24:00"}],"timezone":"UTC","valid":{"from":"2024-01-01T00:00:00+02:00"}}],"travelerTypes":[{"minAge":0,"maxAge":3,"addOns":[{"id":"a","content":{"ratings":[{"source":"x","average":{"value":4.5}}]}}]}],"content":{"duration":{"length":"1.5"},"categories":[[{"text":"x","locale":"fr-CA"}]]},"connection":{"kind":"octo","baseUrl":"http://h","credentials":{"set":true}}}`))
-	f.Add([]byte(`{"name":"\u00e9","code":"<&>","ext":{"k":"v"},"connection":{"kind":"bookingsystem","baseUrl":"https://h/v2","credentials":{"bearerToken":"t"}}}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var in SupplierInput
-		if httpapi.DecodeJSON(body, &in) != nil {
-			return
-		}
-		if validateSupplier("", &in.SupplierData) != nil {
-			return
-		}
-		conn, err := resolveConnection(outbound.Policy{}, in.Connection, nil)
-		if err != nil {
-			return
-		}
-		sup := Supplier{SupplierData: in.SupplierData, Version: 1, Connection: conn}
-		roundTrip(t, &sup)
-		for _, b := range [][]byte{renderV12(&sup), renderV13(&sup, false), renderV13(&sup, true), mustJSON(sup.View())} {
-			if !json.Valid(b) {
-				t.Fatalf("invalid rendering %s", b)
-			}
-		}
-		if conn.Credentials.Set() && bytes.Contains(mustJSON(sup.View()), []byte(`"apiSecret"`)) {
-			t.Fatal("view carries credentials")
-		}
-	})
-}
-
-func FuzzProductBody(f *testing.F) {
-	f.Add([]byte(`{"name":"n","availabilityType":"OPENING_HOURS","deliveryFormats":["TEXT"],"timeZone":"Europe/Paris","locations":[{"order":2}]}`))
-	f.Add([]byte(`{"products":[{"name":"n"}]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var in ProductInput
-		if httpapi.DecodeJSON(body, &in) != nil || validateProductInput("", "s1", &in) != nil {
-			return
-		}
-		p := Product{SupplierID: "s1", ProductData: in.ProductData, Version: 1}
-		roundTrip(t, &p)
-	})
-}
-
-func FuzzRateBody(f *testing.F) {
-	f.Add([]byte(`{"name":"n","prices":[{"id":"a","labels":["x","y"],"net":{"amount":1.25,"currency":"EUR"},"includedTaxes":[{"currency":"EUR","net":0.2}],"travelerType":{"minAge":1}}]}`), "x")
-	f.Add([]byte(`{"id":"r","optionId":"r","name":"n","valid":{"until":"2030-01-01T00:00:00Z"},"hours":[{"timezone":"Asia/Tokyo"}]}`), "")
-	f.Fuzz(func(t *testing.T, body []byte, tag string) {
-		var in RateInput
-		if httpapi.DecodeJSON(body, &in) != nil || validateRateInput("", "s1", "p1", &in) != nil {
-			return
-		}
-		if in.ID == "" {
-			in.ID = "r"
-		}
-		in.OptionID = in.ID
-		r := Rate{SupplierID: "s1", ProductID: "p1", RateData: in.RateData, Version: 1}
-		roundTrip(t, &r)
-		raw := renderRate(&r)
-		out, err := filterPrices(raw, []string{tag})
-		if err != nil || !json.Valid(out) {
-			t.Fatalf("filter prices: %v %s", err, out)
-		}
-	})
-}
-
-func FuzzBindingBody(f *testing.F) {
-	f.Add([]byte(`{"meta":{},"priceAt":"PRICE_AT_SALE","priceTags":["b","a","a"],"rateIds":["r2","r1"],"valid":{"from":"2020-01-01T00:00:00Z","until":"2030-01-01T00:00:00-05:00"}}`))
-	f.Add([]byte(`{"optionIds":["a"]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var in BindingInput
-		if httpapi.DecodeJSON(body, &in) != nil {
-			return
-		}
-		b, err := normalizeBinding(in)
-		if err != nil {
-			return
-		}
-		b.SupplierID, b.ProductID, b.ChannelID, b.Version = "s", "p", "c", 1
-		roundTrip(t, &b)
-		if _, rest := indexOpen(indexValue(&b), 0); rest != string(mustJSON(&b)) {
-			t.Fatalf("index value does not carry the binding: %q", rest)
-		}
-	})
-}
-
 // fuzzNow is the clock of the fuzz targets and table tests whose dates are
 // judged against the window of internal/bounds.
 var fuzzNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-
-func FuzzAvailabilitiesBody(f *testing.F) {
-	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2030-01-01T09:00:00Z","end":"2030-01-01T10:00:00+01:00","capacity":0,"maxCapacity":0}]}`))
-	f.Add([]byte(`{"availabilities":[{"id":"a","start":"2027-01-01T09:00:00Z","end":"2027-01-01T10:00:00+01:00","capacity":3,"maxCapacity":9}]}`))
-	f.Add([]byte(`{"availabilities":[{"id":"a","start":"0001-01-01T09:00:00Z","end":"9999-01-01T10:00:00Z","capacity":9223372036854775807}]}`))
-	from, until := bounds.Window(fuzzNow)
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var in struct {
-			Availabilities []Availability `json:"availabilities"`
-		}
-		if httpapi.DecodeJSON(body, &in) != nil || validateAvailabilities(in.Availabilities, fuzzNow) != nil {
-			return
-		}
-		// Accepted: within the window and the capacity bound, so that no
-		// column downstream (DateTime, Int32) can wrap.
-		for _, a := range in.Availabilities {
-			if a.Start.Before(from) || a.End.After(until) || a.Capacity < 0 || a.Capacity > bounds.MaxCapacity ||
-				a.MaxCapacity != nil && *a.MaxCapacity > bounds.MaxCapacity {
-				t.Fatalf("accepted out of bounds: %+v", a)
-			}
-		}
-		for i := range in.Availabilities {
-			in.Availabilities[i].Start, in.Availabilities[i].End = in.Availabilities[i].Start.UTC(), in.Availabilities[i].End.UTC()
-		}
-		set := AvailabilitySet{SupplierID: "s", ProductID: "p", RateID: "r", Availabilities: in.Availabilities, Version: 1}
-		roundTrip(t, &set)
-	})
-}
-
-func FuzzChannelBody(f *testing.F) {
-	f.Add([]byte(`{"id":"c1","name":"n","companyName":"c","config":{"a":"b"},"logoUrl":"https://l.example/x.png"}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var in ChannelInput
-		if httpapi.DecodeJSON(body, &in) != nil || validateChannel(&in) != nil {
-			return
-		}
-		c := Channel{ID: "c", Name: in.Name, CompanyName: in.CompanyName, Config: in.Config, Ext: in.Ext, LogoURL: in.LogoURL, URL: in.URL, Version: 1}
-		roundTrip(t, &c)
-	})
-}
-
-func FuzzPriceScheduleBody(f *testing.F) {
-	f.Add([]byte(`{"entries":[{"from":"2027-01-01","until":"2027-01-31","prices":[{"id":"a","labels":["x"],"retail":{"amount":10,"currency":"EUR"}}]},{"from":"2026-12-01","until":"2026-12-01","prices":[]}]}`))
-	f.Add([]byte(`{"entries":[{"from":"2027-01-01","until":"2026-01-31","prices":[]}]}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var in struct {
-			Entries []PriceScheduleEntry `json:"entries"`
-		}
-		if httpapi.DecodeJSON(body, &in) != nil || validatePriceSchedule(in.Entries, fuzzNow) != nil {
-			return
-		}
-		// Accepted: sorted, never overlapping, a schedule is no change
-		// to itself, and against nothing every entry's days changed.
-		days := 0
-		for i, e := range in.Entries {
-			if i > 0 && e.From <= in.Entries[i-1].Until {
-				t.Fatalf("accepted overlapping or unsorted entries %v", in.Entries)
-			}
-			from, _ := time.Parse(DateLayout, e.From)
-			until, _ := time.Parse(DateLayout, e.Until)
-			days += int(until.Sub(from)/(24*time.Hour)) + 1
-		}
-		if got := ChangedPriceDays(in.Entries, in.Entries, nil); len(got) != 0 {
-			t.Fatalf("a schedule differs from itself on %v", got)
-		}
-		changed := 0
-		for _, r := range ChangedPriceDays(nil, in.Entries, nil) {
-			changed += int(r.End.Sub(r.Start) / (24 * time.Hour))
-		}
-		if changed != days {
-			t.Fatalf("first schedule changed %d days, its entries cover %d", changed, days)
-		}
-		ps := PriceSchedule{SupplierID: "s", ProductID: "p", RateID: "r", Entries: in.Entries, Version: 1}
-		roundTrip(t, &ps)
-	})
-}
 
 // TestBounds_DatesAndNumbersOfOperatorBodies: issue 18 found holds at year
 // 0001, 100-year availability windows and capacities of 2^63-1 accepted.
@@ -362,23 +186,23 @@ func TestBounds_DatesAndNumbersOfOperatorBodies(t *testing.T) {
 		field string // "" accepted
 	}{
 		{"availability next month", func() error {
-			return validateAvailabilities([]Availability{{ID: "a", Start: at(30 * 24 * time.Hour), End: at(30*24*time.Hour + time.Hour), Capacity: 5}}, now)
+			return ValidateAvailabilities([]Availability{{ID: "a", Start: at(30 * 24 * time.Hour), End: at(30*24*time.Hour + time.Hour), Capacity: 5}}, now)
 		}, ""},
 		{"availability at year 0001", func() error {
-			return validateAvailabilities([]Availability{{ID: "a", Start: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), End: at(time.Hour)}}, now)
+			return ValidateAvailabilities([]Availability{{ID: "a", Start: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), End: at(time.Hour)}}, now)
 		}, "availabilities[0].start"},
 		{"a 100-year availability", func() error {
-			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: now.AddDate(100, 0, 0)}}, now)
+			return ValidateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: now.AddDate(100, 0, 0)}}, now)
 		}, "availabilities[0].end"},
 		{"capacity 2^62", func() error {
-			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: big}}, now)
+			return ValidateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: big}}, now)
 		}, "availabilities[0].capacity"},
 		{"maxCapacity 2^62", func() error {
-			return validateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: 1, MaxCapacity: &big}}, now)
+			return ValidateAvailabilities([]Availability{{ID: "a", Start: at(time.Hour), End: at(2 * time.Hour), Capacity: 1, MaxCapacity: &big}}, now)
 		}, "availabilities[0].maxCapacity"},
-		{"cutoff of 2^62 seconds", func() error { return validateRate("", &RateData{Name: "r", Cutoff: big}) }, "cutoff"},
-		{"holdablePeriod over a year", func() error { return validateRate("", &RateData{Name: "r", HoldablePeriod: 400 * 24 * 3600}) }, "holdablePeriod"},
-		{"maxTravelers 2^62", func() error { return validateRate("", &RateData{Name: "r", MaxTravelers: big}) }, "maxTravelers"},
+		{"cutoff of 2^62 seconds", func() error { return ValidateRate("", &RateData{Name: "r", Cutoff: big}) }, "cutoff"},
+		{"holdablePeriod over a year", func() error { return ValidateRate("", &RateData{Name: "r", HoldablePeriod: 400 * 24 * 3600}) }, "holdablePeriod"},
+		{"maxTravelers 2^62", func() error { return ValidateRate("", &RateData{Name: "r", MaxTravelers: big}) }, "maxTravelers"},
 		{"validity at year 9999", func() error {
 			return checkValidity("valid", &Validity{From: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)})
 		}, "valid.from"},

@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/platform/instrument"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -87,7 +88,7 @@ type Options struct {
 	// lost while it ran (stream.ConsumerConfig.Fence).
 	Fence stream.Fence
 	// Store is the catalog view the events are applied to. Required.
-	Store *catalogstore.Store
+	Store *catalogredis.Store
 	// Subscribers and Rules decide who is notified. Required.
 	Subscribers Subscribers
 	Rules       Rules
@@ -169,7 +170,7 @@ func (p *Processor) Rebuild(ctx context.Context) error {
 // Handle applies one record and publishes its notifications; it is the
 // consumer's stream.Handler. An unusable record is logged and skipped.
 func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
-	env, ok, err := catalogstore.DecodeMessage(m)
+	env, ok, err := catalogredis.DecodeMessage(m)
 	if err == nil && !ok {
 		return nil
 	}
@@ -268,7 +269,7 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 		return nil
 	}
 	for _, m := range msgs {
-		if len(m.Value) > 0 && catalogstore.RecordType(m.Value) == availType {
+		if len(m.Value) > 0 && catalogredis.RecordType(m.Value) == availType {
 			run = append(run, m)
 			continue
 		}

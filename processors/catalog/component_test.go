@@ -10,7 +10,9 @@ import (
 	"time"
 
 	catalogstore "github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/registry"
@@ -164,16 +166,16 @@ func reads(t *testing.T, e *catalogtest.Env) map[string]string {
 		ch := c.Principal.ChannelID
 		for _, v := range []struct {
 			name string
-			v    catalogstore.SupplierVersion
-		}{{"v1.2", catalogstore.SupplierV12}, {"v1.3", catalogstore.SupplierV13}} {
+			v    catalogredis.SupplierVersion
+		}{{"v1.2", catalogredis.SupplierV12}, {"v1.3", catalogredis.SupplierV13}} {
 			at(name + " " + v.name + " suppliers")(st.AppendSuppliers(ctx, nil, ch, v.v, "", "", now))
 			at(name + " " + v.name + " suppliers?code=S1")(st.AppendSuppliers(ctx, nil, ch, v.v, "", "S1", now))
 		}
 		for _, sid := range []string{"s1", "s2", "s3"} {
 			for _, v := range []struct {
 				name string
-				v    catalogstore.SupplierVersion
-			}{{"v1.2", catalogstore.SupplierV12}, {"v1.3", catalogstore.SupplierV13}, {"v1.3 content", catalogstore.SupplierV13Content}} {
+				v    catalogredis.SupplierVersion
+			}{{"v1.2", catalogredis.SupplierV12}, {"v1.3", catalogredis.SupplierV13}, {"v1.3 content", catalogredis.SupplierV13Content}} {
 				at(name + " " + v.name + " supplier " + sid)(st.AppendSupplier(ctx, nil, ch, sid, v.v, now))
 			}
 			at(name + " products " + sid)(st.AppendProducts(ctx, nil, ch, sid, now))
@@ -187,19 +189,19 @@ func reads(t *testing.T, e *catalogtest.Env) map[string]string {
 		}
 	}
 	admin := catalogstore.ScopeOf(e.Admin.Principal)
-	at("admin suppliers")(each(catalogstore.Supplier.View)(st.Suppliers(ctx, admin)))
-	at("admin channels")(each(catalogstore.Channel.View)(st.Channels(ctx)))
+	at("admin suppliers")(each(catalogwire.SupplierOf)(st.Suppliers(ctx, admin)))
+	at("admin channels")(each(catalogwire.ChannelOf)(st.Channels(ctx)))
 	for _, sid := range []string{"s1", "s2"} {
 		sup, err := st.Supplier(ctx, admin, sid)
-		at("admin supplier "+sid)(sup.View(), err)
+		at("admin supplier "+sid)(catalogwire.SupplierOf(sup), err)
 		at("admin products " + sid)(st.Products(ctx, admin, sid))
 		for _, pid := range []string{"p1", "p2", "p3"} {
 			k := sid + "/" + pid
 			at("admin product " + k)(st.Product(ctx, admin, sid, pid))
-			at("admin rates " + k)(each(catalogstore.Rate.View)(st.Rates(ctx, admin, sid, pid)))
+			at("admin rates " + k)(each(catalogwire.RateOf)(st.Rates(ctx, admin, sid, pid)))
 			bs, err := st.ProductBindings(ctx, admin, sid, pid)
-			at("admin bindings " + k)(each(catalogstore.BoundProduct.ChannelRate)(bs, err))
-			at("admin v2 bindings " + k)(each(catalogstore.BoundProduct.V2)(bs, err))
+			at("admin bindings " + k)(each(catalogwire.BoundProduct.ChannelRate)(bs, err))
+			at("admin v2 bindings " + k)(each(catalogwire.BoundProduct.V2)(bs, err))
 			at("admin availabilities " + k + "/r1")(st.Availabilities(ctx, admin, sid, pid, "r1"))
 		}
 	}

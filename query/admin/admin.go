@@ -28,7 +28,7 @@ type Principals interface {
 	List() []principals.Principal
 }
 
-// Channels tells whether a sales channel exists (*catalog.Store implements
+// Channels tells whether a sales channel exists (*catalogredis.Store implements
 // it): a reseller principal belongs to one existing channel.
 type Channels interface {
 	Channel(ctx context.Context, id string) (catalog.Channel, error)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -41,7 +43,7 @@ const (
 )
 
 // Register adds the channel interface v1.2 routes to s.
-func Register(s *httpapi.Server, store *catalog.Store) {
+func Register(s *httpapi.Server, store *catalogredis.Store) {
 	h := handlers{st: store}
 	g := s.Group(httpapi.BaseChannelV12)
 	const (
@@ -83,7 +85,7 @@ func Register(s *httpapi.Server, store *catalog.Store) {
 	g.Handle(http.MethodDelete, rate, operatorRoles, h.deleteRate)
 	// Availabilities.
 	// The operators' hot write: the catalog reads the views' epoch in the
-	// batch's own pipelines (catalog.PipelinedFence).
+	// batch's own pipelines (catalogredis.PipelinedFence).
 	g.HandleFenced(http.MethodPut, rate+"/availabilities", operatorRoles, h.putAvailabilities)
 	g.Handle(http.MethodGet, rate+"/availabilities", operatorRoles, h.getAvailabilities)
 	// Price schedule (not shown in the spec: docs/decisions.md).
@@ -95,7 +97,7 @@ func Register(s *httpapi.Server, store *catalog.Store) {
 // POST /admin/v1/channels {name, companyName, ...} -> 201 with the channel
 // (its id at the top level), GET /admin/v1/channels, GET and PUT
 // /admin/v1/channels/{id}.
-func RegisterAdmin(s *httpapi.Server, store *catalog.Store) {
+func RegisterAdmin(s *httpapi.Server, store *catalogredis.Store) {
 	h := handlers{st: store}
 	g := s.Group(httpapi.BaseAdminV1)
 	g.Handle(http.MethodPost, "/channels", adminOnly, h.adminCreateChannel)
@@ -104,7 +106,7 @@ func RegisterAdmin(s *httpapi.Server, store *catalog.Store) {
 	g.Handle(http.MethodPut, "/channels/{id}", adminOnly, h.adminPutChannel)
 }
 
-type handlers struct{ st *catalog.Store }
+type handlers struct{ st *catalogredis.Store }
 
 func writeCtx(r *httpapi.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), writeTimeout)
@@ -113,11 +115,11 @@ func writeCtx(r *httpapi.Request) (context.Context, context.CancelFunc) {
 // ---- channels ----
 
 type channelsBody struct {
-	Channels []catalog.ChannelView `json:"channels"`
+	Channels []catalogwire.ChannelView `json:"channels"`
 }
 
 type channelBody struct {
-	Channel catalog.ChannelView `json:"channel"`
+	Channel catalogwire.ChannelView `json:"channel"`
 }
 
 func (h handlers) listChannels(r *httpapi.Request) error {
@@ -125,9 +127,9 @@ func (h handlers) listChannels(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := channelsBody{Channels: make([]catalog.ChannelView, len(cs))}
+	out := channelsBody{Channels: make([]catalogwire.ChannelView, len(cs))}
 	for i, c := range cs {
-		out.Channels[i] = c.View()
+		out.Channels[i] = catalogwire.ChannelOf(c)
 	}
 	return r.JSON(http.StatusOK, out)
 }
@@ -146,13 +148,13 @@ func (h handlers) getChannel(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, channelBody{Channel: c.View()})
+	return r.JSON(http.StatusOK, channelBody{Channel: catalogwire.ChannelOf(c)})
 }
 
 // ---- bindings ----
 
 type channelRatesBody struct {
-	ChannelRates []catalog.ChannelRate `json:"channelRates"`
+	ChannelRates []catalogwire.ChannelRate `json:"channelRates"`
 }
 
 func (h handlers) listBindings(r *httpapi.Request) error {
@@ -160,7 +162,7 @@ func (h handlers) listBindings(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := channelRatesBody{ChannelRates: make([]catalog.ChannelRate, len(bs))}
+	out := channelRatesBody{ChannelRates: make([]catalogwire.ChannelRate, len(bs))}
 	for i, b := range bs {
 		out.ChannelRates[i] = b.ChannelRate()
 	}
@@ -172,7 +174,7 @@ func (h handlers) getBinding(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, channelRatesBody{ChannelRates: []catalog.ChannelRate{b.ChannelRate()}})
+	return r.JSON(http.StatusOK, channelRatesBody{ChannelRates: []catalogwire.ChannelRate{b.ChannelRate()}})
 }
 
 func (h handlers) createBinding(r *httpapi.Request) error { return h.writeBinding(r, true) }
@@ -187,7 +189,7 @@ func (h handlers) writeBinding(r *httpapi.Request, create bool) error {
 	defer cancel()
 	sid, pid, cid := r.Param(pSupplier), r.Param(pProduct), r.Param(pChannel)
 	var (
-		b   catalog.BoundProduct
+		b   catalogwire.BoundProduct
 		err error
 	)
 	status := http.StatusOK
@@ -200,7 +202,7 @@ func (h handlers) writeBinding(r *httpapi.Request, create bool) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(status, channelRatesBody{ChannelRates: []catalog.ChannelRate{b.ChannelRate()}})
+	return r.JSON(status, channelRatesBody{ChannelRates: []catalogwire.ChannelRate{b.ChannelRate()}})
 }
 
 func (h handlers) deleteBinding(r *httpapi.Request) error {
@@ -215,11 +217,11 @@ func (h handlers) deleteBinding(r *httpapi.Request) error {
 // ---- suppliers ----
 
 type supplierBody struct {
-	Supplier catalog.SupplierView `json:"supplier"`
+	Supplier catalogwire.SupplierView `json:"supplier"`
 }
 
 type suppliersBody struct {
-	Suppliers []catalog.SupplierView `json:"suppliers"`
+	Suppliers []catalogwire.SupplierView `json:"suppliers"`
 }
 
 func (h handlers) createSupplier(r *httpapi.Request) error {
@@ -233,7 +235,7 @@ func (h handlers) createSupplier(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusCreated, supplierBody{Supplier: sup.View()})
+	return r.JSON(http.StatusCreated, supplierBody{Supplier: catalogwire.SupplierOf(sup)})
 }
 
 func (h handlers) listSuppliers(r *httpapi.Request) error {
@@ -241,9 +243,9 @@ func (h handlers) listSuppliers(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := suppliersBody{Suppliers: make([]catalog.SupplierView, len(sups))}
+	out := suppliersBody{Suppliers: make([]catalogwire.SupplierView, len(sups))}
 	for i, s := range sups {
-		out.Suppliers[i] = s.View()
+		out.Suppliers[i] = catalogwire.SupplierOf(s)
 	}
 	return r.JSON(http.StatusOK, out)
 }
@@ -253,7 +255,7 @@ func (h handlers) getSupplier(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, supplierBody{Supplier: sup.View()})
+	return r.JSON(http.StatusOK, supplierBody{Supplier: catalogwire.SupplierOf(sup)})
 }
 
 func (h handlers) putSupplier(r *httpapi.Request) error {
@@ -267,7 +269,7 @@ func (h handlers) putSupplier(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, supplierBody{Supplier: sup.View()})
+	return r.JSON(http.StatusOK, supplierBody{Supplier: catalogwire.SupplierOf(sup)})
 }
 
 func (h handlers) deleteSupplier(r *httpapi.Request) error {
@@ -364,11 +366,11 @@ func (h handlers) deleteProduct(r *httpapi.Request) error {
 // ---- rates ----
 
 type rateBody struct {
-	Rate catalog.RateView `json:"rate"`
+	Rate catalogwire.RateView `json:"rate"`
 }
 
 type ratesBody struct {
-	Rates []catalog.RateView `json:"rates"`
+	Rates []catalogwire.RateView `json:"rates"`
 }
 
 // bulkRatesRequest is POST /bulk/suppliers/{supplier_id}/products/{product_id}/rates.
@@ -377,9 +379,9 @@ type bulkRatesRequest struct {
 }
 
 func views(rs []catalog.Rate) ratesBody {
-	out := ratesBody{Rates: make([]catalog.RateView, len(rs))}
+	out := ratesBody{Rates: make([]catalogwire.RateView, len(rs))}
 	for i, r := range rs {
-		out.Rates[i] = r.View()
+		out.Rates[i] = catalogwire.RateOf(r)
 	}
 	return out
 }
@@ -395,7 +397,7 @@ func (h handlers) createRate(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusCreated, rateBody{Rate: rt.View()})
+	return r.JSON(http.StatusCreated, rateBody{Rate: catalogwire.RateOf(rt)})
 }
 
 func (h handlers) bulkRates(r *httpapi.Request) error {
@@ -425,7 +427,7 @@ func (h handlers) getRate(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, rateBody{Rate: rt.View()})
+	return r.JSON(http.StatusOK, rateBody{Rate: catalogwire.RateOf(rt)})
 }
 
 func (h handlers) putRate(r *httpapi.Request) error {
@@ -439,7 +441,7 @@ func (h handlers) putRate(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, rateBody{Rate: rt.View()})
+	return r.JSON(http.StatusOK, rateBody{Rate: catalogwire.RateOf(rt)})
 }
 
 func (h handlers) deleteRate(r *httpapi.Request) error {

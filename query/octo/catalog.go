@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/octowire"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -49,7 +50,7 @@ func fail(err error, nf *Error) error {
 // may not use is what FORBIDDEN names).
 func (s *Service) visibleSupplier(r *httpapi.Request) (catalog.SupplierData, error) {
 	sid := r.Param(pSupplier)
-	raw, err := s.cat.AppendSupplier(r.Context(), nil, r.Principal.ChannelID, sid, catalog.SupplierV12, s.now())
+	raw, err := s.cat.AppendSupplier(r.Context(), nil, r.Principal.ChannelID, sid, catalogredis.SupplierV12, s.now())
 	if err != nil {
 		return catalog.SupplierData{}, fail(err, newError(ErrNameForbidden, "No supplier "+quote(sid)+" is sold on your channel"))
 	}

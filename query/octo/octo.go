@@ -35,6 +35,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/octowire"
 	"github.com/switchbackhq/switchback/internal/platform/instrument"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -62,9 +63,9 @@ const HeaderCapabilities = "Octo-Capabilities"
 var resellerOnly = []principals.Role{principals.RoleReseller}
 
 // Catalog is what the OCTO endpoints read of the catalog: the reseller
-// renderings, visibility applied (*catalog.Store implements it).
+// renderings, visibility applied (*catalogredis.Store implements it).
 type Catalog interface {
-	AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v catalog.SupplierVersion, now time.Time) ([]byte, error)
+	AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v catalogredis.SupplierVersion, now time.Time) ([]byte, error)
 	AppendProducts(ctx context.Context, dst []byte, channel, sid string, now time.Time) ([]byte, error)
 	AppendProduct(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
 	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)

@@ -17,6 +17,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -37,7 +38,7 @@ var errDown = errors.New("redis: connection refused")
 
 func notFound(what string) error { return domainerr.New("NOT_FOUND", what+" not found") }
 
-func (fakeCatalog) AppendSupplier(_ context.Context, dst []byte, _, sid string, _ catalog.SupplierVersion, _ time.Time) ([]byte, error) {
+func (fakeCatalog) AppendSupplier(_ context.Context, dst []byte, _, sid string, _ catalogredis.SupplierVersion, _ time.Time) ([]byte, error) {
 	switch sid {
 	case "sup":
 		return append(dst, `{"id":"sup","name":"Sup","code":"S","contacts":[{"email":"a@b.example","phone":"+41"}]}`...), nil

@@ -19,7 +19,7 @@ import (
 // suppliers it owns, an admin all; another operator's report is 404.
 
 // CronScope is what the cron report routes need of the catalog: which
-// suppliers an operator owns. *catalog.Store implements it.
+// suppliers an operator owns. *catalogredis.Store implements it.
 type CronScope interface {
 	Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error)
 	OwnsSupplier(ctx context.Context, operatorID, supplierID string) (bool, error)

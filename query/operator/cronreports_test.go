@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/cronreport"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
@@ -46,7 +46,7 @@ func TestCronReports_EveryRuleAndStatus(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 6, 0, 0, 0, time.UTC)
 	clk := &cronClock{t: t0}
 	reports := cronreport.NewStore(cronreport.Options{Redis: rdb, Publisher: rec, Clock: clk.Now})
-	cat := catalog.NewStore(catalog.Options{Redis: rdb, Publisher: &catalogtest.Recorder{}}) // the same view as the API's catalog
+	cat := catalogredis.NewStore(catalogredis.Options{Redis: rdb, Publisher: &catalogtest.Recorder{}}) // the same view as the API's catalog
 	e := querytest.Start(t, querytest.Options{RedisURL: url, Routes: func(s *httpapi.Server) {
 		operator.RegisterCronReports(s, cat, reports)
 	}})

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
@@ -30,7 +32,7 @@ const (
 )
 
 // Register adds the operator v2 channel-management routes to s.
-func Register(s *httpapi.Server, store *catalog.Store) {
+func Register(s *httpapi.Server, store *catalogredis.Store) {
 	h := handlers{st: store}
 	g := s.Group(httpapi.BaseOperatorV2)
 	const bindings = "/suppliers/{" + pSupplier + "}/products/{" + pProduct + "}/bindings"
@@ -41,10 +43,10 @@ func Register(s *httpapi.Server, store *catalog.Store) {
 	g.Handle(http.MethodDelete, bindings+"/{"+pChannel+"}", operatorRoles, h.delete)
 }
 
-type handlers struct{ st *catalog.Store }
+type handlers struct{ st *catalogredis.Store }
 
 type channelsBody struct {
-	Channels []catalog.ChannelV2 `json:"channels"`
+	Channels []catalogwire.ChannelV2 `json:"channels"`
 }
 
 func (h handlers) channels(r *httpapi.Request) error {
@@ -52,19 +54,19 @@ func (h handlers) channels(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := channelsBody{Channels: make([]catalog.ChannelV2, len(cs))}
+	out := channelsBody{Channels: make([]catalogwire.ChannelV2, len(cs))}
 	for i, c := range cs {
-		out.Channels[i] = catalog.ChannelV2{ID: c.ID, Name: c.Name, CompanyName: c.CompanyName}
+		out.Channels[i] = catalogwire.ChannelV2{ID: c.ID, Name: c.Name, CompanyName: c.CompanyName}
 	}
 	return r.JSON(http.StatusOK, out)
 }
 
 type bindingsBody struct {
-	Bindings []catalog.BindingV2 `json:"bindings"`
+	Bindings []catalogwire.BindingV2 `json:"bindings"`
 }
 
 type bindingBody struct {
-	Binding catalog.BindingV2 `json:"binding"`
+	Binding catalogwire.BindingV2 `json:"binding"`
 }
 
 // putRequest is the PUT body: the complete set of bound options.
@@ -77,7 +79,7 @@ func (h handlers) list(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	out := bindingsBody{Bindings: make([]catalog.BindingV2, len(bs))}
+	out := bindingsBody{Bindings: make([]catalogwire.BindingV2, len(bs))}
 	for i, b := range bs {
 		out.Bindings[i] = b.V2()
 	}

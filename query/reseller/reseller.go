@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -32,11 +33,11 @@ const (
 	pRate     = "rate_id"
 )
 
-// Reader is what the reseller API needs of the catalog; *catalog.Store
+// Reader is what the reseller API needs of the catalog; *catalogredis.Store
 // implements it.
 type Reader interface {
-	AppendSuppliers(ctx context.Context, dst []byte, channel string, v catalog.SupplierVersion, partnerID, code string, now time.Time) ([]byte, error)
-	AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v catalog.SupplierVersion, now time.Time) ([]byte, error)
+	AppendSuppliers(ctx context.Context, dst []byte, channel string, v catalogredis.SupplierVersion, partnerID, code string, now time.Time) ([]byte, error)
+	AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v catalogredis.SupplierVersion, now time.Time) ([]byte, error)
 	AppendProducts(ctx context.Context, dst []byte, channel, sid string, now time.Time) ([]byte, error)
 	AppendProduct(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
 	AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error)
@@ -80,10 +81,14 @@ type handlers struct {
 	now func() time.Time
 }
 
-func (h handlers) suppliersV12(r *httpapi.Request) error { return h.suppliers(r, catalog.SupplierV12) }
-func (h handlers) suppliersV13(r *httpapi.Request) error { return h.suppliers(r, catalog.SupplierV13) }
+func (h handlers) suppliersV12(r *httpapi.Request) error {
+	return h.suppliers(r, catalogredis.SupplierV12)
+}
+func (h handlers) suppliersV13(r *httpapi.Request) error {
+	return h.suppliers(r, catalogredis.SupplierV13)
+}
 
-func (h handlers) suppliers(r *httpapi.Request, v catalog.SupplierVersion) error {
+func (h handlers) suppliers(r *httpapi.Request, v catalogredis.SupplierVersion) error {
 	args := r.Ctx.QueryArgs()
 	partnerID, code := string(args.Peek("partner_id")), string(args.Peek("code"))
 	return write(r, "suppliers", func(dst []byte) ([]byte, error) {
@@ -93,15 +98,15 @@ func (h handlers) suppliers(r *httpapi.Request, v catalog.SupplierVersion) error
 
 func (h handlers) supplierV12(r *httpapi.Request) error {
 	return write(r, "supplier", func(dst []byte) ([]byte, error) {
-		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), catalog.SupplierV12, h.now())
+		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), catalogredis.SupplierV12, h.now())
 	})
 }
 
 func (h handlers) supplierV13(r *httpapi.Request) error {
-	v := catalog.SupplierV13
+	v := catalogredis.SupplierV13
 	switch c := r.Ctx.QueryArgs().Peek("content"); string(c) {
 	case "true":
-		v = catalog.SupplierV13Content
+		v = catalogredis.SupplierV13Content
 	case "", "false":
 	default:
 		return apierror.Invalid("content", "must be true or false")

@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
@@ -122,7 +123,7 @@ type Options struct {
 
 // Env is a running catalog store.
 type Env struct {
-	Store      *catalog.Store
+	Store      *catalogredis.Store
 	Redis      redis.UniversalClient
 	Rec        *Recorder // nil with Kafka
 	Brokers    []string  // nil without Kafka
@@ -198,7 +199,7 @@ func Start(t testing.TB, opts Options) *Env {
 	// loopback over http: the outbound policy is relaxed explicitly.
 	// Credentials are sealed at rest with a key of the test's own.
 	e.Keyring = NewKeyring(t)
-	e.Store = catalog.NewStore(catalog.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger,
+	e.Store = catalogredis.NewStore(catalogredis.Options{Redis: e.Redis, Publisher: pub, Logger: e.Logger,
 		Outbound: outbound.Policy{AllowHTTP: true, AllowPrivate: true}, Secrets: e.Keyring})
 
 	e.Principals = principals.NewStore(&Recorder{})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
 
@@ -23,7 +25,7 @@ const writeTimeout = 16 * time.Second
 // catalog; the routes themselves are tested under query/.
 type Writer struct {
 	t  testing.TB
-	st *catalog.Store
+	st *catalogredis.Store
 	p  principals.Principal
 }
 
@@ -191,19 +193,19 @@ func (w Writer) PutPriceSchedule(sid, pid, rid, body string) catalog.PriceSchedu
 }
 
 // CreateBinding is POST .../products/{pid}/channels/{cid}.
-func (w Writer) CreateBinding(sid, pid, cid, body string) catalog.BoundProduct {
+func (w Writer) CreateBinding(sid, pid, cid, body string) catalogwire.BoundProduct {
 	w.t.Helper()
 	in := Decode[catalog.BindingInput](w.t, body)
-	return do(w, "bind "+sid+"/"+pid+" to "+cid, func(ctx context.Context) (catalog.BoundProduct, error) {
+	return do(w, "bind "+sid+"/"+pid+" to "+cid, func(ctx context.Context) (catalogwire.BoundProduct, error) {
 		return w.st.CreateBinding(ctx, w.scope(), sid, pid, cid, in)
 	})
 }
 
 // PutBinding is PUT .../products/{pid}/channels/{cid}.
-func (w Writer) PutBinding(sid, pid, cid, body string) catalog.BoundProduct {
+func (w Writer) PutBinding(sid, pid, cid, body string) catalogwire.BoundProduct {
 	w.t.Helper()
 	in := Decode[catalog.BindingInput](w.t, body)
-	return do(w, "put binding of "+sid+"/"+pid+" to "+cid, func(ctx context.Context) (catalog.BoundProduct, error) {
+	return do(w, "put binding of "+sid+"/"+pid+" to "+cid, func(ctx context.Context) (catalogwire.BoundProduct, error) {
 		return w.st.PutBinding(ctx, w.scope(), sid, pid, cid, in)
 	})
 }
@@ -211,9 +213,9 @@ func (w Writer) PutBinding(sid, pid, cid, body string) catalog.BoundProduct {
 // PutOptions is the operator v2 PUT
 // /operator/v2/suppliers/{sid}/products/{pid}/bindings/{cid}
 // {"optionIds":[...]}.
-func (w Writer) PutOptions(sid, pid, cid string, optionIDs ...string) catalog.BoundProduct {
+func (w Writer) PutOptions(sid, pid, cid string, optionIDs ...string) catalogwire.BoundProduct {
 	w.t.Helper()
-	return do(w, "put options of "+sid+"/"+pid+" on "+cid, func(ctx context.Context) (catalog.BoundProduct, error) {
+	return do(w, "put options of "+sid+"/"+pid+" on "+cid, func(ctx context.Context) (catalogwire.BoundProduct, error) {
 		return w.st.PutOptions(ctx, w.scope(), sid, pid, cid, optionIDs)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/availcache"
 	internalbooking "github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/changerequest"
 	"github.com/switchbackhq/switchback/internal/cronreport"
 	"github.com/switchbackhq/switchback/internal/platform/config"
@@ -295,9 +296,9 @@ func ensureFixedPrincipals(ctx context.Context, cfg config.Config, store *princi
 type shared struct {
 	principals *principals.Store
 	registry   *registry.Registry
-	catalog    *catalog.Store
+	catalog    *catalogredis.Store
 	// catalogView is the query tier's copy of the catalog (nil without it).
-	catalogView *catalog.View
+	catalogView *catalogredis.View
 	sender      *webhook.Sender
 	partner     *partner.Client
 	avail       *availcache.Service
@@ -336,13 +337,13 @@ func startShared(ctx context.Context, cfg config.Config, query bool, d *deps, lo
 	})
 	// The query tier answers reseller catalog reads from its own copy of
 	// the catalog while it is fresh (issue 21; startQuery runs it).
-	var view *catalog.View
+	var view *catalogredis.View
 	if query && cfg.CatalogViewBound > 0 {
-		view = catalog.NewView(catalog.ViewOptions{Brokers: d.brokers, Bound: cfg.CatalogViewBound, Logger: log, Registerer: reg})
+		view = catalogredis.NewView(catalogredis.ViewOptions{Brokers: d.brokers, Bound: cfg.CatalogViewBound, Logger: log, Registerer: reg})
 	}
 	// A supplier with holds or bookings that are not final cannot be
 	// deleted: the bookings view (read only here) counts them.
-	cat := catalog.NewStore(catalog.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
+	cat := catalogredis.NewStore(catalogredis.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
 		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis}), Secrets: secrets, View: view})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})

@@ -1,20 +1,21 @@
-package catalog
+package catalogredis
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-func availWireCases() []AvailabilitySet {
+func availWireCases() []catalog.AvailabilitySet {
 	paris, _ := time.LoadLocation("Europe/Paris")
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	max := 40
-	return []AvailabilitySet{
-		{SupplierID: "s1", ProductID: "p1", RateID: "r1", Availabilities: []Availability{}, Version: 1},
-		{SupplierID: "s1", ProductID: "p1", RateID: "r1", Availabilities: []Availability{
+	return []catalog.AvailabilitySet{
+		{SupplierID: "s1", ProductID: "p1", RateID: "r1", Availabilities: []catalog.Availability{}, Version: 1},
+		{SupplierID: "s1", ProductID: "p1", RateID: "r1", Availabilities: []catalog.Availability{
 			{ID: "w", Start: start, End: start.Add(2 * time.Hour), Capacity: 10},
 			{ID: "b64.abc<&>", Start: start.In(paris).Add(time.Nanosecond), End: start.Add(3 * time.Hour), Capacity: 0, MaxCapacity: &max},
 			{ID: "7f1f3a52-4a1e-5b9e-9d0c-3c6f7a1b2c3d", Start: start, End: start.Add(time.Hour), Capacity: 3, SystemID: "2026-12-01T10:00:00+01:00#09:00-12:00"},
@@ -30,7 +31,7 @@ func TestAvailWire_MatchesEncodingJSON(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("case %d set\n got %s\nwant %s", i, got, want)
 		}
-		ev := Event{Kind: schemas.CatalogKindAvailability, SupplierID: set.SupplierID, ProductID: set.ProductID, RateID: set.RateID, Availability: &set}
+		ev := catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: set.SupplierID, ProductID: set.ProductID, RateID: set.RateID, Availability: &set}
 		wantEv, _ := json.Marshal(ev)
 		if gotEv := availEventJSON(set, got); string(gotEv) != string(wantEv) {
 			t.Fatalf("case %d event\n got %s\nwant %s", i, gotEv, wantEv)

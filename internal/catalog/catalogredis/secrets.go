@@ -1,9 +1,10 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
 )
 
@@ -21,7 +22,7 @@ func credentialAAD(sid, field string) string { return "supplier/" + sid + "/" + 
 // stored value, so that a PUT repeating the credentials changes nothing
 // (no new version). Without a key, new credentials are refused
 // (keyring.ErrNoKey), never stored in clear.
-func (s *Store) sealCredentials(sid string, c Credentials, cur *Credentials) (Credentials, error) {
+func (s *Store) sealCredentials(sid string, c catalog.Credentials, cur *catalog.Credentials) (catalog.Credentials, error) {
 	fields := []struct {
 		name      string
 		v, stored *string
@@ -42,7 +43,7 @@ func (s *Store) sealCredentials(sid string, c Credentials, cur *Credentials) (Cr
 		}
 		sealed, err := s.secrets.Seal(*f.v, aad)
 		if err != nil {
-			return Credentials{}, fmt.Errorf("supplier %s credentials: %w", sid, err)
+			return catalog.Credentials{}, fmt.Errorf("supplier %s credentials: %w", sid, err)
 		}
 		*f.v = sealed
 	}
@@ -50,7 +51,7 @@ func (s *Store) sealCredentials(sid string, c Credentials, cur *Credentials) (Cr
 }
 
 // openCredentials opens the sealed fields of sup's credentials.
-func (s *Store) openCredentials(_ context.Context, sup *Supplier) error {
+func (s *Store) openCredentials(_ context.Context, sup *catalog.Supplier) error {
 	c := &sup.Connection.Credentials
 	for _, f := range []struct {
 		name string

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
@@ -22,12 +23,12 @@ func (o openCount) OpenBookings(_ context.Context, sid string) (int, error) { re
 func TestSupplierIDs_AreTheirOperatorsForEver(t *testing.T) {
 	s, rec, rdb := newStore(t)
 	ctx := context.Background()
-	opB := ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
+	opB := catalog.ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("sup-r", "A's")); err != nil {
 		t.Fatal(err)
 	}
 	_, live := s.CreateSupplier(ctx, opB, supplierIn("sup-r", "B's"))
-	if !errors.Is(live, ErrConflict) {
+	if !errors.Is(live, catalog.ErrConflict) {
 		t.Fatalf("B creating A's live id: %v, want ErrConflict", live)
 	}
 	if err := s.DeleteSupplier(ctx, opA, "sup-r"); err != nil {
@@ -36,7 +37,7 @@ func TestSupplierIDs_AreTheirOperatorsForEver(t *testing.T) {
 	check := func(t *testing.T) {
 		t.Helper()
 		_, err := s.CreateSupplier(ctx, opB, supplierIn("sup-r", "B's"))
-		if !errors.Is(err, ErrConflict) {
+		if !errors.Is(err, catalog.ErrConflict) {
 			t.Fatalf("B creating A's deleted id: %v, want ErrConflict", err)
 		}
 		if err.Error() != live.Error() || strings.Contains(err.Error(), "op-a") {
@@ -77,7 +78,7 @@ func TestDeleteSupplier_RefusedWhileItHasOpenBookings(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.DeleteSupplier(ctx, opA, "sup-b")
-	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "2 holds or bookings") {
+	if !errors.Is(err, catalog.ErrConflict) || !strings.Contains(err.Error(), "2 holds or bookings") {
 		t.Fatalf("delete with open bookings: %v, want ErrConflict saying how many", err)
 	}
 	if _, err := s.Supplier(ctx, opA, "sup-b"); err != nil {
@@ -92,13 +93,13 @@ func TestDeleteSupplier_RefusedWhileItHasOpenBookings(t *testing.T) {
 // TestConnectionRef_NamesTheSystemNotTheCredentials: rotating credentials
 // keeps the ref, another baseUrl or kind changes it.
 func TestConnectionRef_NamesTheSystemNotTheCredentials(t *testing.T) {
-	base := Connection{Kind: ConnectionPartner, BaseURL: "https://p.example/api", Credentials: Credentials{APIKey: "k", APISecret: "s"}}
+	base := catalog.Connection{Kind: catalog.ConnectionPartner, BaseURL: "https://p.example/api", Credentials: catalog.Credentials{APIKey: "k", APISecret: "s"}}
 	rotated := base
-	rotated.Credentials = Credentials{APIKey: "k2", APISecret: "s2"}
+	rotated.Credentials = catalog.Credentials{APIKey: "k2", APISecret: "s2"}
 	moved := base
 	moved.BaseURL = "https://other.example/api"
 	kind := base
-	kind.Kind = ConnectionOCTO
+	kind.Kind = catalog.ConnectionOCTO
 	if base.Ref() != rotated.Ref() || base.Ref() == moved.Ref() || base.Ref() == kind.Ref() {
 		t.Fatalf("refs: base %s rotated %s moved %s kind %s", base.Ref(), rotated.Ref(), moved.Ref(), kind.Ref())
 	}

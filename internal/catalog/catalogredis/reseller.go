@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 )
 
 // Reseller reads: the hot path. Visibility is governed by channel binding
@@ -47,13 +50,13 @@ func (v SupplierVersion) field() string {
 // filters that are not empty. Two batches of reads.
 func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string, v SupplierVersion, partnerID, code string, now time.Time) ([]byte, error) {
 	dst = append(dst, '[')
-	if !ValidID(channel) {
+	if !catalog.ValidID(channel) {
 		return append(dst, ']'), nil
 	}
 	b := s.reads()
 	members := b.smembers(s.k.chanSuppliers(channel))
 	if err := b.exec(ctx); err != nil {
-		return dst, unavailable("read channel suppliers", err)
+		return dst, catalog.Unavailable("read channel suppliers", err)
 	}
 	ids := members.val
 	if len(ids) == 0 {
@@ -69,7 +72,7 @@ func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string,
 		sup[i] = b.hmget(s.k.supplier(id), field, fieldCode, fieldPartnerID)
 	}
 	if err := b.exec(ctx); err != nil {
-		return dst, unavailable("read suppliers", err)
+		return dst, catalog.Unavailable("read suppliers", err)
 	}
 	nowMs := millis(now)
 	first := true
@@ -99,17 +102,17 @@ func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string,
 // AppendSupplier appends the supplier's JSON object if the channel sees
 // it at now. One batch.
 func (s *Store) AppendSupplier(ctx context.Context, dst []byte, channel, sid string, v SupplierVersion, now time.Time) ([]byte, error) {
-	if !ValidID(channel) || !ValidID(sid) {
-		return dst, notFound("supplier", sid)
+	if !catalog.ValidID(channel) || !catalog.ValidID(sid) {
+		return dst, catalog.NotFound("supplier", sid)
 	}
 	b := s.reads()
 	idx := b.hvals(s.k.chanSupplier(channel, sid))
 	body := b.hget(s.k.supplier(sid), v.field())
 	if err := b.exec(ctx); err != nil {
-		return dst, unavailable("read supplier", err)
+		return dst, catalog.Unavailable("read supplier", err)
 	}
 	if !body.ok || !anyOpen(idx.val, millis(now)) {
-		return dst, notFound("supplier", sid)
+		return dst, catalog.NotFound("supplier", sid)
 	}
 	return append(dst, body.val...), nil
 }
@@ -118,29 +121,29 @@ func (s *Store) AppendSupplier(ctx context.Context, dst []byte, channel, sid str
 // to the channel at now, by id; a supplier the channel does not see is
 // ErrNotFound. Two batches.
 func (s *Store) AppendProducts(ctx context.Context, dst []byte, channel, sid string, now time.Time) ([]byte, error) {
-	if !ValidID(channel) || !ValidID(sid) {
-		return dst, notFound("supplier", sid)
+	if !catalog.ValidID(channel) || !catalog.ValidID(sid) {
+		return dst, catalog.NotFound("supplier", sid)
 	}
 	b := s.reads()
 	boundCmd := b.hgetall(s.k.chanSupplier(channel, sid))
 	if err := b.exec(ctx); err != nil {
-		return dst, unavailable("read channel index", err)
+		return dst, catalog.Unavailable("read channel index", err)
 	}
 	nowMs := millis(now)
 	pids := make([]string, 0, len(boundCmd.val))
 	for pid, v := range boundCmd.val {
-		if open, _ := indexOpen(v, nowMs); open {
+		if open, _ := catalogwire.IndexOpen(v, nowMs); open {
 			pids = append(pids, pid)
 		}
 	}
 	if len(pids) == 0 {
-		return dst, notFound("supplier", sid)
+		return dst, catalog.NotFound("supplier", sid)
 	}
 	slices.Sort(pids)
 	b = s.reads()
 	vals := b.hmget(s.k.products(sid), pids...)
 	if err := b.exec(ctx); err != nil {
-		return dst, unavailable("read products", err)
+		return dst, catalog.Unavailable("read products", err)
 	}
 	dst = append(dst, '[')
 	first := true
@@ -172,21 +175,21 @@ func (t bindingTerms) binds(rid string) bool {
 // ErrNotFound.
 func (s *Store) boundProduct(ctx context.Context, channel, sid, pid string, now time.Time, more func(kvBatch)) (bindingTerms, error) {
 	var t bindingTerms
-	if !ValidID(channel) || !ValidID(sid) || !ValidID(pid) {
-		return t, notFound("product", pid)
+	if !catalog.ValidID(channel) || !catalog.ValidID(sid) || !catalog.ValidID(pid) {
+		return t, catalog.NotFound("product", pid)
 	}
 	b := s.reads()
 	idx := b.hget(s.k.chanSupplier(channel, sid), pid)
 	more(b)
 	if err := b.exec(ctx); err != nil {
-		return t, unavailable("read product", err)
+		return t, catalog.Unavailable("read product", err)
 	}
 	if !idx.ok {
-		return t, notFound("product", pid)
+		return t, catalog.NotFound("product", pid)
 	}
-	open, raw := indexOpen(idx.val, millis(now))
+	open, raw := catalogwire.IndexOpen(idx.val, millis(now))
 	if !open {
-		return t, notFound("product", pid)
+		return t, catalog.NotFound("product", pid)
 	}
 	return parseTerms(raw)
 }
@@ -213,7 +216,7 @@ func parseTerms(raw string) (bindingTerms, error) {
 	t.RateIDs = make([]string, 0, strings.Count(list, ",")+1)
 	for item := range strings.SplitSeq(list, ",") {
 		id := strings.Trim(item, `"`)
-		if !ValidID(id) {
+		if !catalog.ValidID(id) {
 			return t, fmt.Errorf("decode channel index: rate id %q", id)
 		}
 		t.RateIDs = append(t.RateIDs, id)
@@ -229,7 +232,7 @@ func (s *Store) AppendProduct(ctx context.Context, dst []byte, channel, sid, pid
 		return dst, err
 	}
 	if !body.ok {
-		return dst, notFound("product", pid)
+		return dst, catalog.NotFound("product", pid)
 	}
 	return append(dst, body.val...), nil
 }
@@ -272,7 +275,7 @@ func (s *Store) AppendRate(ctx context.Context, dst []byte, channel, sid, pid, r
 		return dst, err
 	}
 	if !body.ok || !t.binds(rid) {
-		return dst, notFound("rate", rid)
+		return dst, catalog.NotFound("rate", rid)
 	}
 	return appendRate(dst, body.val, t.PriceTags)
 }
@@ -281,7 +284,7 @@ func appendRate(dst []byte, raw string, tags []string) ([]byte, error) {
 	if len(tags) == 0 {
 		return append(dst, raw...), nil
 	}
-	b, err := filterPrices([]byte(raw), tags)
+	b, err := catalogwire.FilterPrices([]byte(raw), tags)
 	if err != nil {
 		return dst, fmt.Errorf("decode stored rate: %w", err)
 	}

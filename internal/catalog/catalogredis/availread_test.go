@@ -1,17 +1,19 @@
-package catalog
+package catalogredis
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 // availRecordValue is an availability event record as the writer
 // publishes it.
-func availRecordValue(set AvailabilitySet) []byte {
+func availRecordValue(set catalog.AvailabilitySet) []byte {
 	raw := availSetJSON(set)
 	env := schemas.Envelope{ID: "e1", Type: schemas.CatalogEventType(schemas.CatalogKindAvailability, false), Key: set.SupplierID + "/" + set.ProductID + "/" + set.RateID,
 		Version: set.Version, Time: time.Date(2026, 11, 25, 10, 0, 0, 123000, time.UTC), Source: "catalog", Data: availEventJSON(set, raw)}
@@ -31,15 +33,15 @@ func checkAvailRecord(t *testing.T, value []byte) {
 	if err != nil || !isCatalog {
 		t.Fatalf("fast path took %q; slow path: catalog=%v %v", value, isCatalog, err)
 	}
-	ev, err := DecodeEvent(env)
+	ev, err := catalog.DecodeEvent(env)
 	if err != nil {
 		t.Fatalf("fast path took %q; DecodeEvent: %v", value, err)
 	}
-	var fromFast AvailabilitySet
+	var fromFast catalog.AvailabilitySet
 	if err := json.Unmarshal(rec.set, &fromFast); err != nil {
 		t.Fatalf("fast path's set %q does not decode: %v", rec.set, err)
 	}
-	if string(mustJSON(fromFast)) != string(mustJSON(ev.Availability)) || rec.version != env.Version || !rec.at.Equal(env.Time) ||
+	if string(catalogwire.MustJSON(fromFast)) != string(catalogwire.MustJSON(ev.Availability)) || rec.version != env.Version || !rec.at.Equal(env.Time) ||
 		rec.sid != ev.SupplierID || rec.pid != ev.ProductID || rec.rid != ev.RateID {
 		t.Fatalf("fast path on %q: %+v, slow %+v %+v", value, rec, env, ev)
 	}
@@ -48,7 +50,7 @@ func checkAvailRecord(t *testing.T, value []byte) {
 func TestAvailRecordFast_TakesTheWritersRecordsAndAgrees(t *testing.T) {
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	max := 9
-	plain := AvailabilitySet{SupplierID: "s1", ProductID: "p1", RateID: "r1", Version: 7, Availabilities: []Availability{
+	plain := catalog.AvailabilitySet{SupplierID: "s1", ProductID: "p1", RateID: "r1", Version: 7, Availabilities: []catalog.Availability{
 		{ID: "w1", Start: start, End: start.Add(time.Hour), Capacity: 3},
 		{ID: "b64.abc", Start: start.Add(2 * time.Hour), End: start.Add(3 * time.Hour), Capacity: 0, MaxCapacity: &max},
 	}}

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/instrument"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -232,7 +233,7 @@ func (v *View) apply(m stream.Message) error {
 		}
 		return nil
 	}
-	ev, err := DecodeEvent(env)
+	ev, err := catalog.DecodeEvent(env)
 	if err != nil {
 		v.log.Warn("catalog view: skipping an unusable event", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
 		return nil

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -10,43 +10,45 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 )
 
 // ---- channels ----
 
 // Channels lists every sales channel, by id.
-func (s *Store) Channels(ctx context.Context) ([]Channel, error) {
+func (s *Store) Channels(ctx context.Context) ([]catalog.Channel, error) {
 	vals, err := s.rdb.HVals(ctx, s.k.channels()).Result()
 	if err != nil {
-		return nil, unavailable("read channels", err)
+		return nil, catalog.Unavailable("read channels", err)
 	}
-	out := make([]Channel, 0, len(vals))
+	out := make([]catalog.Channel, 0, len(vals))
 	for _, v := range vals {
-		var c Channel
+		var c catalog.Channel
 		if err := json.Unmarshal([]byte(v), &c); err != nil {
 			return nil, fmt.Errorf("decode stored channel: %w", err)
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b Channel) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b catalog.Channel) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
 // Channel returns one channel or ErrNotFound.
-func (s *Store) Channel(ctx context.Context, cid string) (Channel, error) {
-	if !ValidID(cid) {
-		return Channel{}, notFound("channel", cid)
+func (s *Store) Channel(ctx context.Context, cid string) (catalog.Channel, error) {
+	if !catalog.ValidID(cid) {
+		return catalog.Channel{}, catalog.NotFound("channel", cid)
 	}
 	raw, err := s.rdb.HGet(ctx, s.k.channels(), cid).Result()
 	if errors.Is(err, redis.Nil) {
-		return Channel{}, notFound("channel", cid)
+		return catalog.Channel{}, catalog.NotFound("channel", cid)
 	}
 	if err != nil {
-		return Channel{}, unavailable("read channel", err)
+		return catalog.Channel{}, catalog.Unavailable("read channel", err)
 	}
-	var c Channel
+	var c catalog.Channel
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
-		return Channel{}, fmt.Errorf("decode stored channel: %w", err)
+		return catalog.Channel{}, fmt.Errorf("decode stored channel: %w", err)
 	}
 	return c, nil
 }
@@ -54,8 +56,8 @@ func (s *Store) Channel(ctx context.Context, cid string) (Channel, error) {
 // ---- operator reads (scoped) ----
 
 // Suppliers lists the suppliers p manages (an admin: all), by id.
-func (s *Store) Suppliers(ctx context.Context, sc Scope) ([]Supplier, error) {
-	owner, err := sc.owner()
+func (s *Store) Suppliers(ctx context.Context, sc catalog.Scope) ([]catalog.Supplier, error) {
+	owner, err := sc.Owner()
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +67,7 @@ func (s *Store) Suppliers(ctx context.Context, sc Scope) ([]Supplier, error) {
 	}
 	ids, err := s.rdb.SMembers(ctx, set).Result()
 	if err != nil {
-		return nil, unavailable("read suppliers", err)
+		return nil, catalog.Unavailable("read suppliers", err)
 	}
 	slices.Sort(ids)
 	pipe := s.rdb.Pipeline()
@@ -75,20 +77,20 @@ func (s *Store) Suppliers(ctx context.Context, sc Scope) ([]Supplier, error) {
 	}
 	if len(ids) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, unavailable("read suppliers", err)
+			return nil, catalog.Unavailable("read suppliers", err)
 		}
 	}
-	out := make([]Supplier, 0, len(ids))
+	out := make([]catalog.Supplier, 0, len(ids))
 	for _, c := range cmds {
 		raw, err := c.Result()
 		if err != nil {
 			continue // deleted between the two reads
 		}
-		var sup Supplier
+		var sup catalog.Supplier
 		if err := json.Unmarshal([]byte(raw), &sup); err != nil {
 			return nil, fmt.Errorf("decode stored supplier: %w", err)
 		}
-		if sc.canManage(&sup) {
+		if sc.CanManage(&sup) {
 			out = append(out, sup)
 		}
 	}
@@ -98,9 +100,9 @@ func (s *Store) Suppliers(ctx context.Context, sc Scope) ([]Supplier, error) {
 // scopedSupplier reads a supplier p manages, alongside extra commands of
 // the same round trip (queued by more; they are executed even when the
 // supplier is out of scope, but their results are then not used).
-func (s *Store) scopedSupplier(ctx context.Context, sc Scope, sid string, more func(redis.Pipeliner)) (*Supplier, error) {
-	if !ValidID(sid) {
-		return nil, notFound("supplier", sid)
+func (s *Store) scopedSupplier(ctx context.Context, sc catalog.Scope, sid string, more func(redis.Pipeliner)) (*catalog.Supplier, error) {
+	if !catalog.ValidID(sid) {
+		return nil, catalog.NotFound("supplier", sid)
 	}
 	pipe := s.rdb.Pipeline()
 	recCmd := pipe.HGet(ctx, s.k.supplier(sid), fieldRec)
@@ -108,42 +110,42 @@ func (s *Store) scopedSupplier(ctx context.Context, sc Scope, sid string, more f
 		more(pipe)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, unavailable("read supplier", err)
+		return nil, catalog.Unavailable("read supplier", err)
 	}
 	raw, err := recCmd.Result()
 	if err != nil {
-		return nil, notFound("supplier", sid)
+		return nil, catalog.NotFound("supplier", sid)
 	}
-	var sup Supplier
+	var sup catalog.Supplier
 	if err := json.Unmarshal([]byte(raw), &sup); err != nil {
 		return nil, fmt.Errorf("decode stored supplier: %w", err)
 	}
-	if !sc.canManage(&sup) {
-		return nil, notFound("supplier", sid)
+	if !sc.CanManage(&sup) {
+		return nil, catalog.NotFound("supplier", sid)
 	}
 	return &sup, nil
 }
 
 // Supplier returns a supplier p manages, its credentials opened (the
 // clients of its system read it through here; secrets.go).
-func (s *Store) Supplier(ctx context.Context, sc Scope, sid string) (Supplier, error) {
+func (s *Store) Supplier(ctx context.Context, sc catalog.Scope, sid string) (catalog.Supplier, error) {
 	sup, err := s.scopedSupplier(ctx, sc, sid, nil)
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	if err := s.openCredentials(ctx, sup); err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	return *sup, nil
 }
 
 // Products lists the products of a supplier p manages, by id.
-func (s *Store) Products(ctx context.Context, sc Scope, sid string) ([]Product, error) {
+func (s *Store) Products(ctx context.Context, sc catalog.Scope, sid string) ([]catalog.Product, error) {
 	var cmd *redis.MapStringStringCmd
 	if _, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) { cmd = pp.HGetAll(ctx, s.k.products(sid)) }); err != nil {
 		return nil, err
 	}
-	out := make([]Product, 0, len(cmd.Val()))
+	out := make([]catalog.Product, 0, len(cmd.Val()))
 	for _, raw := range cmd.Val() {
 		pr, err := decodeProduct(raw)
 		if err != nil {
@@ -151,29 +153,29 @@ func (s *Store) Products(ctx context.Context, sc Scope, sid string) ([]Product, 
 		}
 		out = append(out, *pr)
 	}
-	slices.SortFunc(out, func(a, b Product) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b catalog.Product) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
 // Product returns one product of a supplier p manages.
-func (s *Store) Product(ctx context.Context, sc Scope, sid, pid string) (Product, error) {
+func (s *Store) Product(ctx context.Context, sc catalog.Scope, sid, pid string) (catalog.Product, error) {
 	var cmd *redis.StringCmd
 	if _, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.products(sid), pid) }); err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
 	raw, err := cmd.Result()
 	if err != nil {
-		return Product{}, notFound("product", pid)
+		return catalog.Product{}, catalog.NotFound("product", pid)
 	}
 	pr, err := decodeProduct(raw)
 	if err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
 	return *pr, nil
 }
 
 // Rates lists the rates of a product p manages, by id.
-func (s *Store) Rates(ctx context.Context, sc Scope, sid, pid string) ([]Rate, error) {
+func (s *Store) Rates(ctx context.Context, sc catalog.Scope, sid, pid string) ([]catalog.Rate, error) {
 	var prod *redis.BoolCmd
 	var cmd *redis.MapStringStringCmd
 	_, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
@@ -184,9 +186,9 @@ func (s *Store) Rates(ctx context.Context, sc Scope, sid, pid string) ([]Rate, e
 		return nil, err
 	}
 	if !prod.Val() {
-		return nil, notFound("product", pid)
+		return nil, catalog.NotFound("product", pid)
 	}
-	out := make([]Rate, 0, len(cmd.Val()))
+	out := make([]catalog.Rate, 0, len(cmd.Val()))
 	for _, raw := range cmd.Val() {
 		r, err := decodeRate(sid, raw)
 		if err != nil {
@@ -194,30 +196,30 @@ func (s *Store) Rates(ctx context.Context, sc Scope, sid, pid string) ([]Rate, e
 		}
 		out = append(out, *r)
 	}
-	slices.SortFunc(out, func(a, b Rate) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b catalog.Rate) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
 // Rate returns one rate of a product p manages.
-func (s *Store) Rate(ctx context.Context, sc Scope, sid, pid, rid string) (Rate, error) {
+func (s *Store) Rate(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.Rate, error) {
 	var cmd *redis.StringCmd
 	if _, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) { cmd = pp.HGet(ctx, s.k.rates(sid, pid), rid) }); err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
 	raw, err := cmd.Result()
 	if err != nil {
-		return Rate{}, notFound("rate", rid)
+		return catalog.Rate{}, catalog.NotFound("rate", rid)
 	}
 	r, err := decodeRate(sid, raw)
 	if err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
 	return *r, nil
 }
 
 // Availabilities returns what the operator last pushed for a rate (an
 // empty set, version 0, when it never pushed any).
-func (s *Store) Availabilities(ctx context.Context, sc Scope, sid, pid, rid string) (AvailabilitySet, error) {
+func (s *Store) Availabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.AvailabilitySet, error) {
 	var rate *redis.BoolCmd
 	var cmd *redis.StringCmd
 	_, err := s.scopedSupplier(ctx, sc, sid, func(pp redis.Pipeliner) {
@@ -225,12 +227,12 @@ func (s *Store) Availabilities(ctx context.Context, sc Scope, sid, pid, rid stri
 		cmd = pp.HGet(ctx, s.k.avail(sid, pid), rid)
 	})
 	if err != nil {
-		return AvailabilitySet{}, err
+		return catalog.AvailabilitySet{}, err
 	}
 	if !rate.Val() {
-		return AvailabilitySet{}, notFound("rate", rid)
+		return catalog.AvailabilitySet{}, catalog.NotFound("rate", rid)
 	}
-	out := AvailabilitySet{SupplierID: sid, ProductID: pid, RateID: rid, Availabilities: []Availability{}}
+	out := catalog.AvailabilitySet{SupplierID: sid, ProductID: pid, RateID: rid, Availabilities: []catalog.Availability{}}
 	if raw, err := cmd.Result(); err == nil {
 		if err := json.Unmarshal([]byte(raw), &out); err != nil {
 			return out, fmt.Errorf("decode stored availabilities: %w", err)
@@ -240,7 +242,7 @@ func (s *Store) Availabilities(ctx context.Context, sc Scope, sid, pid, rid stri
 }
 
 // ProductBindings lists the bindings of a product p manages, by channel id.
-func (s *Store) ProductBindings(ctx context.Context, sc Scope, sid, pid string) ([]BoundProduct, error) {
+func (s *Store) ProductBindings(ctx context.Context, sc catalog.Scope, sid, pid string) ([]catalogwire.BoundProduct, error) {
 	var prod *redis.StringCmd
 	var binds *redis.MapStringStringCmd
 	var rates *redis.StringSliceCmd
@@ -254,7 +256,7 @@ func (s *Store) ProductBindings(ctx context.Context, sc Scope, sid, pid string) 
 	}
 	praw, err := prod.Result()
 	if err != nil {
-		return nil, notFound("product", pid)
+		return nil, catalog.NotFound("product", pid)
 	}
 	product, err := decodeProduct(praw)
 	if err != nil {
@@ -267,20 +269,20 @@ func (s *Store) ProductBindings(ctx context.Context, sc Scope, sid, pid string) 
 		cids = append(cids, cid)
 	}
 	slices.Sort(cids)
-	out := make([]BoundProduct, 0, len(cids))
+	out := make([]catalogwire.BoundProduct, 0, len(cids))
 	if len(cids) == 0 {
 		return out, nil
 	}
 	chans, err := s.rdb.HMGet(ctx, s.k.channels(), cids...).Result()
 	if err != nil {
-		return nil, unavailable("read channels", err)
+		return nil, catalog.Unavailable("read channels", err)
 	}
 	for i, cid := range cids {
-		var b Binding
+		var b catalog.Binding
 		if err := json.Unmarshal([]byte(binds.Val()[cid]), &b); err != nil {
 			return nil, fmt.Errorf("decode stored binding: %w", err)
 		}
-		bp := BoundProduct{Binding: b, Channel: Channel{ID: cid}, SupplierName: sup.Name, ProductName: product.Name, Rates: rids}
+		bp := catalogwire.BoundProduct{Binding: b, Channel: catalog.Channel{ID: cid}, SupplierName: sup.Name, ProductName: product.Name, Rates: rids}
 		if raw, ok := chans[i].(string); ok {
 			if err := json.Unmarshal([]byte(raw), &bp.Channel); err != nil {
 				return nil, fmt.Errorf("decode stored channel: %w", err)
@@ -293,10 +295,10 @@ func (s *Store) ProductBindings(ctx context.Context, sc Scope, sid, pid string) 
 
 // ProductBinding returns the binding of a product p manages to one
 // channel, or ErrNotFound.
-func (s *Store) ProductBinding(ctx context.Context, sc Scope, sid, pid, cid string) (BoundProduct, error) {
+func (s *Store) ProductBinding(ctx context.Context, sc catalog.Scope, sid, pid, cid string) (catalogwire.BoundProduct, error) {
 	all, err := s.ProductBindings(ctx, sc, sid, pid)
 	if err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
 	for _, b := range all {
 		if b.Channel.ID == cid {
@@ -304,16 +306,16 @@ func (s *Store) ProductBinding(ctx context.Context, sc Scope, sid, pid, cid stri
 		}
 	}
 	if _, err := s.Channel(ctx, cid); err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
-	return BoundProduct{}, notFound("binding of channel", cid)
+	return catalogwire.BoundProduct{}, catalog.NotFound("binding of channel", cid)
 }
 
 // OwnsSupplier reports whether the operator principal operatorID owns the
 // supplier (false for an unknown supplier): the scope check of other
 // operator APIs (query/history's Ownership). One Redis round trip.
 func (s *Store) OwnsSupplier(ctx context.Context, operatorID, supplierID string) (bool, error) {
-	if operatorID == "" || !ValidID(supplierID) {
+	if operatorID == "" || !catalog.ValidID(supplierID) {
 		return false, nil
 	}
 	owner, err := s.rdb.HGet(ctx, s.k.supplier(supplierID), fieldOwner).Result()
@@ -321,7 +323,7 @@ func (s *Store) OwnsSupplier(ctx context.Context, operatorID, supplierID string)
 		return false, nil
 	}
 	if err != nil {
-		return false, unavailable("read supplier owner", err)
+		return false, catalog.Unavailable("read supplier owner", err)
 	}
 	return owner == operatorID, nil
 }
@@ -329,20 +331,20 @@ func (s *Store) OwnsSupplier(ctx context.Context, operatorID, supplierID string)
 // ---- processor reads (unscoped) ----
 
 // Bindings returns every binding of a product, by channel id.
-func (s *Store) Bindings(ctx context.Context, sid, pid string) ([]Binding, error) {
+func (s *Store) Bindings(ctx context.Context, sid, pid string) ([]catalog.Binding, error) {
 	vals, err := s.rdb.HVals(ctx, s.k.bindings(sid, pid)).Result()
 	if err != nil {
-		return nil, unavailable("read bindings", err)
+		return nil, catalog.Unavailable("read bindings", err)
 	}
-	out := make([]Binding, 0, len(vals))
+	out := make([]catalog.Binding, 0, len(vals))
 	for _, v := range vals {
-		var b Binding
+		var b catalog.Binding
 		if err := json.Unmarshal([]byte(v), &b); err != nil {
 			return nil, fmt.Errorf("decode stored binding: %w", err)
 		}
 		out = append(out, b)
 	}
-	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
+	slices.SortFunc(out, func(a, b catalog.Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
 	return out, nil
 }
 
@@ -352,7 +354,7 @@ func (s *Store) Bindings(ctx context.Context, sid, pid string) ([]Binding, error
 func (s *Store) SupplierChannels(ctx context.Context, sid string, now time.Time) ([]string, error) {
 	cids, err := s.rdb.HKeys(ctx, s.k.supplierChannels(sid)).Result()
 	if err != nil {
-		return nil, unavailable("read supplier channels", err)
+		return nil, catalog.Unavailable("read supplier channels", err)
 	}
 	slices.Sort(cids)
 	if len(cids) == 0 {
@@ -364,7 +366,7 @@ func (s *Store) SupplierChannels(ctx context.Context, sid string, now time.Time)
 		cmds[i] = pipe.HVals(ctx, s.k.chanSupplier(cid, sid))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, unavailable("read channel index", err)
+		return nil, catalog.Unavailable("read channel index", err)
 	}
 	out := cids[:0]
 	for i, cid := range cids {
@@ -377,7 +379,7 @@ func (s *Store) SupplierChannels(ctx context.Context, sid string, now time.Time)
 
 func anyOpen(vals []string, nowMs int64) bool {
 	for _, v := range vals {
-		if open, _ := indexOpen(v, nowMs); open {
+		if open, _ := catalogwire.IndexOpen(v, nowMs); open {
 			return true
 		}
 	}

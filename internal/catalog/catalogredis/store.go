@@ -1,30 +1,32 @@
-// Package catalog owns what operators set up and resellers read: sales
-// channels, suppliers (with how to reach their systems), products, rates,
-// the availabilities operators push, and the bindings of products to
-// channels, with their validation, their events and their Redis view.
+// Package catalogredis is the catalog's Redis adapter (internal/catalog
+// holds the model and its validation): the Store that writes and reads
+// channels, suppliers, products, rates, availabilities, price schedules
+// and bindings, its keys and Lua scripts, the event application (Apply,
+// ApplyBatch, Rebuild) and the process's own copy of the view (View).
 //
 // Kafka is the log of record (ARCHITECTURE.md). A write validates, takes
-// the supplier's lock in Redis (a pending marker with a TTL, as
-// internal/registry does), checks conflicts and scope under it, publishes
-// the full new state as a schemas.Envelope (acks=all) to the entity's
-// compacted topic, then applies that same envelope to Redis through the
-// versioned upsert that processors/catalog runs for every record (Apply),
-// so the writer reads its own write and a replay of the topics rebuilds
-// the same view. Every event also records what it replaced (Event.Prior,
-// Event.PriorBinding): the writer applies before the processor sees the
-// event, so the processor's change detection compares the event with the
-// state it names, not with Redis.
+// the supplier's lock in Redis (a pending marker with a TTL, released
+// through internal/platform/redislock), checks conflicts and scope under it,
+// publishes the full new state as a schemas.Envelope (acks=all) to the
+// entity's compacted topic, then applies that same envelope to Redis
+// through the versioned upsert that processors/catalog runs for every
+// record (Apply), so the writer reads its own write and a replay of the
+// topics rebuilds the same view. Every event also records what it
+// replaced (Event.Prior, Event.PriorBinding): the writer applies before
+// the processor sees the event, so the processor's change detection
+// compares the event with the state it names, not with Redis. The
+// reseller renderings (internal/catalog/catalogwire) are computed when an
+// event is applied and stored next to the record.
 //
 // It must not know about HTTP (query/channel, query/operator and
-// query/reseller map requests to these calls, and the sentinel errors to
-// statuses through their ErrorCode), and it must not produce
-// notifications: that is processors/catalog. It never logs or renders
-// supplier credentials.
-package catalog
+// query/reseller map requests to these calls, and the sentinel errors of
+// internal/catalog to statuses through their ErrorCode), and it must not
+// produce notifications: that is processors/catalog. It never logs or
+// renders supplier credentials.
+package catalogredis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -35,8 +37,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/redislock"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 )
 
@@ -352,18 +356,14 @@ end
 return 1
 `)
 
-// lockScript takes a write lock and returns what is under it.
+// lockScript takes a write lock and returns what is under it: the read
+// is atomic with the take, which redislock.TryAcquire cannot do. The lock
+// is released with redislock (Release, or ReleaseScript in a pipeline).
 // KEYS: lock, hash. ARGV: token, ttl ms, field.
 // Returns {"busy"} | {"ok", value of field or ""}.
 var lockScript = redis.NewScript(`
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {'busy'} end
 return {'ok', redis.call('HGET', KEYS[2], ARGV[3]) or ''}
-`)
-
-// releaseScript drops a lock if token still holds it.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
 `)
 
 // heldLock is a held write lock and the value it read under it.
@@ -375,7 +375,7 @@ type heldLock struct {
 }
 
 // errViewsRebuilding is a write refused while the views are rebuilt.
-var errViewsRebuilding = fmt.Errorf("the catalog view is being rebuilt from Kafka: %w", ErrUnavailable)
+var errViewsRebuilding = fmt.Errorf("the catalog view is being rebuilt from Kafka: %w", catalog.ErrUnavailable)
 
 // viewsEpoch reads the fence's epoch ("" without a fence); a write may
 // not start while the views are being rebuilt.
@@ -385,7 +385,7 @@ func (s *Store) viewsEpoch(ctx context.Context) (string, error) {
 	}
 	e, err := s.fence.Epoch(ctx)
 	if err != nil {
-		return "", unavailable("read the views epoch", err)
+		return "", catalog.Unavailable("read the views epoch", err)
 	}
 	if e == "" {
 		return "", errViewsRebuilding
@@ -401,7 +401,7 @@ func (s *Store) checkFence(ctx context.Context, l heldLock) error {
 	}
 	e, err := s.fence.Epoch(ctx)
 	if err != nil {
-		return unavailable("read the views epoch", err)
+		return catalog.Unavailable("read the views epoch", err)
 	}
 	if e == "" || e != l.epoch {
 		return errViewsRebuilding
@@ -416,7 +416,7 @@ func (s *Store) checkFence(ctx context.Context, l heldLock) error {
 // record (409). A writer that dies holding it leaves only the marker,
 // which expires after lockTTL.
 func (s *Store) acquire(ctx context.Context, lockKey, hash, field string) (heldLock, error) {
-	busy := fmt.Errorf("another change of this supplier or channel is in progress: %w", ErrUnavailable)
+	busy := fmt.Errorf("another change of this supplier or channel is in progress: %w", catalog.ErrUnavailable)
 	lctx, cancel := context.WithTimeout(ctx, s.lockWait)
 	defer cancel()
 	unlock, err := s.local.lock(lctx, lockKey)
@@ -435,7 +435,7 @@ func (s *Store) acquire(ctx context.Context, lockKey, hash, field string) (heldL
 		res, err := lockScript.Run(ctx, s.rdb, []string{lockKey, hash}, token, lockTTL.Milliseconds(), field).StringSlice()
 		if err != nil {
 			unlock()
-			return heldLock{}, unavailable("lock", err)
+			return heldLock{}, catalog.Unavailable("lock", err)
 		}
 		if len(res) == 2 && res[0] == "ok" {
 			return heldLock{key: lockKey, token: token, current: res[1], unlock: unlock, epoch: epoch}, nil
@@ -447,7 +447,7 @@ func (s *Store) acquire(ctx context.Context, lockKey, hash, field string) (heldL
 		select {
 		case <-ctx.Done():
 			unlock()
-			return heldLock{}, unavailable("lock", ctx.Err())
+			return heldLock{}, catalog.Unavailable("lock", ctx.Err())
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 50*time.Millisecond)
@@ -461,7 +461,7 @@ func (s *Store) release(ctx context.Context, l heldLock) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	if err := releaseScript.Run(ctx, s.rdb, []string{l.key}, l.token).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := redislock.Release(ctx, s.rdb, l.key, l.token); err != nil {
 		s.log.Warn("catalog: releasing a write lock failed; it expires by itself", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
@@ -111,7 +113,7 @@ func readAll(ctx context.Context, s *Store, channel string, sids, pids, rids []s
 				b, err := s.AppendRate(ctx, nil, channel, sid, pid, rid, now)
 				rec("rate "+sid+"/"+pid+"/"+rid, b, err)
 				ps, err := s.ChannelPriceSchedule(ctx, channel, sid, pid, rid, time.Time{}, time.Time{}, now)
-				rec("prices "+sid+"/"+pid+"/"+rid, mustJSON(ps), err)
+				rec("prices "+sid+"/"+pid+"/"+rid, catalogwire.MustJSON(ps), err)
 			}
 		}
 	}
@@ -129,7 +131,7 @@ func TestView_AnswersAsRedisDoes(t *testing.T) {
 	sids, pids, rids := []string{"s1", "s2", "s3"}, []string{"p1", "p2"}, []string{"r1", "r2", "r3"}
 	channels := []string{"chan-a", "chan-b"}
 	for _, c := range channels {
-		if _, err := e.writer.CreateChannel(ctx, ChannelInput{ID: c, Name: c, CompanyName: "Co " + c}); err != nil {
+		if _, err := e.writer.CreateChannel(ctx, catalog.ChannelInput{ID: c, Name: c, CompanyName: "Co " + c}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,39 +143,39 @@ func TestView_AnswersAsRedisDoes(t *testing.T) {
 		switch rng.IntN(8) {
 		case 0:
 			_, err = e.writer.CreateSupplier(ctx, admin, supplierIn(sid, fmt.Sprint("Supplier ", round)))
-			if errors.Is(err, ErrConflict) {
+			if errors.Is(err, catalog.ErrConflict) {
 				_, err = e.writer.PutSupplier(ctx, admin, sid, supplierIn(sid, fmt.Sprint("Supplier ", round)))
 			}
 		case 1:
-			var pin ProductInput
+			var pin catalog.ProductInput
 			mustUnmarshal(t, fmt.Sprintf(`{"id":%q,"name":"P %d","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
 "deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, pid, round), &pin)
-			_, err = e.writer.UpsertProducts(ctx, admin, sid, []ProductInput{pin})
+			_, err = e.writer.UpsertProducts(ctx, admin, sid, []catalog.ProductInput{pin})
 		case 2, 3:
-			var rin RateInput
+			var rin catalog.RateInput
 			mustUnmarshal(t, fmt.Sprintf(`{"id":%q,"name":"R %d","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,
 "prices":[{"id":"pr1","labels":["web"],"name":"adult","retail":{"amount":%d,"currency":"EUR"}},{"id":"pr2","labels":["agent"],"name":"child","retail":{"amount":5,"currency":"EUR"}}]}`, rid, round, 10+round), &rin)
-			_, err = e.writer.UpsertRates(ctx, admin, sid, pid, []RateInput{rin})
+			_, err = e.writer.UpsertRates(ctx, admin, sid, pid, []catalog.RateInput{rin})
 		case 4, 5:
-			in := BindingInput{}
+			in := catalog.BindingInput{}
 			switch rng.IntN(4) {
 			case 0:
 				in.RateIDs = []string{rid}
 			case 1:
 				in.PriceTags = []string{"web"}
 			case 2:
-				in.Valid = &Validity{From: now.Add(-time.Hour), Until: now.Add(time.Hour)}
+				in.Valid = &catalog.Validity{From: now.Add(-time.Hour), Until: now.Add(time.Hour)}
 			case 3:
-				in.Valid = &Validity{From: now.Add(time.Hour)} // not open yet
+				in.Valid = &catalog.Validity{From: now.Add(time.Hour)} // not open yet
 			}
 			_, err = e.writer.PutBinding(ctx, admin, sid, pid, channels[rng.IntN(2)], in)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, catalog.ErrNotFound) {
 				_, err = e.writer.CreateBinding(ctx, admin, sid, pid, channels[rng.IntN(2)], in)
 			}
 		case 6:
-			day := now.UTC().AddDate(0, 0, 3).Format(DateLayout)
-			_, err = e.writer.PutPriceSchedule(ctx, admin, sid, pid, rid, []PriceScheduleEntry{{From: day, Until: day, Prices: []Price{
-				{ID: "pp", Labels: []string{"web"}, Name: "adult", Retail: &Money{Amount: "12", Currency: "EUR"}}}}})
+			day := now.UTC().AddDate(0, 0, 3).Format(catalog.DateLayout)
+			_, err = e.writer.PutPriceSchedule(ctx, admin, sid, pid, rid, []catalog.PriceScheduleEntry{{From: day, Until: day, Prices: []catalog.Price{
+				{ID: "pp", Labels: []string{"web"}, Name: "adult", Retail: &catalog.Money{Amount: "12", Currency: "EUR"}}}}})
 		case 7:
 			switch rng.IntN(3) {
 			case 0:
@@ -192,7 +194,7 @@ func TestView_AnswersAsRedisDoes(t *testing.T) {
 	// them whatever the random rounds did.
 	final := []func() error{
 		func() error {
-			_, err := e.writer.PutBinding(ctx, admin, "s1", "p1", "chan-a", BindingInput{})
+			_, err := e.writer.PutBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{})
 			return err
 		},
 		func() error { return e.writer.DeleteBinding(ctx, admin, "s1", "p1", "chan-a") },
@@ -242,19 +244,19 @@ func TestView_NoStaleReadPastTheBound(t *testing.T) {
 	const bound = 200 * time.Millisecond
 	e := newViewEnv(t, bound)
 	ctx := context.Background()
-	if _, err := e.writer.CreateChannel(ctx, ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
+	if _, err := e.writer.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.writer.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
 		t.Fatal(err)
 	}
-	var pin ProductInput
+	var pin catalog.ProductInput
 	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
 "deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
-	if _, err := e.writer.UpsertProducts(ctx, admin, "s1", []ProductInput{pin}); err != nil {
+	if _, err := e.writer.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.writer.CreateBinding(ctx, admin, "s1", "p1", "chan-a", BindingInput{}); err != nil {
+	if _, err := e.writer.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
 		t.Fatal(err)
 	}
 	e.caughtUp(t)
@@ -336,19 +338,19 @@ func TestView_ReadsItsOwnProcessWritesAtOnce(t *testing.T) {
 	// One store writing and reading, as the query tier wires it.
 	e.viewStore.pub, e.viewStore.lockWait = e.writer.pub, e.writer.lockWait
 	ctx := context.Background()
-	if _, err := e.viewStore.CreateChannel(ctx, ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
+	if _, err := e.viewStore.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.viewStore.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
 		t.Fatal(err)
 	}
-	var pin ProductInput
+	var pin catalog.ProductInput
 	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
 "deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
-	if _, err := e.viewStore.UpsertProducts(ctx, admin, "s1", []ProductInput{pin}); err != nil {
+	if _, err := e.viewStore.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.viewStore.CreateBinding(ctx, admin, "s1", "p1", "chan-a", BindingInput{}); err != nil {
+	if _, err := e.viewStore.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
 		t.Fatal(err)
 	}
 	e.caughtUp(t)

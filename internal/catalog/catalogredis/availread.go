@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -121,7 +122,7 @@ func availRecordFast(value []byte) (availRecord, bool) {
 	if !ok || !d.End() || kind != string(schemas.CatalogKindAvailability) || !seenSet {
 		return availRecord{}, false
 	}
-	if !ValidID(sid) || !ValidID(pid) || !ValidID(rid) || setSid != sid || setPid != pid || setRid != rid ||
+	if !catalog.ValidID(sid) || !catalog.ValidID(pid) || !catalog.ValidID(rid) || setSid != sid || setPid != pid || setRid != rid ||
 		setVersion != rec.version || key != sid+"/"+pid+"/"+rid || bytes.ContainsAny(rec.set, " \t\r\n") {
 		return availRecord{}, false
 	}
@@ -153,7 +154,7 @@ func (s *Store) ApplyRecords(ctx context.Context, msgs []stream.Message) ([]bool
 		if !ok {
 			continue
 		}
-		ev, err := DecodeEvent(env)
+		ev, err := catalog.DecodeEvent(env)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"bytes"
@@ -13,13 +13,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 // change is one event of a write, before it is published.
 type change struct {
-	ev      Event
+	ev      catalog.Event
 	version int64
 	deleted bool
 }
@@ -27,14 +29,14 @@ type change struct {
 // supplierTx is a held supplier lock and the supplier read under it.
 type supplierTx struct {
 	lock heldLock
-	sup  *Supplier // nil: no such supplier (or a create)
+	sup  *catalog.Supplier // nil: no such supplier (or a create)
 }
 
 // lockSupplier takes the supplier's lock. With mustExist, a supplier that
 // does not exist or is out of p's scope is ErrNotFound (lock released).
-func (s *Store) lockSupplier(ctx context.Context, sc Scope, sid string, mustExist bool) (*supplierTx, error) {
-	if !ValidID(sid) {
-		return nil, notFound("supplier", sid)
+func (s *Store) lockSupplier(ctx context.Context, sc catalog.Scope, sid string, mustExist bool) (*supplierTx, error) {
+	if !catalog.ValidID(sid) {
+		return nil, catalog.NotFound("supplier", sid)
 	}
 	l, err := s.acquire(ctx, s.k.lock(sid), s.k.supplier(sid), fieldRec)
 	if err != nil {
@@ -42,16 +44,16 @@ func (s *Store) lockSupplier(ctx context.Context, sc Scope, sid string, mustExis
 	}
 	tx := &supplierTx{lock: l}
 	if l.current != "" {
-		var sup Supplier
+		var sup catalog.Supplier
 		if err := json.Unmarshal([]byte(l.current), &sup); err != nil {
 			s.release(ctx, l)
 			return nil, fmt.Errorf("decode stored supplier %s: %w", sid, err)
 		}
 		tx.sup = &sup
 	}
-	if mustExist && (tx.sup == nil || !sc.canManage(tx.sup)) {
+	if mustExist && (tx.sup == nil || !sc.CanManage(tx.sup)) {
 		s.release(ctx, l)
-		return nil, notFound("supplier", sid)
+		return nil, catalog.NotFound("supplier", sid)
 	}
 	return tx, nil
 }
@@ -70,7 +72,7 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 		return nil
 	}
 	if s.pub == nil {
-		return fmt.Errorf("catalog write: no publisher: %w", ErrUnavailable)
+		return fmt.Errorf("catalog write: no publisher: %w", catalog.ErrUnavailable)
 	}
 	if err := s.checkFence(ctx, l); err != nil {
 		return err
@@ -81,22 +83,22 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 	for i := range changes {
 		c := &changes[i]
 		env := schemas.Envelope{ID: uuid.NewString(), Type: schemas.CatalogEventType(c.ev.Kind, c.deleted), Key: c.ev.EntityKey(),
-			Version: c.version, Time: now, Source: s.source, Deleted: c.deleted, Data: mustJSON(&c.ev)}
+			Version: c.version, Time: now, Source: s.source, Deleted: c.deleted, Data: catalogwire.MustJSON(&c.ev)}
 		envs[i] = env
-		msgs[i] = stream.Message{Topic: c.ev.Kind.Topic(), Key: []byte(env.Key), Value: mustJSON(env), Time: now}
+		msgs[i] = stream.Message{Topic: c.ev.Kind.Topic(), Key: []byte(env.Key), Value: catalogwire.MustJSON(env), Time: now}
 	}
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	err := s.pub.Publish(pctx, msgs...)
 	cancel()
 	if err != nil {
-		return unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err)
+		return catalog.Unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err)
 	}
 	if s.view != nil && slices.ContainsFunc(msgs, func(m stream.Message) bool { return s.view.follows(m.Topic) }) {
 		s.view.NoteWrite()
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	evs := make([]*Event, len(changes))
+	evs := make([]*catalog.Event, len(changes))
 	for i := range changes {
 		evs[i] = &changes[i].ev
 	}
@@ -111,7 +113,7 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 func (s *Store) versionsOf(ctx context.Context, sid string, fields ...string) ([]int64, error) {
 	vals, err := s.rdb.HMGet(ctx, s.k.versions(sid), fields...).Result()
 	if err != nil {
-		return nil, unavailable("read versions", err)
+		return nil, catalog.Unavailable("read versions", err)
 	}
 	out := make([]int64, len(vals))
 	for i, v := range vals {
@@ -124,14 +126,14 @@ func (s *Store) versionsOf(ctx context.Context, sid string, fields ...string) ([
 
 func checkVersion(given *int64, cur int64) error {
 	if given != nil && *given != cur {
-		return conflict("version %d is not the current version %d; read it again", *given, cur)
+		return catalog.Conflict("version %d is not the current version %d; read it again", *given, cur)
 	}
 	return nil
 }
 
 func samePath(field, given, path string) error {
 	if given != "" && given != path {
-		return invalidf(field, "must be %q, the id of the path, or be omitted", path)
+		return catalog.Invalidf(field, "must be %q, the id of the path, or be omitted", path)
 	}
 	return nil
 }
@@ -146,85 +148,85 @@ func samePath(field, given, path string) error {
 // taken over by whoever creates it next. The answer is the same in both
 // cases and never says whose the id is. The operator who deleted it (or
 // an admin) may create it again.
-func (s *Store) CreateSupplier(ctx context.Context, sc Scope, in SupplierInput) (Supplier, error) {
-	owner, err := sc.owner()
+func (s *Store) CreateSupplier(ctx context.Context, sc catalog.Scope, in catalog.SupplierInput) (catalog.Supplier, error) {
+	owner, err := sc.Owner()
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
-	if err := validateSupplier("", &in.SupplierData); err != nil {
-		return Supplier{}, err
+	if err := catalog.ValidateSupplier("", &in.SupplierData); err != nil {
+		return catalog.Supplier{}, err
 	}
-	conn, err := resolveConnection(s.policy, in.Connection, nil)
+	conn, err := catalog.ResolveConnection(s.policy, in.Connection, nil)
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
 	if conn.Credentials, err = s.sealCredentials(in.ID, conn.Credentials, nil); err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	tx, err := s.lockSupplier(ctx, sc, in.ID, false)
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	defer s.release(ctx, tx.lock)
 	if tx.sup != nil {
-		return Supplier{}, conflict("supplier id %s is already in use", in.ID)
+		return catalog.Supplier{}, catalog.Conflict("supplier id %s is already in use", in.ID)
 	}
 	tomb, err := s.rdb.Get(ctx, s.k.tombstone(in.ID)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 	case err != nil:
-		return Supplier{}, unavailable("read the supplier id's tombstone", err)
+		return catalog.Supplier{}, catalog.Unavailable("read the supplier id's tombstone", err)
 	case !sc.All() && tomb != "o:"+owner:
-		return Supplier{}, conflict("supplier id %s is already in use", in.ID)
+		return catalog.Supplier{}, catalog.Conflict("supplier id %s is already in use", in.ID)
 	}
 	vs, err := s.versionsOf(ctx, in.ID, verSupplier())
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
-	sup := Supplier{SupplierData: in.SupplierData, Version: vs[0] + 1, Connection: conn, Owner: owner}
-	err = s.commit(ctx, tx.lock, []change{{ev: Event{Kind: schemas.CatalogKindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
+	sup := catalog.Supplier{SupplierData: in.SupplierData, Version: vs[0] + 1, Connection: conn, Owner: owner}
+	err = s.commit(ctx, tx.lock, []change{{ev: catalog.Event{Kind: schemas.CatalogKindSupplier, SupplierID: sup.ID, Supplier: &sup}, version: sup.Version}})
 	return sup, err
 }
 
 // PutSupplier replaces the supplier's data (and connection, when given).
 // An identical body changes nothing, not even the version.
-func (s *Store) PutSupplier(ctx context.Context, sc Scope, sid string, in SupplierInput) (Supplier, error) {
+func (s *Store) PutSupplier(ctx context.Context, sc catalog.Scope, sid string, in catalog.SupplierInput) (catalog.Supplier, error) {
 	if err := samePath("id", in.ID, sid); err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	in.ID = sid
-	if err := validateSupplier("", &in.SupplierData); err != nil {
-		return Supplier{}, err
+	if err := catalog.ValidateSupplier("", &in.SupplierData); err != nil {
+		return catalog.Supplier{}, err
 	}
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	defer s.release(ctx, tx.lock)
 	cur := tx.sup
 	if err := checkVersion(in.Version, cur.Version); err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
-	conn, err := resolveConnection(s.policy, in.Connection, &cur.Connection)
+	conn, err := catalog.ResolveConnection(s.policy, in.Connection, &cur.Connection)
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	if conn.Credentials, err = s.sealCredentials(sid, conn.Credentials, &cur.Connection.Credentials); err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
-	next := Supplier{SupplierData: in.SupplierData, Version: cur.Version, Connection: conn, Owner: cur.Owner}
-	if bytes.Equal(mustJSON(next), mustJSON(cur)) {
+	next := catalog.Supplier{SupplierData: in.SupplierData, Version: cur.Version, Connection: conn, Owner: cur.Owner}
+	if bytes.Equal(catalogwire.MustJSON(next), catalogwire.MustJSON(cur)) {
 		return *cur, nil
 	}
 	vs, err := s.versionsOf(ctx, sid, verSupplier())
 	if err != nil {
-		return Supplier{}, err
+		return catalog.Supplier{}, err
 	}
 	next.Version = max(cur.Version, vs[0]) + 1
-	ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Supplier: &next, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	ev := catalog.Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Supplier: &next, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: catalog.Fingerprint(cur)}}
 	return next, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
@@ -233,7 +235,7 @@ func (s *Store) PutSupplier(ctx context.Context, sc Scope, sid string, in Suppli
 // bound, so no binding is ever left dangling) and without holds or
 // bookings that are not final (ErrConflict: they would lose the system
 // they were made through). Its id stays its operator's (a tombstone).
-func (s *Store) DeleteSupplier(ctx context.Context, sc Scope, sid string) error {
+func (s *Store) DeleteSupplier(ctx context.Context, sc catalog.Scope, sid string) error {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
@@ -242,81 +244,81 @@ func (s *Store) DeleteSupplier(ctx context.Context, sc Scope, sid string) error 
 	if s.open != nil {
 		n, err := s.open.OpenBookings(ctx, sid)
 		if err != nil {
-			return unavailable("count open bookings", err)
+			return catalog.Unavailable("count open bookings", err)
 		}
 		if n > 0 {
-			return conflict("supplier %s still has %d holds or bookings that are not final; they are cancelled, released or redeemed first", sid, n)
+			return catalog.Conflict("supplier %s still has %d holds or bookings that are not final; they are cancelled, released or redeemed first", sid, n)
 		}
 	}
 	n, err := s.rdb.HLen(ctx, s.k.products(sid)).Result()
 	if err != nil {
-		return unavailable("read products", err)
+		return catalog.Unavailable("read products", err)
 	}
 	if n > 0 {
-		return conflict("supplier %s still has %d products; delete them first", sid, n)
+		return catalog.Conflict("supplier %s still has %d products; delete them first", sid, n)
 	}
 	vs, err := s.versionsOf(ctx, sid, verSupplier())
 	if err != nil {
 		return err
 	}
 	cur := tx.sup
-	ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}
+	ev := catalog.Event{Kind: schemas.CatalogKindSupplier, SupplierID: sid, Owner: cur.Owner, Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: catalog.Fingerprint(cur)}}
 	return s.commit(ctx, tx.lock, []change{{ev: ev, version: max(cur.Version, vs[0]) + 1, deleted: true}})
 }
 
 // ---- products ----
 
-func decodeProduct(raw string) (*Product, error) {
-	var p Product
+func decodeProduct(raw string) (*catalog.Product, error) {
+	var p catalog.Product
 	if err := json.Unmarshal([]byte(raw), &p); err != nil {
 		return nil, fmt.Errorf("decode stored product: %w", err)
 	}
 	return &p, nil
 }
 
-func decodeRate(sid, raw string) (*Rate, error) {
-	var v RateView
+func decodeRate(sid, raw string) (*catalog.Rate, error) {
+	var v catalogwire.RateView
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		return nil, fmt.Errorf("decode stored rate: %w", err)
 	}
-	return &Rate{SupplierID: sid, ProductID: v.ProductID, RateData: v.RateData, Version: v.Version}, nil
+	return &catalog.Rate{SupplierID: sid, ProductID: v.ProductID, RateData: v.RateData, Version: v.Version}, nil
 }
 
-func validateProductInput(prefix, sid string, in *ProductInput) error {
+func validateProductInput(prefix, sid string, in *catalog.ProductInput) error {
 	if err := samePath(prefix+"supplierId", in.SupplierID, sid); err != nil {
 		return err
 	}
-	return validateProduct(prefix, &in.ProductData)
+	return catalog.ValidateProduct(prefix, &in.ProductData)
 }
 
 // CreateProduct adds a product to the supplier; an existing id is
 // ErrConflict.
-func (s *Store) CreateProduct(ctx context.Context, sc Scope, sid string, in ProductInput) (Product, error) {
+func (s *Store) CreateProduct(ctx context.Context, sc catalog.Scope, sid string, in catalog.ProductInput) (catalog.Product, error) {
 	if err := validateProductInput("", sid, &in); err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
-	out, err := s.upsertProducts(ctx, sc, sid, []ProductInput{in}, modeCreate)
+	out, err := s.upsertProducts(ctx, sc, sid, []catalog.ProductInput{in}, modeCreate)
 	if err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
 	return out[0], nil
 }
 
 // PutProduct replaces an existing product; identical data changes nothing.
-func (s *Store) PutProduct(ctx context.Context, sc Scope, sid, pid string, in ProductInput) (Product, error) {
+func (s *Store) PutProduct(ctx context.Context, sc catalog.Scope, sid, pid string, in catalog.ProductInput) (catalog.Product, error) {
 	if err := samePath("id", in.ID, pid); err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
 	in.ID = pid
 	if err := validateProductInput("", sid, &in); err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
-	out, err := s.upsertProducts(ctx, sc, sid, []ProductInput{in}, modeReplace)
+	out, err := s.upsertProducts(ctx, sc, sid, []catalog.ProductInput{in}, modeReplace)
 	if err != nil {
-		return Product{}, err
+		return catalog.Product{}, err
 	}
 	return out[0], nil
 }
@@ -324,9 +326,9 @@ func (s *Store) PutProduct(ctx context.Context, sc Scope, sid, pid string, in Pr
 // UpsertProducts is the bulk form: create or replace each product (ids
 // generated where absent), all validated before anything is written, all
 // published in one batch. Unchanged products are not republished.
-func (s *Store) UpsertProducts(ctx context.Context, sc Scope, sid string, ins []ProductInput) ([]Product, error) {
-	if len(ins) == 0 || len(ins) > MaxBulk {
-		return nil, invalidf("products", "must have 1 to %d items", MaxBulk)
+func (s *Store) UpsertProducts(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductInput) ([]catalog.Product, error) {
+	if len(ins) == 0 || len(ins) > catalog.MaxBulk {
+		return nil, catalog.Invalidf("products", "must have 1 to %d items", catalog.MaxBulk)
 	}
 	seen := make(map[string]bool, len(ins))
 	for i := range ins {
@@ -338,7 +340,7 @@ func (s *Store) UpsertProducts(ctx context.Context, sc Scope, sid string, ins []
 			ins[i].ID = uuid.NewString()
 		}
 		if seen[ins[i].ID] {
-			return nil, invalid(prefix+"id", "appears twice in the request")
+			return nil, catalog.Invalid(prefix+"id", "appears twice in the request")
 		}
 		seen[ins[i].ID] = true
 	}
@@ -353,7 +355,7 @@ const (
 	modeUpsert                   // either
 )
 
-func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []ProductInput, mode writeMode) ([]Product, error) {
+func (s *Store) upsertProducts(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductInput, mode writeMode) ([]catalog.Product, error) {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return nil, err
@@ -366,16 +368,16 @@ func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []
 	}
 	raws, err := s.rdb.HMGet(ctx, s.k.products(sid), ids...).Result()
 	if err != nil {
-		return nil, unavailable("read products", err)
+		return nil, catalog.Unavailable("read products", err)
 	}
 	vs, err := s.versionsOf(ctx, sid, vfields...)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Product, len(ins))
+	out := make([]catalog.Product, len(ins))
 	var changes []change
 	for i, in := range ins {
-		var cur *Product
+		var cur *catalog.Product
 		if raw, ok := raws[i].(string); ok {
 			if cur, err = decodeProduct(raw); err != nil {
 				return nil, err
@@ -383,22 +385,22 @@ func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []
 		}
 		switch {
 		case cur != nil && mode == modeCreate:
-			return nil, conflict("product %s already exists", in.ID)
+			return nil, catalog.Conflict("product %s already exists", in.ID)
 		case cur == nil && mode == modeReplace:
-			return nil, notFound("product", in.ID)
+			return nil, catalog.NotFound("product", in.ID)
 		}
-		next := Product{SupplierID: sid, ProductData: in.ProductData}
-		ev := Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
+		next := catalog.Product{SupplierID: sid, ProductData: in.ProductData}
+		ev := catalog.Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: in.ID, Product: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
 				return nil, err
 			}
 			next.Version = cur.Version
-			if bytes.Equal(mustJSON(next), mustJSON(cur)) {
+			if bytes.Equal(catalogwire.MustJSON(next), catalogwire.MustJSON(cur)) {
 				out[i] = *cur
 				continue
 			}
-			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: catalog.Fingerprint(cur)}
 			next.Version = max(cur.Version, vs[i]) + 1
 		} else {
 			next.Version = vs[i] + 1
@@ -412,7 +414,7 @@ func (s *Store) upsertProducts(ctx context.Context, sc Scope, sid string, ins []
 // DeleteProduct deletes a product and, with it, its rates and their
 // availabilities (one batch of events). A product bound to any channel is
 // ErrConflict: unbind it first, so that resellers are told (removed).
-func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) error {
+func (s *Store) DeleteProduct(ctx context.Context, sc catalog.Scope, sid, pid string) error {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
@@ -425,11 +427,11 @@ func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) er
 	availCmd := pipe.HKeys(ctx, s.k.avail(sid, pid))
 	pricesCmd := pipe.HKeys(ctx, s.k.prices(sid, pid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return unavailable("read product", err)
+		return catalog.Unavailable("read product", err)
 	}
 	raw, err := prodCmd.Result()
 	if errors.Is(err, redis.Nil) {
-		return notFound("product", pid)
+		return catalog.NotFound("product", pid)
 	}
 	cur, err := decodeProduct(raw)
 	if err != nil {
@@ -437,7 +439,7 @@ func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) er
 	}
 	if chans := bindCmd.Val(); len(chans) > 0 {
 		slices.Sort(chans)
-		return conflict("product %s is bound to channel %s; unbind it first", pid, chans[0])
+		return catalog.Conflict("product %s is bound to channel %s; unbind it first", pid, chans[0])
 	}
 	rates := ratesCmd.Val()
 	avail := availCmd.Val()
@@ -465,11 +467,11 @@ func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) er
 	}
 	var changes []change
 	for i, rid := range avail {
-		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
+		changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+i] + 1, deleted: true})
 	}
 	for i, rid := range prices {
-		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
+		changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid},
 			version: vs[1+len(avail)+len(rids)+i] + 1, deleted: true})
 	}
 	for i, rid := range rids {
@@ -479,62 +481,62 @@ func (s *Store) DeleteProduct(ctx context.Context, sc Scope, sid, pid string) er
 		}
 		// The product is bound to no channel (checked above): no binding
 		// loses the rate.
-		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-			Prior: &schemas.CatalogPrior{Version: r.Version, Fingerprint: Fingerprint(r)}, BoundChannels: []string{}},
+		changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+			Prior: &schemas.CatalogPrior{Version: r.Version, Fingerprint: catalog.Fingerprint(r)}, BoundChannels: []string{}},
 			version: max(r.Version, vs[1+len(avail)+i]) + 1, deleted: true})
 	}
-	changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: pid,
-		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
+	changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindProduct, SupplierID: sid, ProductID: pid,
+		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: catalog.Fingerprint(cur)}}, version: max(cur.Version, vs[0]) + 1, deleted: true})
 	return s.commit(ctx, tx.lock, changes)
 }
 
 // ---- rates ----
 
-func validateRateInput(prefix, sid, pid string, in *RateInput) error {
+func validateRateInput(prefix, sid, pid string, in *catalog.RateInput) error {
 	if err := samePath(prefix+"supplierId", in.SupplierID, sid); err != nil {
 		return err
 	}
 	if err := samePath(prefix+"productId", in.ProductID, pid); err != nil {
 		return err
 	}
-	return validateRate(prefix, &in.RateData)
+	return catalog.ValidateRate(prefix, &in.RateData)
 }
 
 // CreateRate adds a rate to a product; an existing id is ErrConflict.
-func (s *Store) CreateRate(ctx context.Context, sc Scope, sid, pid string, in RateInput) (Rate, error) {
+func (s *Store) CreateRate(ctx context.Context, sc catalog.Scope, sid, pid string, in catalog.RateInput) (catalog.Rate, error) {
 	if err := validateRateInput("", sid, pid, &in); err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
-	out, err := s.upsertRates(ctx, sc, sid, pid, []RateInput{in}, modeCreate)
+	out, err := s.upsertRates(ctx, sc, sid, pid, []catalog.RateInput{in}, modeCreate)
 	if err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
 	return out[0], nil
 }
 
 // PutRate replaces an existing rate; identical data changes nothing.
-func (s *Store) PutRate(ctx context.Context, sc Scope, sid, pid, rid string, in RateInput) (Rate, error) {
+func (s *Store) PutRate(ctx context.Context, sc catalog.Scope, sid, pid, rid string, in catalog.RateInput) (catalog.Rate, error) {
 	if err := samePath("id", in.ID, rid); err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
 	in.ID = rid
 	if err := validateRateInput("", sid, pid, &in); err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
-	out, err := s.upsertRates(ctx, sc, sid, pid, []RateInput{in}, modeReplace)
+	out, err := s.upsertRates(ctx, sc, sid, pid, []catalog.RateInput{in}, modeReplace)
 	if err != nil {
-		return Rate{}, err
+		return catalog.Rate{}, err
 	}
 	return out[0], nil
 }
 
 // UpsertRates is the bulk form for the rates of one product.
-func (s *Store) UpsertRates(ctx context.Context, sc Scope, sid, pid string, ins []RateInput) ([]Rate, error) {
-	if len(ins) == 0 || len(ins) > MaxBulk {
-		return nil, invalidf("rates", "must have 1 to %d items", MaxBulk)
+func (s *Store) UpsertRates(ctx context.Context, sc catalog.Scope, sid, pid string, ins []catalog.RateInput) ([]catalog.Rate, error) {
+	if len(ins) == 0 || len(ins) > catalog.MaxBulk {
+		return nil, catalog.Invalidf("rates", "must have 1 to %d items", catalog.MaxBulk)
 	}
 	seen := make(map[string]bool, len(ins))
 	for i := range ins {
@@ -546,14 +548,14 @@ func (s *Store) UpsertRates(ctx context.Context, sc Scope, sid, pid string, ins 
 			ins[i].ID = uuid.NewString()
 		}
 		if seen[ins[i].ID] {
-			return nil, invalid(prefix+"id", "appears twice in the request")
+			return nil, catalog.Invalid(prefix+"id", "appears twice in the request")
 		}
 		seen[ins[i].ID] = true
 	}
 	return s.upsertRates(ctx, sc, sid, pid, ins, modeUpsert)
 }
 
-func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins []RateInput, mode writeMode) ([]Rate, error) {
+func (s *Store) upsertRates(ctx context.Context, sc catalog.Scope, sid, pid string, ins []catalog.RateInput, mode writeMode) ([]catalog.Rate, error) {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return nil, err
@@ -570,20 +572,20 @@ func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins 
 	verCmd := pipe.HMGet(ctx, s.k.versions(sid), vfields...)
 	bindCmd := pipe.HGetAll(ctx, s.k.bindings(sid, pid))
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, unavailable("read rates", err)
+		return nil, catalog.Unavailable("read rates", err)
 	}
 	if !prodCmd.Val() {
-		return nil, notFound("product", pid)
+		return nil, catalog.NotFound("product", pid)
 	}
 	bindings, err := decodeBindings(bindCmd.Val())
 	if err != nil {
 		return nil, err
 	}
 	raws, vraw := ratesCmd.Val(), verCmd.Val()
-	out := make([]Rate, len(ins))
+	out := make([]catalog.Rate, len(ins))
 	var changes []change
 	for i, in := range ins {
-		var cur *Rate
+		var cur *catalog.Rate
 		if raw, ok := raws[i].(string); ok {
 			if cur, err = decodeRate(sid, raw); err != nil {
 				return nil, err
@@ -595,24 +597,24 @@ func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins 
 		}
 		switch {
 		case cur != nil && mode == modeCreate:
-			return nil, conflict("rate %s already exists", in.ID)
+			return nil, catalog.Conflict("rate %s already exists", in.ID)
 		case cur == nil && mode == modeReplace:
-			return nil, notFound("rate", in.ID)
+			return nil, catalog.NotFound("rate", in.ID)
 		}
 		data := in.RateData
 		data.OptionID = data.ID
-		next := Rate{SupplierID: sid, ProductID: pid, RateData: data}
-		ev := Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
+		next := catalog.Rate{SupplierID: sid, ProductID: pid, RateData: data}
+		ev := catalog.Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
 				return nil, err
 			}
 			next.Version = cur.Version
-			if bytes.Equal(renderRate(&next), renderRate(cur)) {
+			if bytes.Equal(catalogwire.RenderRate(&next), catalogwire.RenderRate(cur)) {
 				out[i] = *cur
 				continue
 			}
-			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}
+			ev.Prior = &schemas.CatalogPrior{Version: cur.Version, Fingerprint: catalog.Fingerprint(cur)}
 			next.Version = max(cur.Version, last) + 1
 		} else {
 			next.Version = last + 1
@@ -631,7 +633,7 @@ func (s *Store) upsertRates(ctx context.Context, sc Scope, sid, pid string, ins 
 // names in its rateIds is ErrConflict (rebind without it first); under a
 // whole-product binding it simply stops being sold (channelbinding
 // updated).
-func (s *Store) DeleteRate(ctx context.Context, sc Scope, sid, pid, rid string) error {
+func (s *Store) DeleteRate(ctx context.Context, sc catalog.Scope, sid, pid, rid string) error {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
@@ -644,11 +646,11 @@ func (s *Store) DeleteRate(ctx context.Context, sc Scope, sid, pid, rid string) 
 	pricesCmd := pipe.HExists(ctx, s.k.prices(sid, pid), rid)
 	verCmd := pipe.HMGet(ctx, s.k.versions(sid), verRate(pid, rid), verAvail(pid, rid), verPrices(pid, rid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return unavailable("read rate", err)
+		return catalog.Unavailable("read rate", err)
 	}
 	raw, err := rateCmd.Result()
 	if errors.Is(err, redis.Nil) {
-		return notFound("rate", rid)
+		return catalog.NotFound("rate", rid)
 	}
 	cur, err := decodeRate(sid, raw)
 	if err != nil {
@@ -660,7 +662,7 @@ func (s *Store) DeleteRate(ctx context.Context, sc Scope, sid, pid, rid string) 
 	}
 	for _, b := range bindings {
 		if !b.Whole() && b.Binds(rid) {
-			return conflict("rate %s is bound to channel %s; rebind the product without it first", rid, b.ChannelID)
+			return catalog.Conflict("rate %s is bound to channel %s; rebind the product without it first", rid, b.ChannelID)
 		}
 	}
 	var vr, va, vp int64
@@ -675,39 +677,39 @@ func (s *Store) DeleteRate(ctx context.Context, sc Scope, sid, pid, rid string) 
 	}
 	var changes []change
 	if availCmd.Val() {
-		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
+		changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: sid, ProductID: pid, RateID: rid}, version: va + 1, deleted: true})
 	}
 	if pricesCmd.Val() {
-		changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
+		changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindPriceSchedule, SupplierID: sid, ProductID: pid, RateID: rid}, version: vp + 1, deleted: true})
 	}
 	// Only whole-product bindings can grant it here (a naming one is a
 	// conflict above): each loses the rate.
-	changes = append(changes, change{ev: Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
-		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
+	changes = append(changes, change{ev: catalog.Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: rid,
+		Prior: &schemas.CatalogPrior{Version: cur.Version, Fingerprint: catalog.Fingerprint(cur)}, BoundChannels: grantingChannels(bindings, rid)},
 		version: max(cur.Version, vr) + 1, deleted: true})
 	return s.commit(ctx, tx.lock, changes)
 }
 
 // decodeBindings reads the stored bindings of a product (channel id →
 // binding JSON), sorted by channel id; the channel is the hash field.
-func decodeBindings(raw map[string]string) ([]Binding, error) {
-	out := make([]Binding, 0, len(raw))
+func decodeBindings(raw map[string]string) ([]catalog.Binding, error) {
+	out := make([]catalog.Binding, 0, len(raw))
 	for cid, braw := range raw {
-		var b Binding
+		var b catalog.Binding
 		if err := json.Unmarshal([]byte(braw), &b); err != nil {
 			return nil, fmt.Errorf("decode stored binding: %w", err)
 		}
 		b.ChannelID = cid
 		out = append(out, b)
 	}
-	slices.SortFunc(out, func(a, b Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
+	slices.SortFunc(out, func(a, b catalog.Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
 	return out, nil
 }
 
 // grantingChannels are the channels of the bindings that grant the rate,
 // in the bindings' order; never nil (Event.BoundChannels: nil means "not
 // recorded").
-func grantingChannels(bs []Binding, rid string) []string {
+func grantingChannels(bs []catalog.Binding, rid string) []string {
 	out := []string{}
 	for _, b := range bs {
 		if b.Binds(rid) {
@@ -723,9 +725,9 @@ func grantingChannels(bs []Binding, rid string) []string {
 
 // CreateChannel creates a sales channel (admin). The id is generated
 // unless given; an existing id is ErrConflict.
-func (s *Store) CreateChannel(ctx context.Context, in ChannelInput) (Channel, error) {
-	if err := validateChannel(&in); err != nil {
-		return Channel{}, err
+func (s *Store) CreateChannel(ctx context.Context, in catalog.ChannelInput) (catalog.Channel, error) {
+	if err := catalog.ValidateChannel(&in); err != nil {
+		return catalog.Channel{}, err
 	}
 	if in.ID == "" {
 		in.ID = uuid.NewString()
@@ -734,13 +736,13 @@ func (s *Store) CreateChannel(ctx context.Context, in ChannelInput) (Channel, er
 }
 
 // PutChannel replaces an existing channel (admin).
-func (s *Store) PutChannel(ctx context.Context, cid string, in ChannelInput) (Channel, error) {
+func (s *Store) PutChannel(ctx context.Context, cid string, in catalog.ChannelInput) (catalog.Channel, error) {
 	if err := samePath("id", in.ID, cid); err != nil {
-		return Channel{}, err
+		return catalog.Channel{}, err
 	}
 	in.ID = cid
-	if err := validateChannel(&in); err != nil {
-		return Channel{}, err
+	if err := catalog.ValidateChannel(&in); err != nil {
+		return catalog.Channel{}, err
 	}
 	return s.writeChannel(ctx, in, modeReplace)
 }
@@ -748,71 +750,71 @@ func (s *Store) PutChannel(ctx context.Context, cid string, in ChannelInput) (Ch
 // EnsureChannel makes the channel exist with exactly this data: nothing is
 // published when it already does, so it is safe at every start (the demo
 // channel).
-func (s *Store) EnsureChannel(ctx context.Context, c Channel) (Channel, error) {
-	in := ChannelInput{ID: c.ID, Name: c.Name, CompanyName: c.CompanyName, ActivationDelay: c.ActivationDelay,
+func (s *Store) EnsureChannel(ctx context.Context, c catalog.Channel) (catalog.Channel, error) {
+	in := catalog.ChannelInput{ID: c.ID, Name: c.Name, CompanyName: c.CompanyName, ActivationDelay: c.ActivationDelay,
 		Config: c.Config, Ext: c.Ext, LogoURL: c.LogoURL, URL: c.URL}
 	if in.ID == "" {
-		return Channel{}, invalid("id", "is required")
+		return catalog.Channel{}, catalog.Invalid("id", "is required")
 	}
-	if err := validateChannel(&in); err != nil {
-		return Channel{}, err
+	if err := catalog.ValidateChannel(&in); err != nil {
+		return catalog.Channel{}, err
 	}
 	return s.writeChannel(ctx, in, modeUpsert)
 }
 
-func (s *Store) writeChannel(ctx context.Context, in ChannelInput, mode writeMode) (Channel, error) {
-	if !ValidID(in.ID) {
-		return Channel{}, notFound("channel", in.ID)
+func (s *Store) writeChannel(ctx context.Context, in catalog.ChannelInput, mode writeMode) (catalog.Channel, error) {
+	if !catalog.ValidID(in.ID) {
+		return catalog.Channel{}, catalog.NotFound("channel", in.ID)
 	}
 	l, err := s.acquire(ctx, s.k.channelLock(in.ID), s.k.channels(), in.ID)
 	if err != nil {
-		return Channel{}, err
+		return catalog.Channel{}, err
 	}
 	defer s.release(ctx, l)
-	var cur *Channel
+	var cur *catalog.Channel
 	if l.current != "" {
-		var c Channel
+		var c catalog.Channel
 		if err := json.Unmarshal([]byte(l.current), &c); err != nil {
-			return Channel{}, fmt.Errorf("decode stored channel: %w", err)
+			return catalog.Channel{}, fmt.Errorf("decode stored channel: %w", err)
 		}
 		cur = &c
 	}
 	switch {
 	case cur != nil && mode == modeCreate:
-		return Channel{}, conflict("channel %s already exists", in.ID)
+		return catalog.Channel{}, catalog.Conflict("channel %s already exists", in.ID)
 	case cur == nil && mode == modeReplace:
-		return Channel{}, notFound("channel", in.ID)
+		return catalog.Channel{}, catalog.NotFound("channel", in.ID)
 	}
-	next := Channel{ID: in.ID, Name: in.Name, CompanyName: in.CompanyName, ActivationDelay: in.ActivationDelay,
+	next := catalog.Channel{ID: in.ID, Name: in.Name, CompanyName: in.CompanyName, ActivationDelay: in.ActivationDelay,
 		Config: in.Config, Ext: in.Ext, LogoURL: in.LogoURL, URL: in.URL}
 	var last int64
 	if v, err := s.rdb.HGet(ctx, s.k.channelVersions(), in.ID).Result(); err == nil {
 		last = parseVersion(v)
 	} else if !errors.Is(err, redis.Nil) {
-		return Channel{}, unavailable("read channel version", err)
+		return catalog.Channel{}, catalog.Unavailable("read channel version", err)
 	}
 	if cur != nil {
 		if err := checkVersion(in.Version, cur.Version); err != nil {
-			return Channel{}, err
+			return catalog.Channel{}, err
 		}
 		next.Version = cur.Version
-		if bytes.Equal(mustJSON(next), mustJSON(cur)) {
+		if bytes.Equal(catalogwire.MustJSON(next), catalogwire.MustJSON(cur)) {
 			return *cur, nil
 		}
 		last = max(last, cur.Version)
 	}
 	next.Version = last + 1
-	return next, s.commit(ctx, l, []change{{ev: Event{Kind: schemas.CatalogKindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
+	return next, s.commit(ctx, l, []change{{ev: catalog.Event{Kind: schemas.CatalogKindChannel, ChannelID: next.ID, Channel: &next}, version: next.Version}})
 }
 
 // ---- bindings ----
 
 // bindingState is what a binding write reads under the supplier lock.
 type bindingState struct {
-	product *Product
-	channel *Channel
+	product *catalog.Product
+	channel *catalog.Channel
 	rates   []string // every rate id of the product, sorted
-	cur     *Binding
+	cur     *catalog.Binding
 	last    int64
 }
 
@@ -825,20 +827,20 @@ func (s *Store) readBindingState(ctx context.Context, sid, pid, cid string) (bin
 	curCmd := pipe.HGet(ctx, s.k.bindings(sid, pid), cid)
 	verCmd := pipe.HGet(ctx, s.k.versions(sid), verBinding(pid, cid))
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return st, unavailable("read binding", err)
+		return st, catalog.Unavailable("read binding", err)
 	}
 	raw, err := prodCmd.Result()
 	if err != nil {
-		return st, notFound("product", pid)
+		return st, catalog.NotFound("product", pid)
 	}
 	if st.product, err = decodeProduct(raw); err != nil {
 		return st, err
 	}
 	craw, err := chanCmd.Result()
-	if err != nil || !ValidID(cid) {
-		return st, notFound("channel", cid)
+	if err != nil || !catalog.ValidID(cid) {
+		return st, catalog.NotFound("channel", cid)
 	}
-	var c Channel
+	var c catalog.Channel
 	if err := json.Unmarshal([]byte(craw), &c); err != nil {
 		return st, fmt.Errorf("decode stored channel: %w", err)
 	}
@@ -846,7 +848,7 @@ func (s *Store) readBindingState(ctx context.Context, sid, pid, cid string) (bin
 	st.rates = ratesCmd.Val()
 	slices.Sort(st.rates)
 	if braw, err := curCmd.Result(); err == nil {
-		var b Binding
+		var b catalog.Binding
 		if err := json.Unmarshal([]byte(braw), &b); err != nil {
 			return st, fmt.Errorf("decode stored binding: %w", err)
 		}
@@ -859,42 +861,6 @@ func (s *Store) readBindingState(ctx context.Context, sid, pid, cid string) (bin
 	return st, nil
 }
 
-// BoundProduct is a binding with what its views name: the channel, the
-// supplier's and product's names and every rate of the product.
-type BoundProduct struct {
-	Binding      Binding
-	Channel      Channel
-	SupplierName string
-	ProductName  string
-	// Rates are every rate id of the product, sorted: the options of a
-	// whole-product binding.
-	Rates []string
-}
-
-// ChannelRate is the channel v1.2 view.
-func (b BoundProduct) ChannelRate() ChannelRate {
-	return ChannelRate{Channel: b.Channel.View(), PriceAt: b.Binding.PriceAt, PriceTags: orEmpty(b.Binding.PriceTags),
-		RateIDs: orEmpty(b.Binding.RateIDs), Valid: b.Binding.Valid}
-}
-
-// V2 is the operator v2 view: optionIds are the bound rates (all of them
-// for a whole-product binding).
-func (b BoundProduct) V2() BindingV2 {
-	opts := b.Binding.RateIDs
-	if b.Binding.Whole() {
-		opts = b.Rates
-	}
-	return BindingV2{ChannelID: b.Channel.ID, ChannelName: b.Channel.Name, OptionIDs: orEmpty(opts),
-		ProductID: b.Binding.ProductID, ProductName: b.ProductName, SupplierID: b.Binding.SupplierID, SupplierName: b.SupplierName}
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // bindingMode is how a binding write treats the current binding.
 type bindingMode int
 
@@ -904,47 +870,23 @@ const (
 	bindOptions                    // v2 PUT: create or replace the rate set, keep the terms
 )
 
-func normalizeBinding(in BindingInput) (Binding, error) {
-	b := Binding{PriceAt: in.PriceAt}
-	if b.PriceAt == "" {
-		b.PriceAt = PriceAtUnknown
-	}
-	if err := oneOf("priceAt", b.PriceAt, priceAts...); err != nil {
-		return b, err
-	}
-	var err error
-	if b.PriceTags, err = normalizeTags("priceTags", in.PriceTags); err != nil {
-		return b, err
-	}
-	if b.RateIDs, err = normalizeIDs("rateIds", in.RateIDs); err != nil {
-		return b, err
-	}
-	if in.Valid != nil {
-		if err := checkValidity("valid", in.Valid); err != nil {
-			return b, err
-		}
-		b.Valid = *in.Valid
-	}
-	return b, nil
-}
-
 // CreateBinding binds a product to a channel (channel v1.2 POST): at the
 // given rates, or the whole product when rateIds is empty. A binding
 // that exists is ErrConflict; an unknown supplier, product or channel is
 // ErrNotFound; a rate id that is not the product's is ErrInvalid.
-func (s *Store) CreateBinding(ctx context.Context, sc Scope, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
-	b, err := normalizeBinding(in)
+func (s *Store) CreateBinding(ctx context.Context, sc catalog.Scope, sid, pid, cid string, in catalog.BindingInput) (catalogwire.BoundProduct, error) {
+	b, err := catalog.NormalizeBinding(in)
 	if err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
 	return s.writeBinding(ctx, sc, sid, pid, cid, b, "rateIds", bindCreate)
 }
 
 // PutBinding replaces a binding's terms (channel v1.2 PUT).
-func (s *Store) PutBinding(ctx context.Context, sc Scope, sid, pid, cid string, in BindingInput) (BoundProduct, error) {
-	b, err := normalizeBinding(in)
+func (s *Store) PutBinding(ctx context.Context, sc catalog.Scope, sid, pid, cid string, in catalog.BindingInput) (catalogwire.BoundProduct, error) {
+	b, err := catalog.NormalizeBinding(in)
 	if err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
 	return s.writeBinding(ctx, sc, sid, pid, cid, b, "rateIds", bindReplace)
 }
@@ -952,56 +894,56 @@ func (s *Store) PutBinding(ctx context.Context, sc Scope, sid, pid, cid string, 
 // PutOptions replaces the bound options (operator v2 PUT, spec doc 3 rule
 // 1: replaces, never appends); a new binding gets PRICE_AT_UNKNOWN, no
 // price tags and no window, an existing one keeps them.
-func (s *Store) PutOptions(ctx context.Context, sc Scope, sid, pid, cid string, optionIDs []string) (BoundProduct, error) {
+func (s *Store) PutOptions(ctx context.Context, sc catalog.Scope, sid, pid, cid string, optionIDs []string) (catalogwire.BoundProduct, error) {
 	if len(optionIDs) == 0 {
-		return BoundProduct{}, invalid("optionIds", "must list at least one option; DELETE removes the binding")
+		return catalogwire.BoundProduct{}, catalog.Invalid("optionIds", "must list at least one option; DELETE removes the binding")
 	}
-	ids, err := normalizeIDs("optionIds", optionIDs)
+	ids, err := catalog.NormalizeIDs("optionIds", optionIDs)
 	if err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
-	return s.writeBinding(ctx, sc, sid, pid, cid, Binding{PriceAt: PriceAtUnknown, PriceTags: []string{}, RateIDs: ids}, "optionIds", bindOptions)
+	return s.writeBinding(ctx, sc, sid, pid, cid, catalog.Binding{PriceAt: catalog.PriceAtUnknown, PriceTags: []string{}, RateIDs: ids}, "optionIds", bindOptions)
 }
 
-func (s *Store) writeBinding(ctx context.Context, sc Scope, sid, pid, cid string, next Binding, ratesField string, mode bindingMode) (BoundProduct, error) {
+func (s *Store) writeBinding(ctx context.Context, sc catalog.Scope, sid, pid, cid string, next catalog.Binding, ratesField string, mode bindingMode) (catalogwire.BoundProduct, error) {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
 	defer s.release(ctx, tx.lock)
 	st, err := s.readBindingState(ctx, sid, pid, cid)
 	if err != nil {
-		return BoundProduct{}, err
+		return catalogwire.BoundProduct{}, err
 	}
 	for i, id := range next.RateIDs {
 		if _, ok := slices.BinarySearch(st.rates, id); !ok {
-			return BoundProduct{}, invalidf(idx(ratesField, i), "%q is not a rate of product %s", id, pid)
+			return catalogwire.BoundProduct{}, catalog.Invalidf(idx(ratesField, i), "%q is not a rate of product %s", id, pid)
 		}
 	}
 	switch {
 	case st.cur != nil && mode == bindCreate:
-		return BoundProduct{}, conflict("product %s is already bound to channel %s; use PUT to change the binding", pid, cid)
+		return catalogwire.BoundProduct{}, catalog.Conflict("product %s is already bound to channel %s; use PUT to change the binding", pid, cid)
 	case st.cur == nil && mode == bindReplace:
-		return BoundProduct{}, notFound("binding of channel", cid)
+		return catalogwire.BoundProduct{}, catalog.NotFound("binding of channel", cid)
 	case st.cur != nil && mode == bindOptions:
 		next.PriceAt, next.PriceTags, next.Valid = st.cur.PriceAt, st.cur.PriceTags, st.cur.Valid
 	}
 	next.SupplierID, next.ProductID, next.ChannelID = sid, pid, cid
 	next.PriceTags = orEmpty(next.PriceTags)
 	next.RateIDs = orEmpty(next.RateIDs)
-	out := BoundProduct{Binding: next, Channel: *st.channel, SupplierName: tx.sup.Name, ProductName: st.product.Name, Rates: st.rates}
+	out := catalogwire.BoundProduct{Binding: next, Channel: *st.channel, SupplierName: tx.sup.Name, ProductName: st.product.Name, Rates: st.rates}
 	if st.cur != nil && st.cur.SameTerms(next) {
 		out.Binding = *st.cur
 		return out, nil
 	}
 	next.Version = st.last + 1
 	out.Binding = next
-	ev := Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
+	ev := catalog.Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, Binding: &next, PriorBinding: st.cur}
 	return out, s.commit(ctx, tx.lock, []change{{ev: ev, version: next.Version}})
 }
 
 // DeleteBinding unbinds the product from the channel (both APIs).
-func (s *Store) DeleteBinding(ctx context.Context, sc Scope, sid, pid, cid string) error {
+func (s *Store) DeleteBinding(ctx context.Context, sc catalog.Scope, sid, pid, cid string) error {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return err
@@ -1012,8 +954,8 @@ func (s *Store) DeleteBinding(ctx context.Context, sc Scope, sid, pid, cid strin
 		return err
 	}
 	if st.cur == nil {
-		return notFound("binding of channel", cid)
+		return catalog.NotFound("binding of channel", cid)
 	}
-	ev := Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
+	ev := catalog.Event{Kind: schemas.CatalogKindBinding, SupplierID: sid, ProductID: pid, ChannelID: cid, PriorBinding: st.cur}
 	return s.commit(ctx, tx.lock, []change{{ev: ev, version: st.last + 1, deleted: true}})
 }

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
+	"github.com/switchbackhq/switchback/internal/platform/redislock"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -33,22 +36,22 @@ import (
 
 // errBusy answers a push whose supplier another write kept locked for the
 // whole lock wait.
-var errBusy = fmt.Errorf("another change of this supplier or channel is in progress: %w", ErrUnavailable)
+var errBusy = fmt.Errorf("another change of this supplier or channel is in progress: %w", catalog.ErrUnavailable)
 
 // maxAvailBatch bounds one batch (one Publish, one pipeline).
 const maxAvailBatch = 512
 
 // availWrite is one PutAvailabilities waiting for its batch.
 type availWrite struct {
-	sc            Scope
+	sc            catalog.Scope
 	sid, pid, rid string
-	as            []Availability
+	as            []catalog.Availability
 	deadline      time.Time        // busy (503) when its supplier stays locked until then
 	done          chan availResult // buffered: the batch never blocks on a caller
 }
 
 type availResult struct {
-	set AvailabilitySet
+	set catalog.AvailabilitySet
 	err error
 }
 
@@ -101,15 +104,15 @@ func (q *availQueue) putBack(ws []*availWrite) {
 // PutAvailabilities replaces the availabilities of a rate (the operator
 // setup path PUT .../rates/{rate_id}/availabilities). They go to the
 // availability topic as a snapshot of the rate.
-func (s *Store) PutAvailabilities(ctx context.Context, sc Scope, sid, pid, rid string, as []Availability) (AvailabilitySet, error) {
+func (s *Store) PutAvailabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error) {
 	if as == nil {
-		return AvailabilitySet{}, invalid("availabilities", "is required (an array, possibly empty)")
+		return catalog.AvailabilitySet{}, catalog.Invalid("availabilities", "is required (an array, possibly empty)")
 	}
-	if err := validateAvailabilities(as, s.now()); err != nil {
-		return AvailabilitySet{}, err
+	if err := catalog.ValidateAvailabilities(as, s.now()); err != nil {
+		return catalog.AvailabilitySet{}, err
 	}
-	if !ValidID(sid) {
-		return AvailabilitySet{}, notFound("supplier", sid)
+	if !catalog.ValidID(sid) {
+		return catalog.AvailabilitySet{}, catalog.NotFound("supplier", sid)
 	}
 	for i := range as {
 		as[i].Start, as[i].End = as[i].Start.UTC(), as[i].End.UTC()
@@ -126,7 +129,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, sc Scope, sid, pid, rid s
 		return r.set, r.err
 	case <-ctx.Done():
 		// The push may still be written by its batch.
-		return AvailabilitySet{}, unavailable("write availabilities", ctx.Err())
+		return catalog.AvailabilitySet{}, catalog.Unavailable("write availabilities", ctx.Err())
 	}
 }
 
@@ -182,7 +185,7 @@ type rateState struct {
 	exists     bool
 	bad        error // the stored value could not be read
 	raw        []byte
-	cur        AvailabilitySet // decoded from raw only when decoded
+	cur        catalog.AvailabilitySet // decoded from raw only when decoded
 	decoded    bool
 	curVersion int64
 	hasCur     bool
@@ -190,10 +193,10 @@ type rateState struct {
 }
 
 // current is the stored set, decoded on demand.
-func (st *rateState) current() (AvailabilitySet, error) {
+func (st *rateState) current() (catalog.AvailabilitySet, error) {
 	if !st.decoded {
 		if err := json.Unmarshal(st.raw, &st.cur); err != nil {
-			return AvailabilitySet{}, err
+			return catalog.AvailabilitySet{}, err
 		}
 		st.decoded = true
 	}
@@ -204,14 +207,14 @@ func (st *rateState) current() (AvailabilitySet, error) {
 // of suppliers another write holds locked (retry; answered busy past their
 // deadline). progressed is false when no lock could be taken.
 func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry []*availWrite, progressed bool) {
-	answer := func(w *availWrite, set AvailabilitySet, err error) { w.done <- availResult{set: set, err: err} }
+	answer := func(w *availWrite, set catalog.AvailabilitySet, err error) { w.done <- availResult{set: set, err: err} }
 	fail := func(ws []*availWrite, err error) {
 		for _, w := range ws {
-			answer(w, AvailabilitySet{}, err)
+			answer(w, catalog.AvailabilitySet{}, err)
 		}
 	}
 	if s.pub == nil {
-		fail(batch, fmt.Errorf("catalog write: no publisher: %w", ErrUnavailable))
+		fail(batch, fmt.Errorf("catalog write: no publisher: %w", catalog.ErrUnavailable))
 		return nil, true
 	}
 	fence, _ := s.fence.(PipelinedFence)
@@ -242,30 +245,30 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		}
 	})
 	if err != nil {
-		fail(batch, unavailable("lock suppliers", err))
+		fail(batch, catalog.Unavailable("lock suppliers", err))
 		return nil, true
 	}
-	locked := map[string]*Supplier{}
+	locked := map[string]*catalog.Supplier{}
 	var held []string
 	now := time.Now()
 	for i, sid := range sids {
 		res, err := lockCmds[i].StringSlice()
 		switch {
 		case err != nil:
-			fail(bySup[sid], unavailable("lock", err))
+			fail(bySup[sid], catalog.Unavailable("lock", err))
 		case len(res) == 3 && res[0] == "ok":
 			held = append(held, sid)
-			var sup *Supplier
+			var sup *catalog.Supplier
 			if res[1] == "1" {
 				// Scope needs the owner only (canManage): the record
 				// itself is not read.
-				sup = &Supplier{Owner: res[2]}
+				sup = &catalog.Supplier{Owner: res[2]}
 			}
 			locked[sid] = sup
 		default:
 			for _, w := range bySup[sid] {
 				if now.After(w.deadline) {
-					answer(w, AvailabilitySet{}, errBusy)
+					answer(w, catalog.AvailabilitySet{}, errBusy)
 				} else {
 					retry = append(retry, w)
 				}
@@ -301,8 +304,8 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 			}
 			// A push by a principal that may not manage the supplier
 			// is "not found", as for every write.
-			if sup == nil || !w.sc.canManage(sup) {
-				answer(w, AvailabilitySet{}, notFound("supplier", sid))
+			if sup == nil || !w.sc.CanManage(sup) {
+				answer(w, catalog.AvailabilitySet{}, catalog.NotFound("supplier", sid))
 				continue
 			}
 			live = append(live, w)
@@ -333,7 +336,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		markerCmd = fence.PipeEpoch(ctx, pipe)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		fail(live, unavailable("read availabilities", err))
+		fail(live, catalog.Unavailable("read availabilities", err))
 		return retry, true
 	}
 	if fence != nil {
@@ -373,7 +376,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	// and go into the event, the envelope and Redis as they are.
 	type pending struct {
 		w   *availWrite
-		set AvailabilitySet
+		set catalog.AvailabilitySet
 	}
 	var (
 		calls   []scriptCall
@@ -385,19 +388,19 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		st := states[rk{w.sid, w.pid, w.rid}]
 		switch {
 		case !st.exists:
-			answer(w, AvailabilitySet{}, notFound("rate", w.rid))
+			answer(w, catalog.AvailabilitySet{}, catalog.NotFound("rate", w.rid))
 			continue
 		case st.bad != nil:
-			answer(w, AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", st.bad))
+			answer(w, catalog.AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", st.bad))
 			continue
 		}
-		next := AvailabilitySet{SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availabilities: w.as}
+		next := catalog.AvailabilitySet{SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availabilities: w.as}
 		if st.hasCur {
 			next.Version = st.curVersion
 			if bytes.Equal(availSetJSON(next), st.raw) {
 				cur, err := st.current()
 				if err != nil {
-					answer(w, AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err))
+					answer(w, catalog.AvailabilitySet{}, fmt.Errorf("decode stored availabilities: %w", err))
 				} else {
 					answer(w, cur, nil) // nothing changed: no event
 				}
@@ -407,12 +410,12 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 		next.Version = st.last + 1
 		raw := availSetJSON(next)
 		st.last, st.cur, st.decoded, st.curVersion, st.hasCur, st.raw = next.Version, next, true, next.Version, true, raw
-		ev := Event{Kind: schemas.CatalogKindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
+		ev := catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: w.sid, ProductID: w.pid, RateID: w.rid, Availability: &next}
 		env := schemas.Envelope{ID: uuid.NewString(), Type: schemas.CatalogEventType(ev.Kind, false), Key: ev.EntityKey(),
 			Version: next.Version, Time: ts, Source: s.source, Data: availEventJSON(next, raw)}
 		value, ok := envelopeJSON(env)
 		if !ok {
-			value = mustJSON(env)
+			value = catalogwire.MustJSON(env)
 		}
 		msgs = append(msgs, stream.Message{Topic: ev.Kind.Topic(), Key: []byte(env.Key), Value: value, Time: ts})
 		v, t := versionArgs(env.Version, env.Time)
@@ -430,7 +433,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	cancel()
 	if err != nil {
 		for _, p := range written {
-			answer(p.w, AvailabilitySet{}, unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err))
+			answer(p.w, catalog.AvailabilitySet{}, catalog.Unavailable(fmt.Sprintf("publish %d catalog events", len(msgs)), err))
 		}
 		return retry, true
 	}
@@ -464,7 +467,7 @@ func (s *Store) fenceEpochStart(ctx context.Context, fence PipelinedFence) (stri
 func (s *Store) checkEpoch(_ PipelinedFence, read func() (string, error), want string) (string, error) {
 	e, err := read()
 	if err != nil {
-		return "", unavailable("read the views epoch", err)
+		return "", catalog.Unavailable("read the views epoch", err)
 	}
 	if e == "" || (want != "" && e != want) {
 		return "", errViewsRebuilding
@@ -484,7 +487,7 @@ func (s *Store) execScripts(ctx context.Context, fill func(redis.Pipeliner)) err
 		fill(pipe)
 		cmds, err := pipe.Exec(ctx)
 		if err != nil && try == 0 && hasNoScript(cmds) {
-			for _, sc := range []*redis.Script{lockScript, ownerLockScript, releaseScript, applyFieldScript} {
+			for _, sc := range []*redis.Script{lockScript, ownerLockScript, redislock.ReleaseScript, applyFieldScript} {
 				if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 					return err
 				}
@@ -516,14 +519,14 @@ func (s *Store) applyAndRelease(ctx context.Context, calls []scriptCall, held []
 		c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	for _, sid := range held {
-		releaseScript.EvalSha(ctx, pipe, []string{s.k.lock(sid)}, token)
+		redislock.ReleaseScript.EvalSha(ctx, pipe, []string{s.k.lock(sid)}, token)
 	}
 	if _, err := pipe.Exec(ctx); err == nil {
 		return nil
 	}
 	for _, c := range calls {
 		if err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Err(); err != nil {
-			return unavailable("apply availabilities", err)
+			return catalog.Unavailable("apply availabilities", err)
 		}
 	}
 	s.releaseAll(ctx, held, token)
@@ -536,7 +539,7 @@ func (s *Store) releaseAll(ctx context.Context, sids []string, token string) {
 	defer cancel()
 	err := s.execScripts(rctx, func(pipe redis.Pipeliner) {
 		for _, sid := range sids {
-			releaseScript.EvalSha(rctx, pipe, []string{s.k.lock(sid)}, token)
+			redislock.ReleaseScript.EvalSha(rctx, pipe, []string{s.k.lock(sid)}, token)
 		}
 	})
 	if err != nil {

@@ -1,8 +1,10 @@
-package catalog
+package catalogredis
 
 import (
 	"strconv"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -16,14 +18,14 @@ import (
 // encoding/json's, and a set it cannot write exactly goes through it.
 
 // availSetJSON is set as encoding/json writes it.
-func availSetJSON(set AvailabilitySet) []byte {
+func availSetJSON(set catalog.AvailabilitySet) []byte {
 	if b, ok := appendAvailSet(make([]byte, 0, 96+len(set.Availabilities)*120), set); ok {
 		return b
 	}
-	return mustJSON(set)
+	return catalogwire.MustJSON(set)
 }
 
-func appendAvailSet(b []byte, set AvailabilitySet) ([]byte, bool) {
+func appendAvailSet(b []byte, set catalog.AvailabilitySet) ([]byte, bool) {
 	b = append(b, `{"supplierId":`...)
 	b = jsonwire.AppendString(b, set.SupplierID)
 	b = append(b, `,"productId":`...)
@@ -51,7 +53,7 @@ func appendAvailSet(b []byte, set AvailabilitySet) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-func appendAvailability(b []byte, a Availability) ([]byte, bool) {
+func appendAvailability(b []byte, a catalog.Availability) ([]byte, bool) {
 	b = append(b, `{"id":`...)
 	b = jsonwire.AppendString(b, a.ID)
 	b = append(b, `,"start":`...)
@@ -78,7 +80,7 @@ func appendAvailability(b []byte, a Availability) ([]byte, bool) {
 
 // availEventJSON is the availability Event of set as encoding/json writes
 // it, with the set's bytes already encoded.
-func availEventJSON(set AvailabilitySet, setJSON []byte) []byte {
+func availEventJSON(set catalog.AvailabilitySet, setJSON []byte) []byte {
 	b := make([]byte, 0, 128+len(setJSON))
 	b = append(b, `{"kind":"`+string(schemas.CatalogKindAvailability)+`"`...)
 	if set.SupplierID != "" {

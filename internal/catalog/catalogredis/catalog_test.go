@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
@@ -53,8 +55,8 @@ func (r *recorder) envelopes(t *testing.T) []schemas.Envelope {
 }
 
 var (
-	opA   = ScopeOf(principals.Principal{ID: "op-a", Role: principals.RoleOperator})
-	admin = ScopeOf(principals.Principal{ID: "adm", Role: principals.RoleAdmin})
+	opA   = catalog.ScopeOf(principals.Principal{ID: "op-a", Role: principals.RoleOperator})
+	admin = catalog.ScopeOf(principals.Principal{ID: "adm", Role: principals.RoleAdmin})
 )
 
 func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
@@ -80,9 +82,9 @@ func testKeyring(t *testing.T) *keyring.Keyring {
 	return r
 }
 
-func supplierIn(id, name string) SupplierInput {
-	return SupplierInput{SupplierData: SupplierData{ID: id, Name: name, Code: "C-" + id},
-		Connection: &ConnectionInput{Kind: ConnectionBookingSystem, BaseURL: "https://bs.example/v2", Credentials: &CredentialsInput{BearerToken: "tok-" + id}}}
+func supplierIn(id, name string) catalog.SupplierInput {
+	return catalog.SupplierInput{SupplierData: catalog.SupplierData{ID: id, Name: name, Code: "C-" + id},
+		Connection: &catalog.ConnectionInput{Kind: catalog.ConnectionBookingSystem, BaseURL: "https://bs.example/v2", Credentials: &catalog.CredentialsInput{BearerToken: "tok-" + id}}}
 }
 
 func TestApply_IsIdempotentAndIgnoresOlderVersions(t *testing.T) {
@@ -141,9 +143,9 @@ func TestApply_SameVersionLaterEventWins(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
 	mk := func(name string, at time.Time) schemas.Envelope {
-		sup := &Supplier{SupplierData: SupplierData{ID: "s1", Name: name, Code: "C"}, Version: 4, Owner: "op-a"}
-		ev := Event{Kind: schemas.CatalogKindSupplier, SupplierID: "s1", Supplier: sup}
-		return schemas.Envelope{ID: name, Type: schemas.CatalogEventType(schemas.CatalogKindSupplier, false), Key: "s1", Version: 4, Time: at, Data: mustJSON(ev)}
+		sup := &catalog.Supplier{SupplierData: catalog.SupplierData{ID: "s1", Name: name, Code: "C"}, Version: 4, Owner: "op-a"}
+		ev := catalog.Event{Kind: schemas.CatalogKindSupplier, SupplierID: "s1", Supplier: sup}
+		return schemas.Envelope{ID: name, Type: schemas.CatalogEventType(schemas.CatalogKindSupplier, false), Key: "s1", Version: 4, Time: at, Data: catalogwire.MustJSON(ev)}
 	}
 	t0 := time.Now()
 	early, late := mk("early", t0), mk("late", t0.Add(time.Millisecond))
@@ -171,7 +173,7 @@ func TestDelete_OlderEventCannotResurrect(t *testing.T) {
 	if _, err := s.Apply(ctx, envs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Supplier(ctx, opA, "s1"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Supplier(ctx, opA, "s1"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("deleted supplier is back: %v", err)
 	}
 	// Recreating the id continues its versions.
@@ -197,7 +199,7 @@ func TestCreateSupplier_ConcurrentCreatesOfOneIDGiveOneWinner(t *testing.T) {
 		switch {
 		case err == nil:
 			ok++
-		case errors.Is(err, ErrConflict):
+		case errors.Is(err, catalog.ErrConflict):
 			conflicts++
 		default:
 			t.Errorf("unexpected error: %v", err)
@@ -212,10 +214,10 @@ func TestWrite_PublishFailureChangesNothingAndReleasesTheLock(t *testing.T) {
 	s, rec, _ := newStore(t)
 	ctx := context.Background()
 	rec.fail = true
-	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); !errors.Is(err, ErrUnavailable) {
+	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Fatalf("create with the broker down: %v, want ErrUnavailable", err)
 	}
-	if _, err := s.Supplier(ctx, opA, "s1"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Supplier(ctx, opA, "s1"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("supplier exists after a failed publish: %v", err)
 	}
 	rec.fail = false
@@ -235,7 +237,7 @@ func TestWrite_HeldLockIsUnavailableNotConflict(t *testing.T) {
 	if err := rdb.Set(ctx, s.k.lock("s1"), "dead-writer", lockTTL).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PutSupplier(ctx, opA, "s1", supplierIn("s1", "v2")); !errors.Is(err, ErrUnavailable) {
+	if _, err := s.PutSupplier(ctx, opA, "s1", supplierIn("s1", "v2")); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Fatalf("write under a held lock: %v, want ErrUnavailable", err)
 	}
 	if err := rdb.Del(ctx, s.k.lock("s1")).Err(); err != nil {
@@ -249,21 +251,21 @@ func TestWrite_HeldLockIsUnavailableNotConflict(t *testing.T) {
 func TestScope_OperatorSeesOnlyItsSuppliers(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
-	opB := ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
-	reseller := ScopeOf(principals.Principal{ID: "r", Role: principals.RoleReseller, ChannelID: "c"})
+	opB := catalog.ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
+	reseller := catalog.ScopeOf(principals.Principal{ID: "r", Role: principals.RoleReseller, ChannelID: "c"})
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
-		p    Scope
+		p    catalog.Scope
 		want error
 	}{
 		{"owner", opA, nil},
 		{"admin", admin, nil},
-		{"the service", SystemScope(), nil},
-		{"other operator", opB, ErrNotFound},
-		{"reseller", reseller, ErrNotFound},
+		{"the service", catalog.SystemScope(), nil},
+		{"other operator", opB, catalog.ErrNotFound},
+		{"reseller", reseller, catalog.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,7 +275,7 @@ func TestScope_OperatorSeesOnlyItsSuppliers(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.CreateSupplier(ctx, reseller, supplierIn("s2", "x")); !errors.Is(err, ErrForbidden) {
+	if _, err := s.CreateSupplier(ctx, reseller, supplierIn("s2", "x")); !errors.Is(err, catalog.ErrForbidden) {
 		t.Fatalf("reseller create: %v, want ErrForbidden", err)
 	}
 }
@@ -292,7 +294,7 @@ func TestCredentials_AreStoredButNeverRendered(t *testing.T) {
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	log.Info("supplier", "supplier", sup, "credentials", sup.Connection.Credentials)
-	view, _ := json.Marshal(sup.View())
+	view, _ := json.Marshal(catalogwire.SupplierOf(sup))
 	renderings := map[string]string{
 		"view":     string(view),
 		"%v":       fmt.Sprintf("%v", sup),
@@ -302,7 +304,7 @@ func TestCredentials_AreStoredButNeverRendered(t *testing.T) {
 		"%d":       fmt.Sprintf("%d", sup.Connection.Credentials),
 		"%x":       fmt.Sprintf("%x", sup.Connection.Credentials),
 		"slog":     logs.String(),
-		"reseller": string(renderV12(&sup)) + string(renderV13(&sup, true)),
+		"reseller": string(catalogwire.RenderV12(&sup)) + string(catalogwire.RenderV13(&sup, true)),
 	}
 	for name, r := range renderings {
 		if strings.Contains(r, secret) || strings.Contains(r, fmt.Sprintf("%x", secret)) {
@@ -360,8 +362,8 @@ func TestCredentials_WithoutASecretsKeyAreRefused(t *testing.T) {
 }
 
 func TestIndexOpen(t *testing.T) {
-	b := &Binding{Valid: Validity{From: time.UnixMilli(1000), Until: time.UnixMilli(2000)}}
-	v := indexValue(b)
+	b := &catalog.Binding{Valid: catalog.Validity{From: time.UnixMilli(1000), Until: time.UnixMilli(2000)}}
+	v := catalogwire.IndexValue(b)
 	tests := []struct {
 		name string
 		v    string
@@ -372,13 +374,13 @@ func TestIndexOpen(t *testing.T) {
 		{"at from", v, 1000, true},
 		{"before until", v, 1999, true},
 		{"at until", v, 2000, false},
-		{"open window", indexValue(&Binding{}), 5, true},
+		{"open window", catalogwire.IndexValue(&catalog.Binding{}), 5, true},
 		{"garbage", "x:y:{}", 5, false},
 		{"empty", "", 5, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, rest := indexOpen(tt.v, tt.now)
+			got, rest := catalogwire.IndexOpen(tt.v, tt.now)
 			if got != tt.want {
 				t.Fatalf("open %v, want %v", got, tt.want)
 			}
@@ -390,21 +392,21 @@ func TestIndexOpen(t *testing.T) {
 }
 
 func TestFingerprint_IgnoresVersionConnectionAndOwner(t *testing.T) {
-	a := &Supplier{SupplierData: SupplierData{ID: "s", Name: "n", Code: "c"}, Version: 1, Owner: "x",
-		Connection: Connection{Kind: "partner", Credentials: Credentials{APIKey: "a"}}}
+	a := &catalog.Supplier{SupplierData: catalog.SupplierData{ID: "s", Name: "n", Code: "c"}, Version: 1, Owner: "x",
+		Connection: catalog.Connection{Kind: "partner", Credentials: catalog.Credentials{APIKey: "a"}}}
 	b := *a
-	b.Version, b.Owner, b.Connection = 9, "y", Connection{Kind: "octo"}
-	if Fingerprint(a) != Fingerprint(&b) {
+	b.Version, b.Owner, b.Connection = 9, "y", catalog.Connection{Kind: "octo"}
+	if catalog.Fingerprint(a) != catalog.Fingerprint(&b) {
 		t.Error("fingerprint depends on what resellers do not see")
 	}
 	b.Name = "m"
-	if Fingerprint(a) == Fingerprint(&b) {
+	if catalog.Fingerprint(a) == catalog.Fingerprint(&b) {
 		t.Error("fingerprint misses a name change")
 	}
 }
 
 func TestParseTerms_MatchesTheDecoder(t *testing.T) {
-	tests := []Binding{
+	tests := []catalog.Binding{
 		{RateIDs: []string{}, PriceTags: []string{}},
 		{RateIDs: []string{"r1"}, PriceTags: []string{}},
 		{RateIDs: []string{"a-1", "b.2", "c~3"}, PriceTags: []string{}},
@@ -412,7 +414,7 @@ func TestParseTerms_MatchesTheDecoder(t *testing.T) {
 		{RateIDs: []string{}, PriceTags: []string{"b2b"}},
 	}
 	for _, b := range tests {
-		raw := string(mustJSON(&b))
+		raw := string(catalogwire.MustJSON(&b))
 		got, err := parseTerms(raw)
 		var want bindingTerms
 		_ = json.Unmarshal([]byte(raw), &want)

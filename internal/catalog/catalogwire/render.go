@@ -1,11 +1,19 @@
-package catalog
+// Package catalogwire holds the catalog's renderings: the reseller's
+// v1.2 and v1.3 supplier and rate bytes, the operator's and the channel
+// interface's views (SupplierView, RateView, ChannelView, ChannelRate,
+// BindingV2), and a binding's value in a channel's index. They are pure
+// functions of internal/catalog's model: the Redis adapter
+// (internal/catalog/catalogredis) stores them when an event is applied,
+// and the HTTP handlers answer in them.
+//
+// It must not read or write storage, nor know HTTP.
+package catalogwire
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
-	"time"
+
+	"github.com/switchbackhq/switchback/internal/catalog"
 )
 
 // Renderings. Reseller renderings are computed once, when an event is
@@ -13,7 +21,7 @@ import (
 // Redis bytes copied into the response. They are pure functions of the
 // record: a rebuild from the topics stores the same bytes.
 
-type contactV12 = Contact
+type contactV12 = catalog.Contact
 
 type contactV13 struct {
 	Email string `json:"email,omitempty"`
@@ -23,28 +31,28 @@ type contactV13 struct {
 }
 
 type locationV12 struct {
-	Address   *Address `json:"address,omitempty"`
-	LongLat   *LongLat `json:"longLat,omitempty"`
-	Name      string   `json:"name,omitempty"`
-	Notes     string   `json:"notes,omitempty"`
-	Website   string   `json:"website,omitempty"`
-	City      string   `json:"city,omitempty"`
-	Country   string   `json:"country,omitempty"`
-	State     string   `json:"state,omitempty"`
-	UTCOffset string   `json:"utcOffset,omitempty"`
+	Address   *catalog.Address `json:"address,omitempty"`
+	LongLat   *catalog.LongLat `json:"longLat,omitempty"`
+	Name      string           `json:"name,omitempty"`
+	Notes     string           `json:"notes,omitempty"`
+	Website   string           `json:"website,omitempty"`
+	City      string           `json:"city,omitempty"`
+	Country   string           `json:"country,omitempty"`
+	State     string           `json:"state,omitempty"`
+	UTCOffset string           `json:"utcOffset,omitempty"`
 }
 
 type locationV13 struct {
-	Name        string      `json:"name,omitempty"`
-	Title       string      `json:"title,omitempty"`
-	Description string      `json:"description,omitempty"`
-	Address     *Address    `json:"address,omitempty"`
-	LongLat     *LongLat    `json:"longLat,omitempty"`
-	Website     string      `json:"website,omitempty"`
-	Notes       string      `json:"notes,omitempty"`
-	Type        string      `json:"type,omitempty"`
-	Order       int         `json:"order,omitempty"`
-	References  []Reference `json:"references,omitempty"`
+	Name        string              `json:"name,omitempty"`
+	Title       string              `json:"title,omitempty"`
+	Description string              `json:"description,omitempty"`
+	Address     *catalog.Address    `json:"address,omitempty"`
+	LongLat     *catalog.LongLat    `json:"longLat,omitempty"`
+	Website     string              `json:"website,omitempty"`
+	Notes       string              `json:"notes,omitempty"`
+	Type        string              `json:"type,omitempty"`
+	Order       int                 `json:"order,omitempty"`
+	References  []catalog.Reference `json:"references,omitempty"`
 }
 
 type travelerTypeV12 struct {
@@ -61,7 +69,7 @@ type supplierV12 struct {
 	Code           string            `json:"code"`
 	Contacts       []contactV12      `json:"contacts,omitempty"`
 	Ext            map[string]string `json:"ext,omitempty"`
-	Hours          []Hours           `json:"hours,omitempty"`
+	Hours          []catalog.Hours   `json:"hours,omitempty"`
 	ID             string            `json:"id"`
 	MainLocation   *locationV12      `json:"mainLocation,omitempty"`
 	Name           string            `json:"name"`
@@ -73,35 +81,35 @@ type supplierV12 struct {
 
 // supplierV13 is Supplier 1.3 (spec doc 2); Content only with content=true.
 type supplierV13 struct {
-	ID             string            `json:"id"`
-	Name           string            `json:"name"`
-	Title          string            `json:"title,omitempty"`
-	Description    string            `json:"description,omitempty"`
-	Code           string            `json:"code"`
-	Version        int64             `json:"version"`
-	Extensions     json.RawMessage   `json:"extensions,omitempty"`
-	Ext            map[string]string `json:"ext,omitempty"`
-	BusinessType   []string          `json:"businessType,omitempty"`
-	Contacts       []contactV13      `json:"contacts,omitempty"`
-	MainLocation   *locationV13      `json:"mainLocation,omitempty"`
-	OtherLocations []locationV13     `json:"otherLocations,omitempty"`
-	Hours          []Hours           `json:"hours,omitempty"`
-	PartnerID      string            `json:"partnerId,omitempty"`
-	TravelerTypes  []TravelerType    `json:"travelerTypes,omitempty"`
-	Content        *Content          `json:"content,omitempty"`
+	ID             string                 `json:"id"`
+	Name           string                 `json:"name"`
+	Title          string                 `json:"title,omitempty"`
+	Description    string                 `json:"description,omitempty"`
+	Code           string                 `json:"code"`
+	Version        int64                  `json:"version"`
+	Extensions     json.RawMessage        `json:"extensions,omitempty"`
+	Ext            map[string]string      `json:"ext,omitempty"`
+	BusinessType   []string               `json:"businessType,omitempty"`
+	Contacts       []contactV13           `json:"contacts,omitempty"`
+	MainLocation   *locationV13           `json:"mainLocation,omitempty"`
+	OtherLocations []locationV13          `json:"otherLocations,omitempty"`
+	Hours          []catalog.Hours        `json:"hours,omitempty"`
+	PartnerID      string                 `json:"partnerId,omitempty"`
+	TravelerTypes  []catalog.TravelerType `json:"travelerTypes,omitempty"`
+	Content        *catalog.Content       `json:"content,omitempty"`
 }
 
-func loc12(l Location) locationV12 {
+func loc12(l catalog.Location) locationV12 {
 	return locationV12{Address: l.Address, LongLat: l.LongLat, Name: l.Name, Notes: l.Notes, Website: l.Website,
 		City: l.City, Country: l.Country, State: l.State, UTCOffset: l.UTCOffset}
 }
 
-func loc13(l Location) locationV13 {
+func loc13(l catalog.Location) locationV13 {
 	return locationV13{Name: l.Name, Title: l.Title, Description: l.Description, Address: l.Address, LongLat: l.LongLat,
 		Website: l.Website, Notes: l.Notes, Type: l.Type, Order: l.Order, References: l.References}
 }
 
-func renderV12(s *Supplier) []byte {
+func RenderV12(s *catalog.Supplier) []byte {
 	v := supplierV12{BusinessType: s.BusinessType, Code: s.Code, Contacts: s.Contacts, Ext: s.Ext, Hours: s.Hours,
 		ID: s.ID, Name: s.Name, PartnerID: s.PartnerID, Version: s.Version}
 	if s.MainLocation != nil {
@@ -114,10 +122,10 @@ func renderV12(s *Supplier) []byte {
 	for _, t := range s.TravelerTypes {
 		v.TravelerTypes = append(v.TravelerTypes, travelerTypeV12{AgeBand: t.AgeBand, MaxAge: t.MaxAge, MinAge: t.MinAge, Modifier: t.Modifier, Name: t.Name})
 	}
-	return mustJSON(v)
+	return MustJSON(v)
 }
 
-func renderV13(s *Supplier, content bool) []byte {
+func RenderV13(s *catalog.Supplier, content bool) []byte {
 	v := supplierV13{ID: s.ID, Name: s.Name, Title: s.Title, Description: s.Description, Code: s.Code, Version: s.Version,
 		Extensions: s.Extensions, Ext: s.Ext, BusinessType: s.BusinessType, Hours: s.Hours, PartnerID: s.PartnerID,
 		TravelerTypes: s.TravelerTypes}
@@ -134,29 +142,29 @@ func renderV13(s *Supplier, content bool) []byte {
 	if content {
 		v.Content = s.Content
 	}
-	return mustJSON(v)
+	return MustJSON(v)
 }
 
 // RateView is the reseller's and the operator's rate (spec doc 2, Rate
 // 1.2): productId, the rate's data, version.
 type RateView struct {
 	ProductID string `json:"productId"`
-	RateData
+	catalog.RateData
 	Version int64 `json:"version"`
 }
 
-// View is the API rendering of r.
-func (r Rate) View() RateView {
+// RateOf is the API rendering of r.
+func RateOf(r catalog.Rate) RateView {
 	return RateView{ProductID: r.ProductID, RateData: r.RateData, Version: r.Version}
 }
 
-func renderRate(r *Rate) []byte {
-	return mustJSON(RateView{ProductID: r.ProductID, RateData: r.RateData, Version: r.Version})
+func RenderRate(r *catalog.Rate) []byte {
+	return MustJSON(RateView{ProductID: r.ProductID, RateData: r.RateData, Version: r.Version})
 }
 
-// filterPrices returns the rate rendering with only the prices that carry
+// FilterPrices returns the rate rendering with only the prices that carry
 // every tag (spec doc 2, binding rules).
-func filterPrices(raw []byte, tags []string) ([]byte, error) {
+func FilterPrices(raw []byte, tags []string) ([]byte, error) {
 	var v RateView
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, err
@@ -174,7 +182,7 @@ func filterPrices(raw []byte, tags []string) ([]byte, error) {
 // SupplierView is what an operator (or admin) sees of its supplier: the
 // supplier, its version and its connection without the credentials.
 type SupplierView struct {
-	SupplierData
+	catalog.SupplierData
 	Version    int64          `json:"version"`
 	Connection ConnectionView `json:"connection"`
 }
@@ -193,8 +201,8 @@ type CredentialsView struct {
 	Kind string `json:"kind,omitempty"`
 }
 
-// View is the operator's view of s.
-func (s Supplier) View() SupplierView {
+// SupplierOf is the operator's view of s.
+func SupplierOf(s catalog.Supplier) SupplierView {
 	cv := CredentialsView{Set: s.Connection.Credentials.Set()}
 	switch {
 	case s.Connection.Credentials.BearerToken != "":
@@ -218,8 +226,8 @@ type ChannelView struct {
 	URL             string            `json:"url,omitempty"`
 }
 
-// View is the channel interface's rendering of c.
-func (c Channel) View() ChannelView {
+// ChannelOf is the channel interface's rendering of c.
+func ChannelOf(c catalog.Channel) ChannelView {
 	return ChannelView{ActivationDelay: c.ActivationDelay, CompanyName: c.CompanyName, Config: c.Config, Ext: c.Ext,
 		ID: c.ID, LogoURL: c.LogoURL, Name: c.Name, URL: c.URL}
 }
@@ -233,11 +241,11 @@ type ChannelV2 struct {
 
 // ChannelRate is the channel v1.2 view of a binding (spec doc 2).
 type ChannelRate struct {
-	Channel   ChannelView `json:"channel"`
-	PriceAt   string      `json:"priceAt"`
-	PriceTags []string    `json:"priceTags"`
-	RateIDs   []string    `json:"rateIds"`
-	Valid     Validity    `json:"valid"`
+	Channel   ChannelView      `json:"channel"`
+	PriceAt   string           `json:"priceAt"`
+	PriceTags []string         `json:"priceTags"`
+	RateIDs   []string         `json:"rateIds"`
+	Valid     catalog.Validity `json:"valid"`
 }
 
 // BindingV2 is the operator v2 view of a binding (spec doc 3).
@@ -251,10 +259,10 @@ type BindingV2 struct {
 	SupplierName string   `json:"supplierName"`
 }
 
-// indexValue is a binding in a channel's index: the window in unix
+// IndexValue is a binding in a channel's index: the window in unix
 // milliseconds (0: open) before the JSON, so that listing a channel's
 // suppliers reads two integers instead of decoding every binding.
-func indexValue(b *Binding) string {
+func IndexValue(b *catalog.Binding) string {
 	var from, until int64
 	if !b.Valid.From.IsZero() {
 		from = b.Valid.From.UnixMilli()
@@ -267,13 +275,13 @@ func indexValue(b *Binding) string {
 	buf = append(buf, ':')
 	buf = strconv.AppendInt(buf, until, 10)
 	buf = append(buf, ':')
-	buf = append(buf, mustJSON(b)...)
+	buf = append(buf, MustJSON(b)...)
 	return string(buf)
 }
 
-// indexOpen reports whether the index value's window contains now
+// IndexOpen reports whether the index value's window contains now
 // (milliseconds), and returns the binding JSON after the window.
-func indexOpen(v string, nowMs int64) (bool, string) {
+func IndexOpen(v string, nowMs int64) (bool, string) {
 	i := 0
 	num := func() (int64, bool) {
 		var n int64
@@ -305,37 +313,13 @@ func indexOpen(v string, nowMs int64) (bool, string) {
 	return open, v[i:]
 }
 
-// Fingerprint identifies the public content of a supplier, product or
-// rate (version aside): two states with one fingerprint show resellers
-// the same thing. Change detection compares fingerprints, so that a
-// re-sent identical record, or a change of what resellers never see (a
-// supplier's connection), notifies nobody.
-func Fingerprint(v any) string {
-	var b []byte
-	switch x := v.(type) {
-	case *Supplier:
-		b = mustJSON(x.SupplierData)
-	case *Product:
-		b = mustJSON(x.ProductData)
-	case *Rate:
-		b = mustJSON(x.RateData)
-	default:
-		b = mustJSON(v)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
-}
-
-// mustJSON encodes values whose types are ours: plain structs of
+// MustJSON encodes values whose types are ours: plain structs of
 // strings, numbers, slices and string maps cannot fail to encode (a
 // json.RawMessage is validated before it is stored).
-func mustJSON(v any) []byte {
+func MustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("catalog: encode " + err.Error())
 	}
 	return b
 }
-
-// millis is t in unix milliseconds.
-func millis(t time.Time) int64 { return t.UnixMilli() }

@@ -1,4 +1,4 @@
-package catalog
+package catalogredis
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
 )
@@ -42,15 +43,15 @@ func seedRates(t *testing.T, s *Store, n int) {
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "Seed")); err != nil {
 		t.Fatal(err)
 	}
-	var pin ProductInput
+	var pin catalog.ProductInput
 	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
 "deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
 	if _, err := s.CreateProduct(ctx, opA, "s1", pin); err != nil {
 		t.Fatal(err)
 	}
-	var rins []RateInput
+	var rins []catalog.RateInput
 	for i := range n {
-		var rin RateInput
+		var rin catalog.RateInput
 		mustUnmarshal(t, fmt.Sprintf(`{"id":"r%d","name":"Rate","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,"prices":[]}`, i), &rin)
 		rins = append(rins, rin)
 	}
@@ -66,10 +67,10 @@ func mustUnmarshal(t *testing.T, s string, v any) {
 	}
 }
 
-func window(capacity int) []Availability {
+func window(capacity int) []catalog.Availability {
 	// Within the window of dates the API accepts (internal/bounds).
 	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 1, 1).Add(9 * time.Hour)
-	return []Availability{{ID: "w", Start: start, End: start.Add(2 * time.Hour), Capacity: capacity}}
+	return []catalog.Availability{{ID: "w", Start: start, End: start.Add(2 * time.Hour), Capacity: capacity}}
 }
 
 // waitQueued polls until n pushes of sid wait behind the running batch.
@@ -105,7 +106,7 @@ func TestPutAvailabilities_ConcurrentPushesOfOneSupplierAreWrittenInOneBatchInOr
 	// The first push holds the publish; 99 more arrive meanwhile.
 	const pushes = 100
 	type result struct {
-		set AvailabilitySet
+		set catalog.AvailabilitySet
 		err error
 	}
 	results := make([]result, pushes)
@@ -145,7 +146,7 @@ func TestPutAvailabilities_ConcurrentPushesOfOneSupplierAreWrittenInOneBatchInOr
 	last := map[string]int64{}
 	capOf := map[string]int{} // rate/version -> capacity of its event
 	for _, env := range envs {
-		ev, err := DecodeEvent(env)
+		ev, err := catalog.DecodeEvent(env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,20 +186,20 @@ func TestPutAvailabilities_EachPushOfABatchIsAnsweredOnItsOwn(t *testing.T) {
 	}
 	gp := newGatedPublisher()
 	s.pub = gp
-	opB := ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
+	opB := catalog.ScopeOf(principals.Principal{ID: "op-b", Role: principals.RoleOperator})
 
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = s.PutAvailabilities(ctx, opA, "s1", "p1", "r0", window(1)) })
 	<-gp.entered
 	tests := []struct {
 		name    string
-		p       Scope
+		p       catalog.Scope
 		rid     string
 		cap     int
 		wantErr error
 	}{
-		{"another operator's push is not found", opB, "r0", 7, ErrNotFound},
-		{"an unknown rate is not found", opA, "nope", 7, ErrNotFound},
+		{"another operator's push is not found", opB, "r0", 7, catalog.ErrNotFound},
+		{"an unknown rate is not found", opA, "nope", 7, catalog.ErrNotFound},
 		{"the same state again writes nothing", opA, "r1", 5, nil},
 		{"a change is written", opA, "r2", 6, nil},
 	}
@@ -239,13 +240,13 @@ func TestPutAvailabilities_ALockedSupplierWaitsWhileOthersAreWritten(t *testing.
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s2", "Other")); err != nil {
 		t.Fatal(err)
 	}
-	var pin ProductInput
+	var pin catalog.ProductInput
 	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
 "deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
 	if _, err := s.CreateProduct(ctx, opA, "s2", pin); err != nil {
 		t.Fatal(err)
 	}
-	var rin RateInput
+	var rin catalog.RateInput
 	mustUnmarshal(t, `{"id":"r0","name":"Rate","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,"prices":[]}`, &rin)
 	if _, err := s.CreateRate(ctx, opA, "s2", "p1", rin); err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestPutAvailabilities_ALockedSupplierWaitsWhileOthersAreWritten(t *testing.
 		t.Fatal(err)
 	}
 	defer s.release(ctx, tx.lock)
-	if _, err := s.PutAvailabilities(ctx, opA, "s2", "p1", "r0", window(3)); !errors.Is(err, ErrUnavailable) {
+	if _, err := s.PutAvailabilities(ctx, opA, "s2", "p1", "r0", window(3)); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Fatalf("push to a supplier locked past the wait: %v, want ErrUnavailable", err)
 	}
 }
