@@ -18,11 +18,8 @@ import (
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 
-// The fixture's names, short for these tests.
-var (
-	allowLoopback = availcachetest.AllowLoopback
-	t0            = availcachetest.T0
-)
+// allowLoopback is the fixture's outbound policy, short for these tests.
+var allowLoopback = availcachetest.AllowLoopback
 
 // env is the shared fixture (availcachetest.Env) with this package's
 // wiring of the service.
