@@ -337,11 +337,20 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		calls: remotecall.NewMetrics(reg, remotecall.MetricsOptions{
-			Prefix:      "switchback_ingest_bookingsystem",
-			SecondsHelp: "Latency of booking-system (interface v2) calls, by operation.",
-			ErrorsHelp:  "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request, refused).",
-			OpenHelp:    "Booking systems whose circuit breaker is open or half-open.",
+		calls: remotecall.Register(reg, &remotecall.Metrics{
+			Seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Name:    "switchback_ingest_bookingsystem_seconds",
+				Help:    "Latency of booking-system (interface v2) calls, by operation.",
+				Buckets: remotecall.SecondsBuckets,
+			}, []string{"op"}),
+			Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "switchback_ingest_bookingsystem_errors_total",
+				Help: "Failed booking-system calls, by kind (timeout, transport, status, malformed, invalid, auth, breaker_open, request, refused).",
+			}, []string{"kind"}),
+			Open: prometheus.NewGauge(prometheus.GaugeOpts{
+				Name: "switchback_ingest_bookingsystem_breaker_open",
+				Help: "Booking systems whose circuit breaker is open or half-open.",
+			}),
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_ingest_bookingsystem_rejected_items_total",

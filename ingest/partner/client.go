@@ -150,12 +150,20 @@ func (c *Client) BreakerOpen(baseURL string) bool {
 }
 
 func newMetrics(reg prometheus.Registerer) *remotecall.Metrics {
-	return remotecall.NewMetrics(reg, remotecall.MetricsOptions{
-		Prefix:      "switchback_ingest_partner",
-		SecondsHelp: "Latency of partner interface calls, by operation.",
-		ErrorsHelp:  "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open, refused, request).",
-		OpenHelp:    "Partners whose circuit breaker is open or half-open (by connection kind, not by partner).",
-		OpenLabels:  prometheus.Labels{"kind": "partner"},
-		ZeroKinds:   []string{KindTimeout, KindTransport, KindStatus, KindMalformed, KindAuth, KindBreaker},
-	})
+	return remotecall.Register(reg, &remotecall.Metrics{
+		Seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_ingest_partner_seconds",
+			Help:    "Latency of partner interface calls, by operation.",
+			Buckets: remotecall.SecondsBuckets,
+		}, []string{"op"}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchback_ingest_partner_errors_total",
+			Help: "Failed partner interface calls, by kind (timeout, transport, status, malformed, auth, breaker_open, refused, request).",
+		}, []string{"kind"}),
+		Open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name:        "switchback_ingest_partner_breaker_open",
+			Help:        "Partners whose circuit breaker is open or half-open (by connection kind, not by partner).",
+			ConstLabels: prometheus.Labels{"kind": "partner"},
+		}),
+	}, KindTimeout, KindTransport, KindStatus, KindMalformed, KindAuth, KindBreaker)
 }

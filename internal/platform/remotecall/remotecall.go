@@ -154,44 +154,26 @@ type Metrics struct {
 	Open     prometheus.Gauge // breakers not closed
 }
 
-// MetricsOptions names the metrics of NewMetrics.
-type MetricsOptions struct {
-	// Prefix of the names: <Prefix>_seconds, <Prefix>_errors_total,
-	// <Prefix>_breaker_open.
-	Prefix                            string
-	SecondsHelp, ErrorsHelp, OpenHelp string
-	// OpenLabels are the breaker gauge's constant labels.
-	OpenLabels prometheus.Labels
-	// ZeroKinds are error kinds exported at 0 from the start (for rates
-	// and alerts).
-	ZeroKinds []string
-}
+// SecondsBuckets are the buckets of a client's call latency histogram.
+var SecondsBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5}
 
-// NewMetrics registers the call metrics with reg (nil: none); an identical
-// collector already registered is shared (instrument.Register).
-func NewMetrics(reg prometheus.Registerer, o MetricsOptions) *Metrics {
-	m := &Metrics{
-		Seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    o.Prefix + "_seconds",
-			Help:    o.SecondsHelp,
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2, 5},
-		}, []string{"op"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: o.Prefix + "_errors_total",
-			Help: o.ErrorsHelp,
-		}, []string{"kind"}),
-		Open: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name:        o.Prefix + "_breaker_open",
-			Help:        o.OpenHelp,
-			ConstLabels: o.OpenLabels,
-		}),
-	}
+// Register registers m's collectors with reg (nil: none), sharing an
+// identical collector already registered (instrument.Register), and
+// exports the error kinds zeroKinds at 0 from the start (for rates and
+// alerts). The client declares the collectors itself, with its literal
+// names and help: the deploy/ tests find a metric by reading its
+// prometheus *Opts literal in the source, and dashboards, alerts and
+// docs/ops read those names.
+func Register(reg prometheus.Registerer, m *Metrics, zeroKinds ...string) *Metrics {
 	m.Seconds = instrument.Register(reg, m.Seconds)
 	m.Errors = instrument.Register(reg, m.Errors)
-	for _, k := range o.ZeroKinds {
+	for _, k := range zeroKinds {
 		m.Errors.WithLabelValues(k)
 	}
 	m.Open = instrument.Register(reg, m.Open)
+	if m.NotFound != nil {
+		m.NotFound = instrument.Register(reg, m.NotFound)
+	}
 	return m
 }
 

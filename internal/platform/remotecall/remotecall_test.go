@@ -42,7 +42,11 @@ func fixture(t *testing.T, reg prometheus.Registerer, policy outbound.Policy) (*
 		_, _ = w.Write([]byte(`{"error":"` + r.Header.Get("X-Code") + `"}`))
 	}))
 	t.Cleanup(srv.Close)
-	m := remotecall.NewMetrics(reg, remotecall.MetricsOptions{Prefix: "test_remote", ZeroKinds: []string{remotecall.KindTimeout}})
+	m := remotecall.Register(reg, &remotecall.Metrics{
+		Seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "test_remote_seconds", Buckets: remotecall.SecondsBuckets}, []string{"op"}),
+		Errors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "test_remote_errors_total"}, []string{"kind"}),
+		Open:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_remote_breaker_open"}),
+	}, remotecall.KindTimeout)
 	m.NotFound = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "test_remote_not_found_total"}, []string{"op"})
 	c := remotecall.New[problem](remotecall.Options{
 		System:   remotecall.System{Name: "test system"},
