@@ -13,7 +13,7 @@ func encodeCases() []any {
 	at := time.Date(2026, 11, 25, 9, 30, 1, 123456789, time.UTC)
 	next := at.Add(10 * time.Second)
 	n := schemas.Notification{ID: "2f1c8a4e-5d0b-4c1e-9a3f-7b6d5e4c3b2a", Subscriber: "sub-1", Type: schemas.TypeAvailability,
-		EntityKey: "s1/p1/r1", Supplier: "s1", Payload: json.RawMessage(`{"supplierID":"s1","rateID":"r1"}`), CreatedAt: at, Source: "processors/availability"}
+		EntityKey: "s1/p1/r1", Supplier: "s1", Payload: json.RawMessage(`{"supplierID":"s1","rateID":"r1"}`), CreatedAt: at, Source: "processors/availchange"}
 	odd := n
 	odd.Subscriber, odd.EntityKey, odd.Supplier, odd.Source = `a"b\c<d>&`, "Zürich/\u2028/\x01", "", ""
 	return []any{

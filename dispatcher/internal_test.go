@@ -255,7 +255,7 @@ func TestMetrics_BacklogIsADistributionWithoutSubscriberLabels(t *testing.T) {
 	}
 }
 
-// The history sink (processors/history) decodes delivery rows into the
+// The history sink (processors/historysink) decodes delivery rows into the
 // schemas types: the dispatcher's records must carry the same fields.
 func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
 	if EventDeliveryAttempt != schemas.HistoryDeliveryAttempt || EventNotificationSuppressed != schemas.HistoryNotificationSuppressed {

@@ -10,7 +10,7 @@ import (
 )
 
 // History events: what the stages publish to TopicHistory for the
-// ClickHouse sink (processors/history) and, through it, for analysts
+// ClickHouse sink (processors/historysink) and, through it, for analysts
 // (docs/analytics.md). Each is an Envelope whose Type is one of the History*
 // constants and whose Data is the matching payload below, JSON-encoded.
 //

@@ -4,12 +4,12 @@
 // (standard mode: products and availabilities; price-schedule mode: the
 // price schedule) from the operator's system. Requests are events on
 // schemas.TopicChangeRequest (one partition: first in, first out); a
-// Redis view answers the API (query/operator); ingest/changerequest's
+// Redis view answers the API (query/operator); ingest/changeworker's
 // worker takes them in order, has them refreshed, and records WAITING →
 // WORKING → SUCCEEDED / FAILED / PARTIAL_FAILURE with their timestamps.
 //
 // It must not know how a supplier's system is reached: that is the
-// worker's Syncer (ingest/changerequest.Refresher, wired by cmd/switchback/internal/app).
+// worker's Syncer (ingest/changeworker.Refresher, wired by cmd/switchback/internal/app).
 package changerequest
 
 import (

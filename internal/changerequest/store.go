@@ -155,7 +155,7 @@ func (s *Store) commit(ctx context.Context, typ string, r Request) error {
 		return fmt.Errorf("encode change notification: %w", err)
 	}
 	env := schemas.Envelope{ID: uuid.NewString(), Type: typ, Key: r.ID, Version: r.Version, Time: s.now().UTC(),
-		Source: "ingest/changerequest", Data: data}
+		Source: "ingest/changeworker", Data: data}
 	raw, err := json.Marshal(env)
 	if err != nil {
 		return err

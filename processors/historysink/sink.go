@@ -1,4 +1,4 @@
-// Package history is the history sink: it consumes the history topic
+// Package historysink is the history sink: it consumes the history topic
 // (schemas.TopicHistory, envelopes of schemas/history.go) and loads every
 // event into its ClickHouse table (schemas/clickhouse/0002) in batches
 // bounded by size and time. It also enforces retention by dropping old
@@ -19,7 +19,7 @@
 //     non-envelopes go to the generic history_events table.
 //
 // It does not create topics or tables (the app does, at start: EnsureTopics
-// and warehouse.Migrate) and it does not read history back: query/history
+// and warehouse.Migrate) and it does not read history back: query/historyapi
 // serves it.
 package historysink
 
