@@ -20,10 +20,6 @@ import (
 // the processor's CPU. TestWire_MatchesEncodingJSON holds the two equal;
 // anything unusual goes through encoding/json.
 
-// producedNamespace mirrors schemas' namespace of notification.produced
-// ids (unexported there); TestWire_MatchesEncodingJSON fails if they part.
-var producedNamespace = uuid.MustParse("6f1d2c3b-8a47-4e59-9b1c-0d2e3f4a5b6c")
-
 // plain reports whether encoding/json writes s as is between quotes.
 func plain(ss ...string) bool {
 	for _, s := range ss {
@@ -118,7 +114,7 @@ func notificationValues(n schemas.Notification) (note, produced []byte, err erro
 	}
 	note = appendNotificationEvent(make([]byte, 0, notificationEventCap(n)), n)
 	produced = make([]byte, 0, 260+len(n.Subscriber)*2+len(n.EntityKey))
-	produced = appendStr(produced, `{"id":`, uuid.NewSHA1(producedNamespace, []byte(n.ID)).String())
+	produced = appendStr(produced, `{"id":`, schemas.ProducedID(n.ID))
 	produced = appendStr(produced, `,"type":`, schemas.HistoryNotificationProduced)
 	produced = appendStr(produced, `,"key":`, n.Subscriber)
 	produced = appendTime(produced, `,"time":`, n.CreatedAt.UTC())
