@@ -202,10 +202,7 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 }
 
 func decode(value []byte) (input, bool, error) {
-	if in, ok := decodeSnapshotFast(value); ok {
-		return in, true, nil
-	}
-	if in, ok := decodePushFast(value); ok {
+	if in, ok := decodeFast(value); ok {
 		return in, true, nil
 	}
 	return decodeJSON(value)

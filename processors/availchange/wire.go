@@ -9,51 +9,40 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// decodeSnapshotFast decodes a partner snapshot record without
-// encoding/json's reflection and its two validating scans (envelope, then
-// data): at 50k snapshots/s those were most of the processor's CPU. It
-// accepts only the plain shape the producer writes: ASCII strings without
-// escapes, integers, known keys in their exact case, no nulls. Anything
-// else (another event type included) answers ok=false, and decode takes
-// the encoding/json path, which then has the last word; FuzzDecode checks
-// that both agree whenever this one accepts.
-func decodeSnapshotFast(value []byte) (input, bool) {
-	r := jsonwire.NewReader(value)
-	var env schemas.Envelope
-	var data []byte
-	ok := r.Object(func(key []byte) bool {
-		switch string(key) {
-		case "id":
-			env.ID, _ = r.Str()
-		case "type":
-			env.Type, _ = r.Str()
-		case "key":
-			env.Key, _ = r.Str()
-		case "source":
-			env.Source, _ = r.Str()
-		case "version":
-			env.Version = r.Int()
-		case "time":
-			env.Time = r.Time()
-		case "deleted":
-			env.Deleted = r.Bool()
-		case "data":
-			start := r.Pos()
-			r.Skip()
-			data = value[start:r.Pos()]
-		default:
-			return r.Unknown(key, "id", "type", "key", "source", "version", "time", "deleted", "data")
-		}
-		return r.OK()
-	})
-	if !ok || !r.End() || env.Type != schemas.SnapshotEventType || data == nil {
+// decodeFast decodes the processor's two inputs, a partner snapshot and an
+// operator's push, without encoding/json's reflection and its two
+// validating scans (envelope, then data): at 50k snapshots/s those were
+// most of the processor's CPU. The envelope is read once
+// (schemas.ReadEnvelope), the payload by its type. It accepts only the
+// plain shape the producers write: ASCII strings without escapes,
+// integers, known keys in their exact case, no nulls where encoding/json
+// would keep one. Anything else (another event type included) answers
+// ok=false, and decode takes the encoding/json path, which then has the
+// last word; FuzzDecode checks that both agree whenever this one accepts.
+func decodeFast(value []byte) (input, bool) {
+	env, ok := schemas.ReadEnvelope(value)
+	if !ok || env.Data == nil {
 		return input{}, false
 	}
-	env.Data = data
+	switch env.Type {
+	case schemas.SnapshotEventType:
+		return decodeSnapshotFast(env)
+	case pushType:
+		return decodePushFast(env)
+	}
+	return input{}, false
+}
+
+// pushType is the event type of an operator's availability push.
+var pushType = schemas.CatalogEventType(schemas.CatalogKindAvailability, false)
+
+// decodeSnapshotFast reads a partner snapshot's payload (schemas.Snapshot)
+// with the checks decodeJSON makes of it.
+func decodeSnapshotFast(env schemas.Envelope) (input, bool) {
 	var s snapshotWire
-	d := jsonwire.NewReader(data)
+	d := jsonwire.NewReader(env.Data)
 	seenSlots := false
-	ok = d.Object(func(key []byte) bool {
+	ok := d.Object(func(key []byte) bool {
 		switch string(key) {
 		case "supplierId":
 			s.sid, _ = d.Str()
@@ -77,31 +66,9 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 			if d.Null() {
 				return true
 			}
-			s.slots = make([]Slot, 0, bytes.Count(data[d.Pos():], []byte(`"capacity"`)))
-			return d.Array(func() bool {
-				var a Slot
-				ok := d.Object(func(key []byte) bool {
-					switch string(key) {
-					case "start":
-						a.Start = d.Time()
-					case "end":
-						a.End = d.Time()
-					case "capacity":
-						a.Vacancies = int(d.Int())
-					case "id":
-						d.Str() // not used; checked as encoding/json would
-					case "maxCapacity":
-						if !d.Null() {
-							d.Int()
-						}
-					default:
-						return d.Unknown(key, "id", "start", "end", "capacity", "maxCapacity")
-					}
-					return d.OK()
-				})
-				s.slots = append(s.slots, Slot{Start: a.Start.UTC(), End: a.End.UTC(), Vacancies: a.Vacancies})
-				return ok
-			})
+			var ok bool
+			s.slots, ok = readSlots(d, env.Data, false)
+			return ok
 		default:
 			return d.Unknown(key, "supplierId", "productId", "rateId", "start", "end", "retrieved", "expires", "availabilities")
 		}
@@ -113,59 +80,60 @@ func decodeSnapshotFast(value []byte) (input, bool) {
 	if s.sid == "" || s.pid == "" || s.rid == "" || !s.start.Before(s.end) {
 		return input{}, false // the slow path words the error
 	}
+	if len(s.slots) == 0 {
+		s.slots = nil // as the encoding/json path leaves an empty array
+	}
 	return input{env: env, sid: s.sid, pid: s.pid, rid: s.rid, scope: Span{From: s.start.UTC(), To: s.end.UTC()},
 		source: "partner", version: s.retrieved.UnixNano(), slots: s.slots}, true
 }
 
-// decodePushFast decodes an operator's push (a catalog availability
-// event, catalog.availability.upserted) in one pass, as decodeSnapshotFast
-// does a snapshot, with the checks catalog.DecodeEvent makes of it; any
-// other record, or an unusual one, answers ok=false and takes decodeJSON.
-// FuzzDecode checks both paths agree whenever this one accepts.
-func decodePushFast(value []byte) (input, bool) {
-	r := jsonwire.NewReader(value)
-	var env schemas.Envelope
-	var data []byte
-	seenTime := false
-	ok := r.Object(func(key []byte) bool {
-		switch string(key) {
-		case "id":
-			env.ID, _ = r.Str()
-		case "type":
-			env.Type, _ = r.Str()
-		case "key":
-			env.Key, _ = r.Str()
-		case "source":
-			env.Source, _ = r.Str()
-		case "version":
-			env.Version = r.Int()
-		case "time":
-			if seenTime {
-				return false
+// readSlots reads an array of availability slots (the spec's
+// availability objects: id, start, end, capacity, maxCapacity) at d, sized
+// by the count of "capacity" keys in data. strict refuses what a push
+// never holds (a null maxCapacity, another key); a snapshot's slots skip
+// unknown keys as encoding/json does.
+func readSlots(d *jsonwire.Reader, data []byte, strict bool) ([]Slot, bool) {
+	slots := make([]Slot, 0, bytes.Count(data[d.Pos():], []byte(`"capacity"`)))
+	ok := d.Array(func() bool {
+		var a Slot
+		ok := d.Object(func(key []byte) bool {
+			switch string(key) {
+			case "id":
+				d.Str() // not used; checked as encoding/json would
+			case "start":
+				a.Start = d.Time()
+			case "end":
+				a.End = d.Time()
+			case "capacity":
+				a.Vacancies = int(d.Int())
+			case "maxCapacity":
+				if strict || !d.Null() {
+					d.Int()
+				}
+			default:
+				return !strict && d.Unknown(key, "id", "start", "end", "capacity", "maxCapacity")
 			}
-			seenTime = true
-			env.Time = r.Time()
-		case "data":
-			if data != nil {
-				return false
-			}
-			data = r.Raw()
-		default:
-			return false // deleted included: a push is never a deletion
-		}
-		return r.OK()
+			return d.OK()
+		})
+		slots = append(slots, Slot{Start: a.Start.UTC(), End: a.End.UTC(), Vacancies: a.Vacancies})
+		return ok
 	})
-	pushType := schemas.CatalogEventType(schemas.CatalogKindAvailability, false)
-	if !ok || !r.End() || env.Type != pushType || env.Version <= 0 || data == nil {
-		return input{}, false
+	return slots, ok
+}
+
+// decodePushFast reads an operator's push (a catalog availability event,
+// catalog.availability.upserted) with the checks catalog.DecodeEvent
+// makes of it.
+func decodePushFast(env schemas.Envelope) (input, bool) {
+	if env.Version <= 0 || env.Deleted {
+		return input{}, false // a push is never a deletion
 	}
-	env.Data = data
-	d := jsonwire.NewReader(data)
+	d := jsonwire.NewReader(env.Data)
 	var kind, sid, pid, rid, setSid, setPid, setRid string
 	var setVersion int64
 	var slots []Slot
 	seenSet, seenSlots := false, false
-	ok = d.Object(func(key []byte) bool {
+	ok := d.Object(func(key []byte) bool {
 		switch string(key) {
 		case "kind":
 			kind, _ = d.Str()
@@ -195,29 +163,9 @@ func decodePushFast(value []byte) (input, bool) {
 						return false
 					}
 					seenSlots = true
-					slots = make([]Slot, 0, bytes.Count(data[d.Pos():], []byte(`"capacity"`)))
-					return d.Array(func() bool {
-						var a Slot
-						ok := d.Object(func(key []byte) bool {
-							switch string(key) {
-							case "id":
-								d.Str()
-							case "start":
-								a.Start = d.Time()
-							case "end":
-								a.End = d.Time()
-							case "capacity":
-								a.Vacancies = int(d.Int())
-							case "maxCapacity":
-								d.Int()
-							default:
-								return false
-							}
-							return d.OK()
-						})
-						slots = append(slots, Slot{Start: a.Start.UTC(), End: a.End.UTC(), Vacancies: a.Vacancies})
-						return ok
-					})
+					var ok bool
+					slots, ok = readSlots(d, env.Data, true)
+					return ok
 				default:
 					return false
 				}

@@ -49,7 +49,7 @@ func TestDecodeSnapshotFast_AgreesWithEncodingJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fast, ok := decodeSnapshotFast([]byte(tt.value))
+			fast, ok := decodeFast([]byte(tt.value))
 			if ok != tt.wantFast {
 				t.Fatalf("fast path took it: %v, want %v", ok, tt.wantFast)
 			}
@@ -73,7 +73,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(snapshotValue(f, sampleSnapshot()))
 	f.Add([]byte(`{"id":"e","type":"availability.snapshot","time":"2026-11-22T00:00:00Z","version":-0,"data":{"supplierId":"S","productId":"P","rateId":"R","start":"2026-11-22T00:00:00Z","end":"2026-11-23T00:00:00Z","retrieved":"2026-11-22T00:00:00Z","availabilities":[{"start":"2026-11-22T00:00:00Z","end":"2026-11-22T01:00:00Z","capacity":3,"q":[true,{}]}]}}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
-		fast, ok := decodeSnapshotFast(value)
+		fast, ok := decodeFast(value)
 		if !ok {
 			return
 		}
@@ -93,7 +93,7 @@ func FuzzDecodePush(f *testing.F) {
 	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":3,"time":"2026-11-25T10:00:00.000123Z","source":"catalog","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[{"id":"w","start":"2026-12-01T09:00:00Z","end":"2026-12-01T11:00:00Z","capacity":10,"maxCapacity":12}],"version":3}}}`))
 	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":1,"time":"2026-11-25T10:00:00Z","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[],"version":1}}}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
-		fast, ok := decodePushFast(value)
+		fast, ok := decodeFast(value)
 		if !ok {
 			return
 		}
@@ -109,7 +109,7 @@ func FuzzDecodePush(f *testing.F) {
 
 func TestDecodePushFast_TakesThePlainPush(t *testing.T) {
 	v := []byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":3,"time":"2026-11-25T10:00:00.000123Z","source":"catalog","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[{"id":"w","start":"2026-12-01T09:00:00Z","end":"2026-12-01T11:00:00Z","capacity":10}],"version":3}}}`)
-	fast, ok := decodePushFast(v)
+	fast, ok := decodeFast(v)
 	if !ok || len(fast.slots) != 1 || fast.slots[0].Vacancies != 10 || fast.version != 3 {
 		t.Fatalf("fast path on a plain push: %+v %v", fast, ok)
 	}
