@@ -32,7 +32,7 @@ func wireReports() map[string]Report {
 			Began: at.Add(-time.Minute), Products: 3, Options: 4, Availabilities: 500},
 		"errors": {Summary: Summary{ID: 1<<53 - 1, Inserted: at, ExternalSystemID: "s<&>é", ErrorCount: 3},
 			ErrorReport: NewErrorReport([]string{"option o-1: 503 Service Unavailable", "connection reset \"by peer\"", "product p1: bad\u2028line"}),
-			RunID: "manual-7", RequestKey: "manual-7/s<&>é", Offset: 17, Began: at.Add(-time.Second), Products: 1},
+			RunID:       "manual-7", RequestKey: "manual-7/s<&>é", Offset: 17, Began: at.Add(-time.Second), Products: 1},
 		"zoned-times": {Summary: Summary{ID: 7, Inserted: at.In(time.FixedZone("x", 3600)), ExternalSystemID: "s2"},
 			RequestKey: "k", Began: time.Date(2026, 2, 28, 23, 0, 0, 0, time.FixedZone("y", -7200))},
 	}
