@@ -3,6 +3,7 @@ package cronreport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -40,7 +41,8 @@ func wireReports() map[string]Report {
 
 // TestStore_PutPublishesTheGoldenRecord: what Put publishes is, byte for
 // byte, the golden record (the envelope's id aside), keyed by the report
-// id, and the golden record reads back as the report.
+// id, and the golden record reads back as the report, through
+// schemas.DecodeCronReport and through the Store.
 func TestStore_PutPublishesTheGoldenRecord(t *testing.T) {
 	now := time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC)
 	for name, r := range wireReports() {
@@ -72,6 +74,21 @@ func TestStore_PutPublishesTheGoldenRecord(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("published\n%s\nwant\n%s", got, want)
 			}
+			// schemas.CronReport, the payload's owner, reads the golden
+			// record and writes its data back unchanged.
+			var env schemas.Envelope
+			if err := json.Unmarshal(want, &env); err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := schemas.DecodeCronReport(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := json.Marshal(decoded)
+			if err != nil || !bytes.Equal(again, env.Data) {
+				t.Fatalf("schemas.CronReport wrote\n%s (%v)\nwant\n%s", again, err, env.Data)
+			}
+			m.Value = want
 			back, err := s.HandleMessage(context.Background(), m)
 			if err != nil {
 				t.Fatal(err)
