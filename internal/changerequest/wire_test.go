@@ -3,6 +3,7 @@ package changerequest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -45,17 +46,18 @@ func wireRequests() map[string]struct {
 		typ string
 		req Request
 	}{
-		"requested":              {EventRequested, waiting},
-		"working":                {EventStatus, working},
-		"partial-failure":        {EventStatus, partial},
-		"price-schedule-no-errs": {EventRequested, price},
+		"requested":              {schemas.ChangeRequestRequested, waiting},
+		"working":                {schemas.ChangeRequestStatusChanged, working},
+		"partial-failure":        {schemas.ChangeRequestStatusChanged, partial},
+		"price-schedule-no-errs": {schemas.ChangeRequestRequested, price},
 	}
 }
 
 // TestStore_CommitPublishesTheGoldenRecord: what the Store publishes for
 // a request and its status changes is, byte for byte, the golden record
 // (the envelope's id aside), keyed by the request id, and the golden
-// record reads back as the request.
+// record reads back as the request, through schemas.DecodeChangeRequest
+// and through the Store.
 func TestStore_CommitPublishesTheGoldenRecord(t *testing.T) {
 	now := time.Date(2026, 3, 1, 6, 2, 0, 0, time.FixedZone("z", -3600))
 	for name, tt := range wireRequests() {
@@ -85,6 +87,20 @@ func TestStore_CommitPublishesTheGoldenRecord(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("published\n%s\nwant\n%s", got, want)
+			}
+			// schemas.ChangeRequest, the payload's owner, reads the golden
+			// record and writes its data back unchanged.
+			var env schemas.Envelope
+			if err := json.Unmarshal(want, &env); err != nil {
+				t.Fatal(err)
+			}
+			decoded, dtyp, err := schemas.DecodeChangeRequest(want)
+			if err != nil || dtyp != tt.typ {
+				t.Fatalf("schemas.DecodeChangeRequest: %s, %v", dtyp, err)
+			}
+			again, err := json.Marshal(decoded)
+			if err != nil || !bytes.Equal(again, env.Data) {
+				t.Fatalf("schemas.ChangeRequest wrote\n%s (%v)\nwant\n%s", again, err, env.Data)
 			}
 			m.Value = want
 			back, typ, err := s.HandleMessage(context.Background(), m)
