@@ -42,6 +42,7 @@ func wireRequests() map[string]struct {
 	partial.Status, partial.FinishedWorking, partial.Errors, partial.Version = StatusPartialFailure, &done, []string{"rate r1: 503 \"busy\"", "day 2026-03-02: \u2028"}, 3
 	price := waiting
 	price.Mode, price.EndDate, price.Errors = ModePriceSchedule, "2027-03-01", []string{}
+	unowned := Request{ID: "r2", Inserted: at, Status: StatusFailed, Errors: []string{""}, Version: 9}
 	return map[string]struct {
 		typ string
 		req Request
@@ -50,6 +51,7 @@ func wireRequests() map[string]struct {
 		"working":                {schemas.ChangeRequestStatusChanged, working},
 		"partial-failure":        {schemas.ChangeRequestStatusChanged, partial},
 		"price-schedule-no-errs": {schemas.ChangeRequestRequested, price},
+		"zero-fields":            {schemas.ChangeRequestStatusChanged, unowned},
 	}
 }
 
