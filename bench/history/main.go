@@ -31,13 +31,13 @@ import (
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/warehouse"
-	"github.com/switchbackhq/switchback/processors/history"
+	"github.com/switchbackhq/switchback/processors/historysink"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 func main() {
 	events := flag.Int("events", 1_000_000, "history events to load")
-	batch := flag.Int("batch", history.DefaultBatchSize, "batch size of the sink and of the raw inserts")
+	batch := flag.Int("batch", historysink.DefaultBatchSize, "batch size of the sink and of the raw inserts")
 	chURL := flag.String("clickhouse", "", "clickhouse:// URL of a server to use (default: start a clickhouse-server child)")
 	brokersFlag := flag.String("brokers", "", "Kafka brokers (default: an in-process broker)")
 	out := flag.String("out", "", "write the results as markdown to this file too")
@@ -206,7 +206,7 @@ func runRound(ctx context.Context, round, n, batchSize int, brokers []string, ra
 	}
 
 	reg := prometheus.NewRegistry()
-	sink := history.NewSink(history.Options{
+	sink := historysink.NewSink(historysink.Options{
 		Brokers: brokers, Conn: sinkConn, Topic: topic, GroupID: "bench-" + topic,
 		BatchSize: batchSize, FlushInterval: time.Second, Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -283,7 +283,7 @@ func openDB(ctx context.Context, url string) (driver.Conn, error) {
 
 // resetTables drops and recreates the history tables of conn's database.
 func resetTables(ctx context.Context, conn driver.Conn) error {
-	for _, t := range append(history.Tables(), "schema_migrations") {
+	for _, t := range append(historysink.Tables(), "schema_migrations") {
 		if err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}

@@ -34,7 +34,7 @@ import (
 	processorsavailability "github.com/switchbackhq/switchback/processors/availability"
 	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
 	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
-	"github.com/switchbackhq/switchback/processors/history"
+	"github.com/switchbackhq/switchback/processors/historysink"
 	"github.com/switchbackhq/switchback/query/admin"
 	"github.com/switchbackhq/switchback/query/apidocs"
 	queryavailability "github.com/switchbackhq/switchback/query/availability"
@@ -514,7 +514,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		log.Warn("history sink not started: no ClickHouse; history is parked on its topic")
 		return
 	}
-	sink := history.NewSink(history.Options{
+	sink := historysink.NewSink(historysink.Options{
 		Brokers:         d.brokers,
 		Conn:            d.clickhouse,
 		RetentionMonths: cfg.HistoryRetentionMonths,
@@ -524,7 +524,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 	})
 	runWorker(closers, "history sink (flush, commit)", failed, sink.Run)
 	// Who is who for analysts: principals and channels by id, with names.
-	names := history.NewNames(history.NamesOptions{Brokers: d.brokers, Conn: d.clickhouse, Logger: log.With("part", "history-names")})
+	names := historysink.NewNames(historysink.NamesOptions{Brokers: d.brokers, Conn: d.clickhouse, Logger: log.With("part", "history-names")})
 	runWorker(closers, "analysts' names (principals, channels)", failed, names.Run)
 }
 

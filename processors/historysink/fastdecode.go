@@ -1,4 +1,4 @@
-package history
+package historysink
 
 import (
 	"encoding/json"

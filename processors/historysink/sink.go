@@ -21,7 +21,7 @@
 // It does not create topics or tables (the app does, at start: EnsureTopics
 // and warehouse.Migrate) and it does not read history back: query/history
 // serves it.
-package history
+package historysink
 
 import (
 	"context"
