@@ -11,7 +11,7 @@ import (
 func testNotification() Notification {
 	return Notification{ID: "d-1", Subscriber: "sub-a", Type: TypeRate, EntityKey: "S1/P1/R1",
 		Payload:   json.RawMessage(`{"supplierID":"S1","productID":"P1","rateID":"R1","operation":"updated"}`),
-		CreatedAt: time.Date(2026, 11, 26, 3, 4, 5, 6000, time.FixedZone("X", 3600)), Source: "processors/catalogchange"}
+		CreatedAt: time.Date(2026, 11, 26, 3, 4, 5, 6000, time.FixedZone("X", 3600)), Source: "processors/catalog"}
 }
 
 // The envelope's bytes are pinned: the dispatcher's one-pass reader and
@@ -25,8 +25,8 @@ func TestNewNotificationEvent_WritesTheTopicsEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"d-1","type":"notification","key":"sub-a","time":"2026-11-26T02:04:05.000006Z","source":"processors/catalogchange",` +
-		`"data":{"id":"d-1","subscriber":"sub-a","type":"rate","entityKey":"S1/P1/R1","payload":{"supplierID":"S1","productID":"P1","rateID":"R1","operation":"updated"},"createdAt":"2026-11-26T03:04:05.000006+01:00","source":"processors/catalogchange"}}`
+	want := `{"id":"d-1","type":"notification","key":"sub-a","time":"2026-11-26T02:04:05.000006Z","source":"processors/catalog",` +
+		`"data":{"id":"d-1","subscriber":"sub-a","type":"rate","entityKey":"S1/P1/R1","payload":{"supplierID":"S1","productID":"P1","rateID":"R1","operation":"updated"},"createdAt":"2026-11-26T03:04:05.000006+01:00","source":"processors/catalog"}}`
 	if string(got) != want {
 		t.Fatalf("encoded\n %s\nwant\n %s", got, want)
 	}

@@ -164,7 +164,7 @@ func (w *Worker) history(ctx context.Context, r changerequest.Request) error {
 		return err
 	}
 	env.ID = uuid.NewSHA1(uuid.NameSpaceOID, []byte("changerequest/"+r.ID)).String()
-	env.Source = "ingest/changeworker"
+	env.Source = "ingest/changerequest"
 	raw, err := json.Marshal(env)
 	if err != nil {
 		return err

@@ -105,9 +105,9 @@ type Options struct {
 }
 
 // Source is Envelope.Source of the history events the cache publishes.
-// The value predates the cache's move out of query/availapi and is
+// The value predates the cache's move out of query/availability and is
 // kept, so that every partner call row of history has one source.
-const Source = "query/availapi"
+const Source = "query/availability"
 
 // maxHistoryInFlight bounds the goroutines publishing the history events
 // of failed partner calls; past it an event is dropped (and counted).

@@ -56,8 +56,6 @@ var longFuncs = map[string]string{
 	"internal/platform/views.Guard.rebuildOnceCluster":    "the cluster rebuild's protocol in order (sentinels, runs, watch, publish); its steps share the sentinels and one deferred cleanup",
 	"processors/availchange.Processor.HandleBatch":        "the batch's decode, diff, publish and compare-and-set rounds share the batch's decoded records (hot path)",
 	"processors/availchange.RebuildState":                 "option defaults, one fold of the availability topic, then chunked writes conditional on the views' marker",
-	"processors/availchange.decodePushFast":               "a one-pass decoder: one case per key of the wire shape (hot path, fuzzed against encoding/json)",
-	"processors/availchange.decodeSnapshotFast":           "a one-pass decoder: one case per key of the wire shape (hot path, fuzzed against encoding/json)",
 	"processors/bookingchange.Processor.Messages":         "one switch over the spec's hold and booking event types, then their notifications and history",
 	"query/octo.Service.render":                           "OCTO's Booking field by field, as the decision \"Selling through OCTO\" lists them",
 	"query/octo.Service.reserve":                          "OCTO's reservation: its checks (supplier, body, product, option, units, travellers) then the hold, in order",

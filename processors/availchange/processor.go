@@ -180,8 +180,10 @@ func (p *Processor) Run(ctx context.Context) error {
 	return first
 }
 
-// Source is Notification.Source of what this processor produces.
-const Source = "processors/availchange"
+// Source is Notification.Source of what this processor produces: the
+// package's path before issue 20 renamed it, kept because it is on the
+// wire (envelopes, history rows, analysts' filters).
+const Source = "processors/availability"
 
 // input is one event, made uniform.
 type input struct {

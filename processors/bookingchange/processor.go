@@ -129,8 +129,10 @@ func (p *Processor) Run(ctx context.Context) error {
 	}).Run(ctx)
 }
 
-// Source is Notification.Source of what this processor produces.
-const Source = "processors/bookingchange"
+// Source is Notification.Source of what this processor produces: the
+// package's path before issue 20 renamed it, kept because it is on the
+// wire (envelopes, history rows, analysts' filters).
+const Source = "processors/booking"
 
 // Handle applies one record and publishes its notifications and history;
 // it is the consumer's stream.Handler. Unusable records are logged and

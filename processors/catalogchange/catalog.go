@@ -290,8 +290,10 @@ const (
 	opRemoved = "removed"
 )
 
-// Source is Notification.Source of what this processor produces.
-const Source = "processors/catalogchange"
+// Source is Notification.Source of what this processor produces: the
+// package's path before issue 20 renamed it, kept because it is on the
+// wire (envelopes, history rows, analysts' filters).
+const Source = "processors/catalog"
 
 // Notifications computes the notifications of one event, from the event
 // (what changed) and the view (who sees it now). It is deterministic for a

@@ -34,7 +34,7 @@ func fastSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		enc(evNoT(schemas.HistoryAvailabilityChanged, "s/p", at, schemas.AvailabilityChanged{SupplierID: "s", ProductID: "p", RateID: "r",
 			Start: at, End: at.Add(time.Hour), OldVacancies: 3, NewVacancies: 2, Source: "push"})),
-		enc(evNoT(schemas.HistoryNotificationProduced, "sub", at, schemas.NotificationProduced{DeliveryID: "d", Subscriber: "sub", Type: "availability", EntityKey: "s/p/r", Source: "processors/availchange"})),
+		enc(evNoT(schemas.HistoryNotificationProduced, "sub", at, schemas.NotificationProduced{DeliveryID: "d", Subscriber: "sub", Type: "availability", EntityKey: "s/p/r", Source: "processors/availability"})),
 		enc(evNoT(schemas.HistoryDeliveryAttempt, "sub", at, map[string]any{"deliveryId": "d", "subscriber": "sub", "type": "rate", "entityKey": "s/p/r",
 			"attempt": 2, "status": 503, "latencyMs": 4, "outcome": "retry", "error": "subscriber answered 503", "at": at, "nextAttemptAt": at})),
 		[]byte(`{"data":{"type":"availability","subscriber":"s","deliveryId":"d"},"time":"2026-03-01T00:00:00Z","type":"notification.produced","id":"x"}`),

@@ -493,7 +493,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Publisher: d.producer,
 		Partner:   sh.suppliers,
 		Catalog:   sh.catalog,
-		Source:    "processors/bookingchange",
+		Source:    "processors/booking",
 		Logger:    log,
 	})
 	bp := bookingchange.New(bookingchange.Options{
