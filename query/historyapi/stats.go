@@ -240,14 +240,6 @@ func (h handlers) autoDisables(r *httpapi.Request) error {
 	return r.JSON(http.StatusOK, &autoDisablesResponse{Items: items})
 }
 
-// autoDisabledRecord is the payload the dispatcher writes
-// (dispatcher.AutoDisabledRecord; query/ does not import a stage).
-type autoDisabledRecord struct {
-	Reason  string `json:"reason"`
-	Backlog int64  `json:"backlog"`
-	Limit   int    `json:"limit"`
-}
-
 // autoDisables reads history_events, where the event is kept by design
 // (it has no table of its own), keyed by subscriber.
 func (s store) autoDisables(ctx context.Context, subscriber string, limit int) ([]AutoDisable, error) {
@@ -265,7 +257,7 @@ func (s store) autoDisables(ctx context.Context, subscriber string, limit int) (
 		if err := rows.Scan(&ms, &payload); err != nil {
 			return nil, fmt.Errorf("read auto-disables: %w", err)
 		}
-		var rec autoDisabledRecord
+		var rec schemas.SubscriberAutoDisabled // what the dispatcher writes
 		// A record that does not decode still says when: keep it.
 		_ = json.Unmarshal([]byte(payload), &rec)
 		items = append(items, AutoDisable{At: time.UnixMilli(ms).UTC(), Reason: rec.Reason, Backlog: rec.Backlog, Limit: rec.Limit})
