@@ -11,7 +11,8 @@ import (
 // The three most frequent history records (every change is an
 // availability.changed, a notification.produced per subscriber and a
 // delivery.attempt per POST) are read without encoding/json's reflection:
-// one pass of jsonwire.Reader over the envelope and its payload. A record
+// one pass of jsonwire.Reader over the envelope (schemas.ReadEnvelope) and
+// its payload. A record
 // it does not take (anything unusual) goes the encoding/json way, which
 // decides; FuzzFastKinds holds the two equal.
 
@@ -48,47 +49,14 @@ func (b *tables) addRecordFast(value []byte, typ string, ref recordRef, recordTi
 	if !ok {
 		return false
 	}
-	r := jsonwire.NewReader(value)
-	var id, gotType, key, source string
-	var at time.Time
-	var data []byte
-	seen := map[string]bool{}
-	ok = r.Object(func(k []byte) bool {
-		switch string(k) {
-		case "id", "type", "key", "time", "source", "data":
-			if seen[string(k)] {
-				return false // repeated: leave it to encoding/json
-			}
-			seen[string(k)] = true
-		}
-		switch string(k) {
-		case "id":
-			id, _ = r.Str()
-		case "type":
-			gotType, _ = r.Str()
-		case "key":
-			key, _ = r.Str()
-		case "time":
-			at = r.Time()
-		case "source":
-			source, _ = r.Str()
-		case "data":
-			if r.Peek() != '{' {
-				return false
-			}
-			data = r.Raw()
-		default:
-			return r.Unknown(k, "id", "type", "key", "time", "source", "data")
-		}
-		return r.OK()
-	})
-	if !ok || !r.End() || gotType != typ || data == nil {
+	env, ok := schemas.ReadEnvelope(value)
+	if !ok || env.Type != typ || len(env.Data) == 0 || env.Data[0] != '{' {
 		return false
 	}
 	// The payload is read into a scratch event first: a payload the
 	// reader does not take must append nothing.
-	e := newEvent(id, gotType, key, source, at, ref, recordTime)
-	d := jsonwire.NewReader(data)
+	e := newEvent(env.ID, env.Type, env.Key, env.Source, env.Time, ref, recordTime)
+	d := jsonwire.NewReader(env.Data)
 	return fk(b, &e, d)
 }
 
