@@ -1,9 +1,7 @@
 package httpapi_test
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // noKeepAlive leaves no idle connection for Shutdown to wait on.
@@ -34,26 +33,10 @@ func newPublic() *httpapi.Server {
 	return s
 }
 
-// startPublic serves newPublic; the caller must send a request before it
-// ends (Shutdown before Serve started would leave Serve running).
+// startPublic serves newPublic.
 func startPublic(t *testing.T) string {
 	t.Helper()
-	s := newPublic()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		<-done
-	})
-	return "http://" + ln.Addr().String()
+	return querytest.Serve(t, newPublic())
 }
 
 func TestHandlePublic_AnswersWithoutCredentialsOrRateLimit(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // fakeClock is the server's clock in rate limit tests: refill is proven by
@@ -89,26 +91,13 @@ func startLimited(t *testing.T, opts httpapi.Options, routes ...func(*httpapi.Se
 	}
 	e.srv = s
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	e.addr = ln.Addr().String()
+	e.addr = strings.TrimPrefix(querytest.Serve(t, s), "http://")
+	// Registered after Serve's: runs before its Shutdown.
 	t.Cleanup(func() {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for _, c := range e.clients {
 			c.CloseIdleConnections()
-		}
-		e.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("Serve returned %v after Shutdown, want nil", err)
 		}
 	})
 	return e

@@ -132,7 +132,15 @@ func (cl *Client) Do(t testing.TB, method, path string, c catalogtest.Cred, body
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, cl.URL+path, rd)
+	res, b := cl.Request(t, method, path, c, rd, nil)
+	return res.StatusCode, b
+}
+
+// Request sends a request with c's credentials (none if c.Key is empty),
+// cl.Header and header, and returns the answer and its body, read.
+func (cl *Client) Request(t testing.TB, method, path string, c catalogtest.Cred, body io.Reader, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, cl.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +148,10 @@ func (cl *Client) Do(t testing.TB, method, path string, c catalogtest.Cred, body
 		req.Header.Set("X-API-Key", c.Key)
 		req.Header.Set("X-API-Secret", c.Secret)
 	}
-	for k, v := range cl.Header {
-		req.Header.Set(k, v)
+	for _, h := range []map[string]string{cl.Header, header} {
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
 	}
 	res, err := cl.HTTP.Do(req)
 	if err != nil {
@@ -152,7 +162,7 @@ func (cl *Client) Do(t testing.TB, method, path string, c catalogtest.Cred, body
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.StatusCode, b
+	return res, b
 }
 
 // Must sends a request and fails the test unless the status is want.
