@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -18,7 +19,7 @@ var noKeepAlive = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transp
 
 // newPublic has one public route and one authenticated route.
 func newPublic() *httpapi.Server {
-	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(&recorder{}), RateLimit: 1, RateBurst: 1})
+	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(&catalogtest.Recorder{}), RateLimit: 1, RateBurst: 1})
 	s.HandlePublic(http.MethodGet, "/docs/{family}", func(r *httpapi.Request) error {
 		if r.Param("family") == "nope" {
 			return apierror.New(apierror.NotFound, "no such family")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -63,7 +64,7 @@ const (
 func startLimited(t *testing.T, opts httpapi.Options, routes ...func(*httpapi.Server)) *limitEnv {
 	t.Helper()
 	ctx := context.Background()
-	store := principals.NewStore(&recorder{})
+	store := principals.NewStore(&catalogtest.Recorder{})
 	mk := func(req principals.CreateRequest) cred {
 		p, secret, err := store.Create(ctx, req)
 		if err != nil {

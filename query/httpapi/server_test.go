@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,43 +19,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/querytest"
 )
-
-// recorder is an in-memory stream.Publisher.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type cred struct{ key, secret string }
 
@@ -65,7 +32,7 @@ type env struct {
 	api      *querytest.Client
 	store    *principals.Store
 	reg      *prometheus.Registry
-	logs     *syncBuffer
+	logs     *catalogtest.SyncBuffer
 	admin    cred
 	reseller cred
 	revoked  cred
@@ -82,8 +49,8 @@ type itemResponse struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	store := principals.NewStore(&recorder{})
-	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, ids: map[string]string{}}
+	store := principals.NewStore(&catalogtest.Recorder{})
+	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &catalogtest.SyncBuffer{}, ids: map[string]string{}}
 	mk := func(req principals.CreateRequest) cred {
 		p, secret, err := store.Create(ctx, req)
 		if err != nil {
@@ -497,7 +464,7 @@ func TestNew_WithoutPrincipalsPanics(t *testing.T) {
 }
 
 func TestShutdown_LetsTheRequestInFlightFinish(t *testing.T) {
-	store := principals.NewStore(&recorder{})
+	store := principals.NewStore(&catalogtest.Recorder{})
 	p, secret, err := store.Create(context.Background(), principals.CreateRequest{Role: principals.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)

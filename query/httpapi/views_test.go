@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -144,12 +145,12 @@ func TestServer_ViewsGuard(t *testing.T) {
 // 200, 201, 404, 400 and 409; each handler calls hook first.
 func startGuarded(t *testing.T, v httpapi.Views, hook func(r *httpapi.Request)) *env {
 	t.Helper()
-	store := principals.NewStore(&recorder{})
+	store := principals.NewStore(&catalogtest.Recorder{})
 	p, secret, err := store.Create(context.Background(), principals.CreateRequest{Role: principals.RoleReseller, ChannelID: "ch-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, reseller: cred{p.Key, secret}}
+	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &catalogtest.SyncBuffer{}, reseller: cred{p.Key, secret}}
 	s := httpapi.New(httpapi.Options{Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Registry: e.reg, Principals: store, Views: v})
 	g := s.Group(httpapi.BaseResellerV13)
 	route := func(method, path string, answer func(r *httpapi.Request) error) {
