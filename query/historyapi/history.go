@@ -98,10 +98,11 @@ type Delivery struct {
 	At         time.Time `json:"at"`
 }
 
-type deliveriesResponse struct {
+// listResponse is the answer of a list route: a page of items.
+type listResponse[T any] struct {
 	httpapi.Meta `json:"meta"`
-	Items        []Delivery `json:"items"`
-	Paging       Paging     `json:"paging"`
+	Items        []T    `json:"items"`
+	Paging       Paging `json:"paging"`
 }
 
 func (h handlers) deliveries(r *httpapi.Request) error {
@@ -118,7 +119,7 @@ func (h handlers) deliveries(r *httpapi.Request) error {
 	}); err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, &deliveriesResponse{Items: items, Paging: f.page.paging(len(items), more)})
+	return r.JSON(http.StatusOK, &listResponse[Delivery]{Items: items, Paging: f.page.paging(len(items), more)})
 }
 
 // AvailabilityChange is one row of an operator's availability change log.
@@ -134,12 +135,6 @@ type AvailabilityChange struct {
 	NewStatus    string    `json:"newStatus,omitempty"`
 	Source       string    `json:"source"`
 	At           time.Time `json:"at"`
-}
-
-type availabilityResponse struct {
-	httpapi.Meta `json:"meta"`
-	Items        []AvailabilityChange `json:"items"`
-	Paging       Paging               `json:"paging"`
 }
 
 func (h handlers) availability(r *httpapi.Request) error {
@@ -159,7 +154,7 @@ func (h handlers) availability(r *httpapi.Request) error {
 	}); err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, &availabilityResponse{Items: items, Paging: f.page.paging(len(items), more)})
+	return r.JSON(http.StatusOK, &listResponse[AvailabilityChange]{Items: items, Paging: f.page.paging(len(items), more)})
 }
 
 // run runs the query q of a validated request: errParked while no
