@@ -212,10 +212,7 @@ func TestRun_EndToEndThroughTheBroker(t *testing.T) {
 	t.Cleanup(func() { _ = producer.Close() })
 	p := availchange.New(availchange.Options{Brokers: brokers, Redis: rdb, Bindings: world{}, Subscribers: world{}, Rules: world{},
 		Publisher: producer, Clock: func() time.Time { return t0 }})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	testharness.RunInBackground(t, "processor", 30*time.Second, p.Run)
 
 	var mu sync.Mutex
 	var got []schemas.Notification

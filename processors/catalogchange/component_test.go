@@ -87,15 +87,7 @@ func (s *sink) waitFor(t *testing.T, from int, names map[string]string, want ...
 
 func runProcessor(t *testing.T, p *Processor) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	})
+	testharness.RunInBackground(t, "processor", 30*time.Second, p.Run)
 }
 
 func TestComponent_BindingLifecycleReachesTheNotificationTopic(t *testing.T) {
