@@ -49,7 +49,6 @@ var longFuncs = map[string]string{
 	"internal/simulators/bookingsim.Server.serveTx":       "a simulator's router: one case per route of spec doc 3",
 	"internal/simulators/partnersim.Server.ServeHTTP":     "a simulator's handler: fault injection (latency, key, error rate) then spec doc 2's availability route",
 	"internal/simulators/partnersim.Server.serveTx":       "a simulator's router: one case per transaction route of spec doc 2",
-	"internal/platform/views.Guard.rebuildOnceCluster":    "the cluster rebuild's protocol in order (sentinels, runs, watch, publish); its steps share the sentinels and one deferred cleanup",
 	"processors/availability.Processor.HandleBatch":       "the batch's decode, diff, publish and compare-and-set rounds share the batch's decoded records (hot path)",
 	"processors/availability.RebuildState":                "option defaults, one fold of the availability topic, then chunked writes conditional on the views' marker",
 	"processors/availability.decodePushFast":              "a one-pass decoder: one case per key of the wire shape (hot path, fuzzed against encoding/json)",

@@ -584,42 +584,14 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 			cancel()
 		}
 	}()
-	cur, err := g.Epoch(ctx)
+	lost, adopted, err := g.rebuildViews(ctx, lost, func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
+		g.watch(ctx, cancel, sentinel, lost)
+	})
 	if err != nil {
 		return "", "", err
 	}
-	switch {
-	case cur == "":
-		lost = true
-	case lost:
-		// Another process finished a rebuild after the loss (a marker can
-		// only be set by one whose sentinel outlived it): nothing to do.
-		return cur, "adopted", nil
-	}
-
-	wctx, cancel := context.WithCancelCause(ctx)
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		g.watch(wctx, cancel, sentinel, lost)
-	}()
-	err = g.runViews(wctx, lost)
-	cancel(nil)
-	<-watchDone
-	if cause := context.Cause(wctx); err != nil && ctx.Err() == nil {
-		switch {
-		case errors.Is(cause, errSuperseded):
-			e, eerr := g.Epoch(ctx)
-			if eerr == nil && e != "" {
-				return e, "adopted", nil
-			}
-			return "", "", errLostAgain
-		case errors.Is(cause, errLostAgain):
-			return "", "", errLostAgain
-		}
-	}
-	if err != nil {
-		return "", "", err
+	if adopted != "" {
+		return adopted, "adopted", nil
 	}
 	if *g.run.Load() != run {
 		return "", "", errLostAgain // the server restarted during the rebuild
@@ -640,6 +612,50 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 		return res[1], "adopted", nil
 	}
 	return "", "", errLostAgain // lost, or redo
+}
+
+// rebuildViews is the middle of rebuildOnce, on one server or a cluster,
+// once the sentinels are put: it reads the marker (none: Redis lost its
+// data, so this is a rebuild after a loss), then rebuilds the views while
+// watch renews the sentinels. It returns whether the rebuild follows a
+// loss, for the publish; or the epoch to adopt, when another process
+// finished a rebuild after the loss; or the error that ends the attempt.
+func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.Context, context.CancelCauseFunc, bool)) (bool, string, error) {
+	cur, err := g.Epoch(ctx)
+	if err != nil {
+		return lost, "", err
+	}
+	switch {
+	case cur == "":
+		lost = true
+	case lost:
+		// Another process finished a rebuild after the loss (a marker can
+		// only be set by one whose sentinel outlived it): nothing to do.
+		return lost, cur, nil
+	}
+
+	wctx, cancel := context.WithCancelCause(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		watch(wctx, cancel, lost)
+	}()
+	err = g.runViews(wctx, lost)
+	cancel(nil)
+	<-watchDone
+	if cause := context.Cause(wctx); err != nil && ctx.Err() == nil {
+		switch {
+		case errors.Is(cause, errSuperseded):
+			e, eerr := g.Epoch(ctx)
+			if eerr == nil && e != "" {
+				return lost, e, nil
+			}
+			return lost, "", errLostAgain
+		case errors.Is(cause, errLostAgain):
+			return lost, "", errLostAgain
+		}
+	}
+	return lost, "", err
 }
 
 // runViews rebuilds the views in registration order.
