@@ -1,11 +1,9 @@
 package registry
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,52 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
-	"github.com/switchbackhq/switchback/internal/platform/stream"
-	"github.com/switchbackhq/switchback/schemas"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
-// recorder is an in-memory stream.Publisher standing in for Kafka at the
-// seam; fail makes Publish fail as an unreachable broker does.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-	fail bool
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return errors.New("broker unreachable")
-	}
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-func (r *recorder) setFail(v bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fail = v
-}
-
-func (r *recorder) messages() []stream.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stream.Message(nil), r.msgs...)
-}
-
-func (r *recorder) envelopes(t *testing.T) []schemas.Envelope {
-	t.Helper()
-	var out []schemas.Envelope
-	for _, m := range r.messages() {
-		var env schemas.Envelope
-		if err := json.Unmarshal(m.Value, &env); err != nil {
-			t.Fatalf("record on %s is not an envelope: %v", m.Topic, err)
-		}
-		out = append(out, env)
-	}
-	return out
-}
+// recorder is testharness's in-memory stream.Publisher.
+type recorder = testharness.Recorder
 
 type testEnv struct {
 	reg *Registry

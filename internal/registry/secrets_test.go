@@ -22,7 +22,7 @@ func TestSecurityKey_IsSealedAtRestAndOpenedForItsReaders(t *testing.T) {
 	if len(key) != 64 {
 		t.Fatalf("securityKey %q", key)
 	}
-	for _, env := range e.pub.envelopes(t) {
+	for _, env := range e.pub.Envelopes(t) {
 		if strings.Contains(string(env.Data), key) || !strings.Contains(string(env.Data), `"securityKey":"sb:v1:`) {
 			t.Fatalf("event %s carries the securityKey in clear (or not sealed): %s", env.Type, env.Data)
 		}
@@ -51,7 +51,7 @@ func TestSecurityKey_IsSealedAtRestAndOpenedForItsReaders(t *testing.T) {
 	}
 	// Replayed on an empty view by an instance with the same key.
 	e.mr.FlushAll()
-	for _, env := range e.pub.envelopes(t) {
+	for _, env := range e.pub.Envelopes(t) {
 		if err := e.reg.Apply(ctx, env); err != nil {
 			t.Fatal(err)
 		}
