@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/platform/keyring"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
@@ -32,7 +30,7 @@ func newEnv(t *testing.T, strict bool) *testEnv {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	pub := &recorder{}
-	reg := New(Options{Redis: rdb, Publisher: pub, AllowHTTP: !strict, AllowPrivate: !strict, Secrets: newTestKeyring(t)})
+	reg := New(Options{Redis: rdb, Publisher: pub, AllowHTTP: !strict, AllowPrivate: !strict, Secrets: testharness.Keyring(t)})
 	reg.lockWait = 200 * time.Millisecond
 	return &testEnv{reg: reg, pub: pub, mr: mr, rdb: rdb}
 }
@@ -60,18 +58,4 @@ func fieldOf(err error) string {
 		return fe.Field
 	}
 	return ""
-}
-
-// newTestKeyring seals securityKeys with a key of the test's own.
-func newTestKeyring(t testing.TB) *keyring.Keyring {
-	t.Helper()
-	k := make([]byte, keyring.KeySize)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	r, err := keyring.New(k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -551,7 +552,7 @@ func TestRegistry_RedisDownIsUnavailable(t *testing.T) {
 	// No retries, so that the test does not wait out go-redis's backoff.
 	rdb := redis.NewClient(&redis.Options{Addr: e.mr.Addr(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	e.reg = New(Options{Redis: rdb, Publisher: e.pub, Secrets: newTestKeyring(t)})
+	e.reg = New(Options{Redis: rdb, Publisher: e.pub, Secrets: testharness.Keyring(t)})
 	e.mr.Close()
 	ctx := t.Context()
 	if _, err := e.reg.Rule(ctx, subA, schemas.TypeSupplier); !errors.Is(err, ErrUnavailable) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -60,7 +61,7 @@ func TestSecurityKey_IsSealedAtRestAndOpenedForItsReaders(t *testing.T) {
 		t.Fatalf("after the replay: %v", err)
 	}
 	// Another key cannot open it.
-	other := New(Options{Redis: e.rdb, Secrets: newTestKeyring(t)})
+	other := New(Options{Redis: e.rdb, Secrets: testharness.Keyring(t)})
 	if _, err := other.Rule(ctx, "sub-1", schemas.TypeSupplier); !errors.Is(err, keyring.ErrUnreadable) {
 		t.Fatalf("another installation's key: %v", err)
 	}

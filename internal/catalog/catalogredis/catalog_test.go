@@ -2,7 +2,6 @@ package catalogredis
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,23 +33,9 @@ func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
 	t.Helper()
 	rdb := testharness.RedisClient(t, 0)
 	rec := &recorder{}
-	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testKeyring(t)})
+	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testharness.Keyring(t)})
 	s.lockWait = 300 * time.Millisecond
 	return s, rec, rdb
-}
-
-// testKeyring seals with a key of the test's own.
-func testKeyring(t *testing.T) *keyring.Keyring {
-	t.Helper()
-	k := make([]byte, keyring.KeySize)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	r, err := keyring.New(k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func supplierIn(id, name string) catalog.SupplierInput {

@@ -15,7 +15,6 @@ package catalogtest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"log/slog"
 	"sync"
 	"testing"
@@ -94,19 +93,9 @@ type Env struct {
 	Admin, Operator, Operator2, Reseller1, Reseller1b, Reseller2 Cred
 }
 
-// NewKeyring is a keyring with a random key, for tests that store secrets.
-func NewKeyring(t testing.TB) *keyring.Keyring {
-	t.Helper()
-	k := make([]byte, keyring.KeySize)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	r, err := keyring.New(k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+// NewKeyring is a keyring with a random key, for tests that store secrets
+// (testharness.Keyring, named here for the fixture's users).
+func NewKeyring(t testing.TB) *keyring.Keyring { return testharness.Keyring(t) }
 
 // Start starts everything and registers its stop with t.Cleanup.
 func Start(t testing.TB, opts Options) *Env {
