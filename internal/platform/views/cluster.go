@@ -285,43 +285,33 @@ func (g *Guard) rebuildOnceCluster(ctx context.Context, cs *clusterState, lost b
 	published := false
 	defer func() {
 		if !published {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			p := g.rdb.Pipeline()
-			for _, s := range sentinels {
-				p.Del(dctx, s)
-			}
-			_, _ = p.Exec(dctx)
-			cancel()
+			g.dropSentinels(ctx, sentinels...)
 		}
 	}()
-	lost, adopted, err := g.rebuildViews(ctx, lost, func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
+	watch := func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
 		g.watchCluster(ctx, cancel, sentinels, lost)
+	}
+	return g.rebuildViews(ctx, lost, watch, func(lost bool) (string, string, error) {
+		if !slices.Equal(prefixes(), runs) {
+			return "", "", errLostAgain // a node restarted or failed over during the rebuild
+		}
+		set, err := g.publishCluster(ctx, keys, sentinels, runs, lost)
+		published = true // the publish scripts ran: they delete the sentinels themselves
+		if err != nil {
+			return "", "", err
+		}
+		e, err := g.Epoch(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		if e == "" {
+			return "", "", errLostAgain
+		}
+		if set {
+			return e, "rebuilt", nil
+		}
+		return e, "adopted", nil
 	})
-	if err != nil {
-		return "", "", err
-	}
-	if adopted != "" {
-		return adopted, "adopted", nil
-	}
-	if !slices.Equal(prefixes(), runs) {
-		return "", "", errLostAgain // a node restarted or failed over during the rebuild
-	}
-	set, err := g.publishCluster(ctx, keys, sentinels, runs, lost)
-	published = true // the publish scripts ran: they delete the sentinels themselves
-	if err != nil {
-		return "", "", err
-	}
-	e, err := g.Epoch(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	if e == "" {
-		return "", "", errLostAgain
-	}
-	if set {
-		return e, "rebuilt", nil
-	}
-	return e, "adopted", nil
 }
 
 // publishCluster runs publishScript on every shard in one pipeline, as

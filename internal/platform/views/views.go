@@ -579,51 +579,59 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	published := false // the publish script deletes the sentinel itself
 	defer func() {
 		if !published {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = g.rdb.Del(dctx, sentinel).Err()
-			cancel()
+			g.dropSentinels(ctx, sentinel)
 		}
 	}()
-	lost, adopted, err := g.rebuildViews(ctx, lost, func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
+	watch := func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
 		g.watch(ctx, cancel, sentinel, lost)
+	}
+	return g.rebuildViews(ctx, lost, watch, func(lost bool) (string, string, error) {
+		if *g.run.Load() != run {
+			return "", "", errLostAgain // the server restarted during the rebuild
+		}
+		lostArg := "0"
+		if lost {
+			lostArg = "1"
+		}
+		res, err := publishScript.Run(ctx, g.rdb, []string{g.o.Key, sentinel}, g.prefix()+randomHex(16), g.prefix(), lostArg).StringSlice()
+		if err != nil {
+			return "", "", fmt.Errorf("views: publish the epoch: %w", err)
+		}
+		published = true
+		switch res[0] {
+		case "set":
+			return res[1], "rebuilt", nil
+		case "adopt":
+			return res[1], "adopted", nil
+		}
+		return "", "", errLostAgain // lost, or redo
 	})
-	if err != nil {
-		return "", "", err
-	}
-	if adopted != "" {
-		return adopted, "adopted", nil
-	}
-	if *g.run.Load() != run {
-		return "", "", errLostAgain // the server restarted during the rebuild
-	}
-	lostArg := "0"
-	if lost {
-		lostArg = "1"
-	}
-	res, err := publishScript.Run(ctx, g.rdb, []string{g.o.Key, sentinel}, g.prefix()+randomHex(16), g.prefix(), lostArg).StringSlice()
-	if err != nil {
-		return "", "", fmt.Errorf("views: publish the epoch: %w", err)
-	}
-	published = true
-	switch res[0] {
-	case "set":
-		return res[1], "rebuilt", nil
-	case "adopt":
-		return res[1], "adopted", nil
-	}
-	return "", "", errLostAgain // lost, or redo
 }
 
-// rebuildViews is the middle of rebuildOnce, on one server or a cluster,
+// dropSentinels deletes a failed attempt's sentinels, even after ctx
+// ended (bounded to 2 s; a sentinel left behind expires with its TTL).
+func (g *Guard) dropSentinels(ctx context.Context, sentinels ...string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	p := g.rdb.Pipeline()
+	for _, s := range sentinels {
+		p.Del(dctx, s)
+	}
+	_, _ = p.Exec(dctx)
+}
+
+// rebuildViews is the rest of rebuildOnce, on one server or a cluster,
 // once the sentinels are put: it reads the marker (none: Redis lost its
 // data, so this is a rebuild after a loss), then rebuilds the views while
-// watch renews the sentinels. It returns whether the rebuild follows a
-// loss, for the publish; or the epoch to adopt, when another process
-// finished a rebuild after the loss; or the error that ends the attempt.
-func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.Context, context.CancelCauseFunc, bool)) (bool, string, error) {
+// watch renews the sentinels, and ends the attempt with publish (told
+// whether the rebuild follows a loss). It adopts the epoch instead when
+// another process finished a rebuild after the loss, and returns the error
+// that ends the attempt otherwise (publish is not called then).
+func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.Context, context.CancelCauseFunc, bool),
+	publish func(lost bool) (epoch, outcome string, err error)) (epoch, outcome string, err error) {
 	cur, err := g.Epoch(ctx)
 	if err != nil {
-		return lost, "", err
+		return "", "", err
 	}
 	switch {
 	case cur == "":
@@ -631,7 +639,7 @@ func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.
 	case lost:
 		// Another process finished a rebuild after the loss (a marker can
 		// only be set by one whose sentinel outlived it): nothing to do.
-		return lost, cur, nil
+		return cur, "adopted", nil
 	}
 
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -648,14 +656,17 @@ func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.
 		case errors.Is(cause, errSuperseded):
 			e, eerr := g.Epoch(ctx)
 			if eerr == nil && e != "" {
-				return lost, e, nil
+				return e, "adopted", nil
 			}
-			return lost, "", errLostAgain
+			return "", "", errLostAgain
 		case errors.Is(cause, errLostAgain):
-			return lost, "", errLostAgain
+			return "", "", errLostAgain
 		}
 	}
-	return lost, "", err
+	if err != nil {
+		return "", "", err
+	}
+	return publish(lost)
 }
 
 // runViews rebuilds the views in registration order.
