@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -288,10 +287,7 @@ func (g *Guard) rebuildOnceCluster(ctx context.Context, cs *clusterState, lost b
 			g.dropSentinels(ctx, sentinels...)
 		}
 	}()
-	watch := func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
-		g.watchCluster(ctx, cancel, sentinels, lost)
-	}
-	return g.rebuildViews(ctx, lost, watch, func(lost bool) (string, string, error) {
+	return g.rebuildViews(ctx, lost, sentinels, func(lost bool) (string, string, error) {
 		if !slices.Equal(prefixes(), runs) {
 			return "", "", errLostAgain // a node restarted or failed over during the rebuild
 		}
@@ -344,35 +340,4 @@ func (g *Guard) publishCluster(ctx context.Context, keys, sentinels, runs []stri
 		}
 	}
 	return set, nil
-}
-
-// watchCluster is watch over every shard's sentinel.
-func (g *Guard) watchCluster(ctx context.Context, cancel context.CancelCauseFunc, sentinels []string, lost bool) {
-	t := time.NewTicker(g.o.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pipe := g.rdb.Pipeline()
-		cmds := make([]*redis.BoolCmd, len(sentinels))
-		for i, s := range sentinels {
-			cmds[i] = pipe.Expire(ctx, s, sentinelTTL)
-		}
-		_, _ = pipe.Exec(ctx)
-		for _, c := range cmds {
-			if ok, err := c.Result(); err == nil && !ok {
-				cancel(errLostAgain)
-				return
-			}
-		}
-		if lost {
-			if e, err := g.Epoch(ctx); err == nil && e != "" {
-				cancel(errSuperseded)
-				return
-			}
-		}
-	}
 }

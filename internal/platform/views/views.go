@@ -582,10 +582,7 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 			g.dropSentinels(ctx, sentinel)
 		}
 	}()
-	watch := func(ctx context.Context, cancel context.CancelCauseFunc, lost bool) {
-		g.watch(ctx, cancel, sentinel, lost)
-	}
-	return g.rebuildViews(ctx, lost, watch, func(lost bool) (string, string, error) {
+	return g.rebuildViews(ctx, lost, []string{sentinel}, func(lost bool) (string, string, error) {
 		if *g.run.Load() != run {
 			return "", "", errLostAgain // the server restarted during the rebuild
 		}
@@ -627,7 +624,7 @@ func (g *Guard) dropSentinels(ctx context.Context, sentinels ...string) {
 // whether the rebuild follows a loss). It adopts the epoch instead when
 // another process finished a rebuild after the loss, and returns the error
 // that ends the attempt otherwise (publish is not called then).
-func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.Context, context.CancelCauseFunc, bool),
+func (g *Guard) rebuildViews(ctx context.Context, lost bool, sentinels []string,
 	publish func(lost bool) (epoch, outcome string, err error)) (epoch, outcome string, err error) {
 	cur, err := g.Epoch(ctx)
 	if err != nil {
@@ -646,7 +643,7 @@ func (g *Guard) rebuildViews(ctx context.Context, lost bool, watch func(context.
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		watch(wctx, cancel, lost)
+		g.watch(wctx, cancel, sentinels, lost)
 	}()
 	err = g.runViews(wctx, lost)
 	cancel(nil)
@@ -689,11 +686,12 @@ func (g *Guard) runViews(ctx context.Context, lost bool) error {
 	return nil
 }
 
-// watch renews the sentinel every PollInterval while the views are
-// rebuilt, and cancels the rebuild when the sentinel is gone (Redis lost
-// its data again) or, after a loss, when another process's marker appears
-// (its rebuild began after the loss and finished: every view is complete).
-func (g *Guard) watch(ctx context.Context, cancel context.CancelCauseFunc, sentinel string, lost bool) {
+// watch renews the sentinels (one, or one per shard of a cluster) every
+// PollInterval while the views are rebuilt, and cancels the rebuild when
+// one is gone (Redis lost its data again) or, after a loss, when another
+// process's marker appears (its rebuild began after the loss and
+// finished: every view is complete).
+func (g *Guard) watch(ctx context.Context, cancel context.CancelCauseFunc, sentinels []string, lost bool) {
 	t := time.NewTicker(g.o.PollInterval)
 	defer t.Stop()
 	for {
@@ -702,10 +700,17 @@ func (g *Guard) watch(ctx context.Context, cancel context.CancelCauseFunc, senti
 			return
 		case <-t.C:
 		}
-		ok, err := g.rdb.Expire(ctx, sentinel, sentinelTTL).Result()
-		if err == nil && !ok {
-			cancel(errLostAgain)
-			return
+		pipe := g.rdb.Pipeline()
+		cmds := make([]*redis.BoolCmd, len(sentinels))
+		for i, s := range sentinels {
+			cmds[i] = pipe.Expire(ctx, s, sentinelTTL)
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, c := range cmds {
+			if ok, err := c.Result(); err == nil && !ok {
+				cancel(errLostAgain)
+				return
+			}
 		}
 		if lost {
 			if e, err := g.Epoch(ctx); err == nil && e != "" {
