@@ -11,18 +11,18 @@ import (
 // encodeScheduled wrote) in one pass; anything the fast reader does not
 // take goes through encoding/json (FuzzDecodeScheduled holds the two
 // equal).
-func decodeScheduled(raw []byte) (scheduledDelivery, error) {
+func decodeScheduled(raw []byte) (schemas.ScheduledDelivery, error) {
 	if s, ok := decodeScheduledFast(raw); ok {
 		return s, nil
 	}
-	var s scheduledDelivery
+	var s schemas.ScheduledDelivery
 	err := json.Unmarshal(raw, &s)
 	return s, err
 }
 
-func decodeScheduledFast(raw []byte) (scheduledDelivery, bool) {
+func decodeScheduledFast(raw []byte) (schemas.ScheduledDelivery, bool) {
 	r := jsonwire.NewReader(raw)
-	var s scheduledDelivery
+	var s schemas.ScheduledDelivery
 	seenN := false
 	ok := r.Object(func(key []byte) bool {
 		switch string(key) {
@@ -42,7 +42,7 @@ func decodeScheduledFast(raw []byte) (scheduledDelivery, bool) {
 		return r.OK()
 	})
 	if !ok || !r.End() {
-		return scheduledDelivery{}, false
+		return schemas.ScheduledDelivery{}, false
 	}
 	return s, true
 }

@@ -68,7 +68,7 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 
 	testharness.Eventually(t, 10*time.Second, "delivered in history", func() bool {
 		as := e.attempts()[n.ID]
-		return len(as) == 1 && as[0].Outcome == dispatcher.OutcomeDelivered
+		return len(as) == 1 && as[0].Outcome == schemas.OutcomeDelivered
 	})
 	a := e.attempts()[n.ID][0]
 	if a.Attempt != 1 || a.Status != 200 || a.Subscriber != "sub-a" || a.Type != schemas.TypeRate {
@@ -176,7 +176,7 @@ func TestDispatcher_GivesUpAfterTheLastAttemptAndRecordsTheNotification(t *testi
 	e.publish(n)
 	testharness.Eventually(t, 15*time.Second, "failed in history", func() bool {
 		as := e.attempts()[n.ID]
-		return len(as) == 3 && as[2].Outcome == dispatcher.OutcomeFailed
+		return len(as) == 3 && as[2].Outcome == schemas.OutcomeFailed
 	})
 	last := e.attempts()[n.ID][2]
 	if last.Notification == nil || last.Notification.ID != n.ID || string(last.Notification.Payload) != string(n.Payload) {
@@ -264,13 +264,13 @@ func TestDispatcher_DisabledOrDeletedRuleIsNotSent(t *testing.T) {
 		outcome string
 		sent    bool
 	}{
-		{"enabled rule", "s-enabled", func(sub string) { e.subs.setRule(sub, schemas.TypeProduct, rule{url: s.url("/p"), key: "k"}) }, dispatcher.OutcomeDelivered, true},
+		{"enabled rule", "s-enabled", func(sub string) { e.subs.setRule(sub, schemas.TypeProduct, rule{url: s.url("/p"), key: "k"}) }, schemas.OutcomeDelivered, true},
 		{"disabled rule", "s-disabled", func(sub string) {
 			e.subs.setRule(sub, schemas.TypeProduct, rule{url: s.url("/p"), key: "k", disabled: true})
-		}, dispatcher.OutcomeDropped, false},
+		}, schemas.OutcomeDropped, false},
 		{"no rule of the type (deleted)", "s-deleted", func(sub string) {
 			e.subs.setRule(sub, schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
-		}, dispatcher.OutcomeDropped, false},
+		}, schemas.OutcomeDropped, false},
 	}
 	ids := map[string]string{}
 	for _, tt := range tests {
@@ -373,11 +373,11 @@ func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppresse
 	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_auto_disabled_total", nil); got != 1 {
 		t.Errorf("auto_disabled_total = %v, want 1", got)
 	}
-	alerts := e.history(dispatcher.EventSubscriberAutoDisabled)
+	alerts := e.history(schemas.HistorySubscriberAutoDisabled)
 	if len(alerts) != 1 {
 		t.Fatalf("%d auto-disable history events, want 1", len(alerts))
 	}
-	var rec dispatcher.AutoDisabledRecord
+	var rec schemas.SubscriberAutoDisabled
 	_ = json.Unmarshal(alerts[0].Data, &rec)
 	if rec.Subscriber != "flood" || rec.Limit != limit || rec.Backlog < limit {
 		t.Errorf("auto-disable record %+v", rec)

@@ -56,13 +56,13 @@ func recordMessage(topic, typ, key string, at time.Time, data any) (stream.Messa
 // appendRecord writes one of the dispatcher's records.
 func appendRecord(b []byte, data any) ([]byte, bool) {
 	switch r := data.(type) {
-	case scheduledDelivery:
+	case schemas.ScheduledDelivery:
 		return appendScheduled(b, r)
-	case doneDelivery:
+	case schemas.DoneDelivery:
 		return appendDone(b, r)
-	case AttemptRecord:
+	case schemas.DeliveryAttemptRecord:
 		return appendAttempt(b, r)
-	case SuppressedRecord:
+	case schemas.NotificationSuppressedRecord:
 		return appendSuppressed(b, r)
 	}
 	return b, false
@@ -106,7 +106,7 @@ func appendNotification(b []byte, n schemas.Notification) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-func appendScheduled(b []byte, r scheduledDelivery) ([]byte, bool) {
+func appendScheduled(b []byte, r schemas.ScheduledDelivery) ([]byte, bool) {
 	b = append(b, `{"notification":`...)
 	b, ok := appendNotification(b, r.Notification)
 	if !ok {
@@ -121,7 +121,7 @@ func appendScheduled(b []byte, r scheduledDelivery) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-func appendDone(b []byte, d doneDelivery) ([]byte, bool) {
+func appendDone(b []byte, d schemas.DoneDelivery) ([]byte, bool) {
 	b = append(b, `{"deliveryId":`...)
 	b = jsonwire.AppendString(b, d.DeliveryID)
 	if d.Subscriber != "" {
@@ -140,7 +140,7 @@ func appendDone(b []byte, d doneDelivery) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-func appendAttempt(b []byte, a AttemptRecord) ([]byte, bool) {
+func appendAttempt(b []byte, a schemas.DeliveryAttemptRecord) ([]byte, bool) {
 	b = append(b, `{"deliveryId":`...)
 	b = jsonwire.AppendString(b, a.DeliveryID)
 	b = append(b, `,"subscriber":`...)
@@ -185,7 +185,7 @@ func appendAttempt(b []byte, a AttemptRecord) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-func appendSuppressed(b []byte, r SuppressedRecord) ([]byte, bool) {
+func appendSuppressed(b []byte, r schemas.NotificationSuppressedRecord) ([]byte, bool) {
 	b = append(b, `{"deliveryId":`...)
 	b = jsonwire.AppendString(b, r.DeliveryID)
 	b = append(b, `,"subscriber":`...)
@@ -211,7 +211,7 @@ func appendSuppressed(b []byte, r SuppressedRecord) ([]byte, bool) {
 }
 
 // encodeScheduled is a pending delivery as Redis holds it.
-func encodeScheduled(r scheduledDelivery) ([]byte, error) {
+func encodeScheduled(r schemas.ScheduledDelivery) ([]byte, error) {
 	if b, ok := appendScheduled(make([]byte, 0, 384), r); ok {
 		return b, nil
 	}

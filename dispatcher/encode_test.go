@@ -17,14 +17,14 @@ func encodeCases() []any {
 	odd := n
 	odd.Subscriber, odd.EntityKey, odd.Supplier, odd.Source = `a"b\c<d>&`, "Zürich/\u2028/\x01", "", ""
 	return []any{
-		scheduledDelivery{Notification: n, Attempt: 1, At: at},
-		scheduledDelivery{Notification: odd, Attempt: 3, At: at.In(time.FixedZone("x", 3600))},
-		doneDelivery{DeliveryID: n.ID, Subscriber: "sub-1", Outcome: OutcomeDelivered, Attempt: 1, At: at},
-		doneDelivery{DeliveryID: n.ID, Outcome: OutcomeFailed, Attempt: 11, At: at},
-		AttemptRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, EntityKey: n.EntityKey, Attempt: 1, Status: 200, LatencyMs: 3, Outcome: OutcomeDelivered, At: at},
-		AttemptRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, Attempt: 2, Status: 503, Outcome: OutcomeRetry, Error: "subscriber answered 503 <x>", At: at, NextAttemptAt: &next},
-		AttemptRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, Attempt: 11, Outcome: OutcomeFailed, Error: "timeout", At: at, Notification: &odd},
-		SuppressedRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, EntityKey: n.EntityKey, Reason: "disableAll is set", At: at, Notification: n},
+		schemas.ScheduledDelivery{Notification: n, Attempt: 1, At: at},
+		schemas.ScheduledDelivery{Notification: odd, Attempt: 3, At: at.In(time.FixedZone("x", 3600))},
+		schemas.DoneDelivery{DeliveryID: n.ID, Subscriber: "sub-1", Outcome: schemas.OutcomeDelivered, Attempt: 1, At: at},
+		schemas.DoneDelivery{DeliveryID: n.ID, Outcome: schemas.OutcomeFailed, Attempt: 11, At: at},
+		schemas.DeliveryAttemptRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, EntityKey: n.EntityKey, Attempt: 1, Status: 200, LatencyMs: 3, Outcome: schemas.OutcomeDelivered, At: at},
+		schemas.DeliveryAttemptRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, Attempt: 2, Status: 503, Outcome: schemas.OutcomeRetry, Error: "subscriber answered 503 <x>", At: at, NextAttemptAt: &next},
+		schemas.DeliveryAttemptRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, Attempt: 11, Outcome: schemas.OutcomeFailed, Error: "timeout", At: at, Notification: &odd},
+		schemas.NotificationSuppressedRecord{DeliveryID: n.ID, Subscriber: "sub-1", Type: n.Type, EntityKey: n.EntityKey, Reason: "disableAll is set", At: at, Notification: n},
 	}
 }
 
@@ -41,7 +41,7 @@ func TestEncode_MatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("case %d (%T): ok=%v\n got %s\nwant %s", i, data, ok, got, want)
 		}
 		at := time.Date(2026, 11, 25, 9, 30, 1, 987654321, time.UTC)
-		m, err := recordMessage(schemas.TopicHistory, EventDeliveryAttempt, "sub-1", at, data)
+		m, err := recordMessage(schemas.TopicHistory, schemas.HistoryDeliveryAttempt, "sub-1", at, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestEncode_MatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal(m.Value, &env); err != nil {
 			t.Fatal(err)
 		}
-		wantEnv, _ := json.Marshal(schemas.Envelope{ID: env.ID, Type: EventDeliveryAttempt, Key: "sub-1", Time: at.Truncate(time.Millisecond),
+		wantEnv, _ := json.Marshal(schemas.Envelope{ID: env.ID, Type: schemas.HistoryDeliveryAttempt, Key: "sub-1", Time: at.Truncate(time.Millisecond),
 			Source: sourceDispatcher, Data: want})
 		if string(m.Value) != string(wantEnv) {
 			t.Fatalf("case %d envelope\n got %s\nwant %s", i, m.Value, wantEnv)
@@ -60,12 +60,12 @@ func TestEncode_MatchesEncodingJSON(t *testing.T) {
 // TestEncode_UnusualValuesTakeEncodingJSON: a payload that is not compact
 // or a time encoding/json refuses is not written by hand.
 func TestEncode_UnusualValuesTakeEncodingJSON(t *testing.T) {
-	base := encodeCases()[0].(scheduledDelivery)
+	base := encodeCases()[0].(schemas.ScheduledDelivery)
 	spaced := base
 	spaced.Notification.Payload = json.RawMessage(`{ "rateID": "r1" }`)
 	far := base
 	far.At = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, r := range []scheduledDelivery{spaced, far} {
+	for _, r := range []schemas.ScheduledDelivery{spaced, far} {
 		if _, ok := appendScheduled(nil, r); ok {
 			t.Fatalf("%+v written by hand", r)
 		}
@@ -85,10 +85,10 @@ func FuzzEncodeRecords(f *testing.F) {
 		n := schemas.Notification{ID: "id", Subscriber: sub, Type: "rate", EntityKey: ent, Supplier: supplier,
 			Payload: json.RawMessage(payload), CreatedAt: at, Source: errText}
 		for _, data := range []any{
-			scheduledDelivery{Notification: n, Attempt: attempt, At: at},
-			AttemptRecord{DeliveryID: "id", Subscriber: sub, Type: "rate", EntityKey: ent, Attempt: attempt, Outcome: "failed", Error: errText, At: at, Notification: &n},
-			SuppressedRecord{DeliveryID: "id", Subscriber: sub, Type: "rate", Reason: errText, At: at, Notification: n},
-			doneDelivery{DeliveryID: "id", Subscriber: sub, Outcome: errText, Attempt: attempt, At: at},
+			schemas.ScheduledDelivery{Notification: n, Attempt: attempt, At: at},
+			schemas.DeliveryAttemptRecord{DeliveryID: "id", Subscriber: sub, Type: "rate", EntityKey: ent, Attempt: attempt, Outcome: "failed", Error: errText, At: at, Notification: &n},
+			schemas.NotificationSuppressedRecord{DeliveryID: "id", Subscriber: sub, Type: "rate", Reason: errText, At: at, Notification: n},
+			schemas.DoneDelivery{DeliveryID: "id", Subscriber: sub, Outcome: errText, Attempt: attempt, At: at},
 		} {
 			got, ok := appendRecord(nil, data)
 			want, err := json.Marshal(data)
@@ -101,7 +101,7 @@ func FuzzEncodeRecords(f *testing.F) {
 
 func TestDecodeScheduled_MatchesEncodingJSON(t *testing.T) {
 	for i, c := range encodeCases() {
-		s, ok := c.(scheduledDelivery)
+		s, ok := c.(schemas.ScheduledDelivery)
 		if !ok {
 			continue
 		}
@@ -109,7 +109,7 @@ func TestDecodeScheduled_MatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want scheduledDelivery
+		var want schemas.ScheduledDelivery
 		if err := json.Unmarshal(raw, &want); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestDecodeScheduled_MatchesEncodingJSON(t *testing.T) {
 
 func FuzzDecodeScheduled(f *testing.F) {
 	for _, c := range encodeCases() {
-		if s, ok := c.(scheduledDelivery); ok {
+		if s, ok := c.(schemas.ScheduledDelivery); ok {
 			raw, _ := encodeScheduled(s)
 			f.Add(raw)
 		}
@@ -139,7 +139,7 @@ func FuzzDecodeScheduled(f *testing.F) {
 		if !ok {
 			return
 		}
-		var want scheduledDelivery
+		var want schemas.ScheduledDelivery
 		if err := json.Unmarshal(raw, &want); err != nil {
 			t.Fatalf("fast path accepted %q; encoding/json: %v", raw, err)
 		}
@@ -150,7 +150,7 @@ func FuzzDecodeScheduled(f *testing.F) {
 }
 
 func FuzzDecodeNotification(f *testing.F) {
-	n := encodeCases()[0].(scheduledDelivery).Notification
+	n := encodeCases()[0].(schemas.ScheduledDelivery).Notification
 	bare, _ := appendNotification(nil, n)
 	f.Add(bare)
 	env, _ := NotificationMessage(n)

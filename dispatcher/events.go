@@ -13,23 +13,6 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Event types this package reads and writes. They belong in schemas once a
-// second producer needs them; until then they live with their one owner.
-// The history ones have the names of schemas.History* (the sink's).
-// The notifications topic's type is schemas.EventNotification (schemas owns
-// that topic's payload: the processors write it too).
-const (
-	// On TopicDeliveries (keyed by subscriber), the log of record of the
-	// schedule that Redis mirrors.
-	EventDeliveryScheduled = "delivery.scheduled" // data: scheduledDelivery
-	EventDeliveryDone      = "delivery.done"      // data: doneDelivery
-
-	// On TopicHistory (keyed by subscriber).
-	EventDeliveryAttempt        = "delivery.attempt"         // data: AttemptRecord
-	EventNotificationSuppressed = "notification.suppressed"  // data: SuppressedRecord
-	EventSubscriberAutoDisabled = "subscriber.auto_disabled" // data: AutoDisabledRecord
-)
-
 const (
 	sourceDispatcher = "dispatcher"
 	sourceReplay     = "replay"
@@ -39,84 +22,6 @@ const (
 	// keeps (milliseconds).
 	envelopeTimePrecision = time.Millisecond
 )
-
-// Outcomes of an attempt, as recorded in history and metrics.
-const (
-	OutcomeDelivered  = "delivered"  // the subscriber answered 2xx
-	OutcomeRetry      = "retry"      // failed, another attempt is scheduled
-	OutcomeFailed     = "failed"     // failed, no attempt left (or pointless)
-	OutcomeSuppressed = "suppressed" // not sent: disableAll, or the backlog bound
-	OutcomeDropped    = "dropped"    // not sent: rule disabled or deleted
-)
-
-// AttemptRecord is the data of a delivery.attempt history event: one per
-// POST, and one for a notification dropped because its rule is disabled or
-// deleted. Its fields are those of schemas.DeliveryAttempt (what the
-// history sink reads) plus a few for replay and debugging.
-type AttemptRecord struct {
-	DeliveryID string `json:"deliveryId"`
-	Subscriber string `json:"subscriber"`
-	Type       string `json:"type"`
-	EntityKey  string `json:"entityKey,omitempty"`
-	// Attempt counts sends, from 1. For a dropped notification it is the
-	// attempt that was not made.
-	Attempt   int    `json:"attempt"`
-	Status    int    `json:"status,omitempty"`
-	LatencyMs int64  `json:"latencyMs"`
-	Outcome   string `json:"outcome"`
-	// Error is the reason of a failure, suppression or drop; never a URL
-	// or a key.
-	Error         string     `json:"error,omitempty"`
-	At            time.Time  `json:"at"`
-	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
-	// Notification is included when the outcome is failed, so that it can
-	// be replayed from history alone.
-	Notification *schemas.Notification `json:"notification,omitempty"`
-}
-
-// SuppressedRecord is the data of a notification.suppressed history event:
-// a notification not sent because the subscriber's disableAll is set or its
-// backlog bound was reached. Its fields are those of
-// schemas.NotificationSuppressed (the sink records it as a delivery row
-// with outcome "suppressed") plus the whole notification, so that it can be
-// replayed once the subscriber is enabled again.
-type SuppressedRecord struct {
-	DeliveryID   string               `json:"deliveryId"`
-	Subscriber   string               `json:"subscriber"`
-	Type         string               `json:"type"`
-	EntityKey    string               `json:"entityKey,omitempty"`
-	Reason       string               `json:"reason"`
-	At           time.Time            `json:"at"`
-	Notification schemas.Notification `json:"notification"`
-}
-
-// AutoDisabledRecord is the data of a subscriber.auto_disabled history
-// event: the alert of spec doc 1 ("an alert is raised to the service
-// operators") in the record.
-type AutoDisabledRecord struct {
-	Subscriber string    `json:"subscriber"`
-	Backlog    int64     `json:"backlog"`
-	Limit      int       `json:"limit"`
-	Reason     string    `json:"reason"`
-	At         time.Time `json:"at"`
-}
-
-// scheduledDelivery is a pending delivery: the data of delivery.scheduled
-// and the record kept in Redis. Attempt is the number of the next attempt.
-type scheduledDelivery struct {
-	Notification schemas.Notification `json:"notification"`
-	Attempt      int                  `json:"attempt"`
-	At           time.Time            `json:"at"`
-}
-
-// doneDelivery is the data of delivery.done: the delivery left the schedule.
-type doneDelivery struct {
-	DeliveryID string    `json:"deliveryId"`
-	Subscriber string    `json:"subscriber,omitempty"`
-	Outcome    string    `json:"outcome"`
-	Attempt    int       `json:"attempt"`
-	At         time.Time `json:"at"`
-}
 
 // NotificationMessage is n as a record of TopicNotifications: the envelope
 // of schemas.NewNotificationEvent (type "notification", keyed by

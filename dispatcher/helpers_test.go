@@ -186,10 +186,10 @@ func (e *env) history(typ string) []schemas.Envelope {
 }
 
 // attempts returns the delivery.attempt records, by delivery id, in order.
-func (e *env) attempts() map[string][]dispatcher.AttemptRecord {
-	out := map[string][]dispatcher.AttemptRecord{}
-	for _, env := range e.history(dispatcher.EventDeliveryAttempt) {
-		var a dispatcher.AttemptRecord
+func (e *env) attempts() map[string][]schemas.DeliveryAttemptRecord {
+	out := map[string][]schemas.DeliveryAttemptRecord{}
+	for _, env := range e.history(schemas.HistoryDeliveryAttempt) {
+		var a schemas.DeliveryAttemptRecord
 		if err := json.Unmarshal(env.Data, &a); err != nil {
 			e.t.Fatal(err)
 		}
@@ -198,10 +198,10 @@ func (e *env) attempts() map[string][]dispatcher.AttemptRecord {
 	return out
 }
 
-func (e *env) suppressed() map[string]dispatcher.SuppressedRecord {
-	out := map[string]dispatcher.SuppressedRecord{}
-	for _, env := range e.history(dispatcher.EventNotificationSuppressed) {
-		var r dispatcher.SuppressedRecord
+func (e *env) suppressed() map[string]schemas.NotificationSuppressedRecord {
+	out := map[string]schemas.NotificationSuppressedRecord{}
+	for _, env := range e.history(schemas.HistoryNotificationSuppressed) {
+		var r schemas.NotificationSuppressedRecord
 		if err := json.Unmarshal(env.Data, &r); err != nil {
 			e.t.Fatal(err)
 		}

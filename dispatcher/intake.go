@@ -94,7 +94,7 @@ func (d *Dispatcher) intake(ctx, hard context.Context) error {
 // different events (with different ids) for the same notifications.
 type intakePlan struct {
 	msgs       []stream.Message
-	recs       []scheduledDelivery
+	recs       []schemas.ScheduledDelivery
 	disables   []autoDisable
 	counts     map[string]int // intake results, for metrics
 	suppressed []schemas.Notification
@@ -158,7 +158,7 @@ func (d *Dispatcher) accept(ctx, hard context.Context, batch []kafka.Message) er
 		d.m.intake.WithLabelValues(result).Add(float64(n))
 	}
 	for _, n := range plan.suppressed {
-		d.m.deliveries.WithLabelValues(n.Type, OutcomeSuppressed).Inc()
+		d.m.deliveries.WithLabelValues(n.Type, schemas.OutcomeSuppressed).Inc()
 	}
 	return nil
 }
@@ -195,8 +195,8 @@ func (d *Dispatcher) autoDisable(ctx, hard context.Context, a autoDisable) {
 	}
 	d.m.autoDisabled.Inc()
 	now := d.now()
-	m, err := envelopeMessage(schemas.TopicHistory, EventSubscriberAutoDisabled, a.subscriber, "", now,
-		AutoDisabledRecord{Subscriber: a.subscriber, Backlog: a.backlog, Limit: d.o.BacklogLimit, Reason: a.reason, At: now})
+	m, err := envelopeMessage(schemas.TopicHistory, schemas.HistorySubscriberAutoDisabled, a.subscriber, "", now,
+		schemas.SubscriberAutoDisabled{Subscriber: a.subscriber, Backlog: a.backlog, Limit: d.o.BacklogLimit, Reason: a.reason, At: now})
 	if err == nil {
 		pctx, cancel := context.WithTimeout(hard, 10*time.Second)
 		err = d.retryDo(pctx, "publish auto-disable record", func() error { return d.o.Publisher.Publish(hard, m) })
@@ -295,8 +295,8 @@ func (d *Dispatcher) plan(ctx context.Context, batch []kafka.Message) (*intakePl
 			// us, and is never disabled for it (the lag is a metric).
 			// A microsecond apart: equal due times would be sent in id
 			// order, not arrival order.
-			rec := scheduledDelivery{Notification: n, Attempt: 1, At: now.Add(time.Duration(i) * time.Microsecond)}
-			m, err := recordMessage(schemas.TopicDeliveries, EventDeliveryScheduled, sub, now, rec)
+			rec := schemas.ScheduledDelivery{Notification: n, Attempt: 1, At: now.Add(time.Duration(i) * time.Microsecond)}
+			m, err := recordMessage(schemas.TopicDeliveries, schemas.EventDeliveryScheduled, sub, now, rec)
 			if err != nil {
 				return nil, err
 			}
@@ -336,7 +336,7 @@ func (p *intakePlan) suppress(n schemas.Notification, now time.Time, reason stri
 }
 
 func suppressedMessage(n schemas.Notification, now time.Time, reason string) (stream.Message, error) {
-	return recordMessage(schemas.TopicHistory, EventNotificationSuppressed, n.Subscriber, now, SuppressedRecord{
+	return recordMessage(schemas.TopicHistory, schemas.HistoryNotificationSuppressed, n.Subscriber, now, schemas.NotificationSuppressedRecord{
 		DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, EntityKey: n.EntityKey,
 		Reason: truncate(reason, maxHistoryErrorText), At: now, Notification: n,
 	})

@@ -76,12 +76,12 @@ func TestRebuildState_FoldsScheduleAndDoneEvents(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	sched := func(no schemas.Notification, attempt int, at time.Time) schemas.Envelope {
-		raw, _ := json.Marshal(scheduledDelivery{Notification: no, Attempt: attempt, At: at})
-		return schemas.Envelope{Type: EventDeliveryScheduled, Data: raw}
+		raw, _ := json.Marshal(schemas.ScheduledDelivery{Notification: no, Attempt: attempt, At: at})
+		return schemas.Envelope{Type: schemas.EventDeliveryScheduled, Data: raw}
 	}
 	done := func(id, outcome string) schemas.Envelope {
-		raw, _ := json.Marshal(doneDelivery{DeliveryID: id, Outcome: outcome, At: at})
-		return schemas.Envelope{Type: EventDeliveryDone, Data: raw}
+		raw, _ := json.Marshal(schemas.DoneDelivery{DeliveryID: id, Outcome: outcome, At: at})
+		return schemas.Envelope{Type: schemas.EventDeliveryDone, Data: raw}
 	}
 	s := newRebuildState()
 	for _, e := range []schemas.Envelope{
@@ -89,9 +89,9 @@ func TestRebuildState_FoldsScheduleAndDoneEvents(t *testing.T) {
 		sched(n("b", "E"), 1, at),
 		sched(n("c", "F"), 1, at),
 		sched(n("a", "E"), 2, at.Add(time.Minute)), // a retried: keeps its place before b
-		done("c", OutcomeDelivered),
+		done("c", schemas.OutcomeDelivered),
 		sched(n("d", ""), 1, at),
-		done("d", OutcomeDelivered),
+		done("d", schemas.OutcomeDelivered),
 		sched(n("d", ""), 1, at.Add(time.Hour)), // d replayed after it was done
 		{Type: "something.else"},
 	} {
@@ -255,14 +255,14 @@ func TestMetrics_BacklogIsADistributionWithoutSubscriberLabels(t *testing.T) {
 	}
 }
 
-// The history sink (processors/history) decodes delivery rows into the
+// The history sink (processors/historysink) decodes delivery rows into the
 // schemas types: the dispatcher's records must carry the same fields.
 func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
-	if EventDeliveryAttempt != schemas.HistoryDeliveryAttempt || EventNotificationSuppressed != schemas.HistoryNotificationSuppressed {
+	if schemas.HistoryDeliveryAttempt != schemas.HistoryDeliveryAttempt || schemas.HistoryNotificationSuppressed != schemas.HistoryNotificationSuppressed {
 		t.Fatal("event type names differ from schemas.History*")
 	}
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	raw, _ := json.Marshal(AttemptRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Attempt: 2, Status: 503, LatencyMs: 12, Outcome: OutcomeRetry, Error: "e", At: at})
+	raw, _ := json.Marshal(schemas.DeliveryAttemptRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Attempt: 2, Status: 503, LatencyMs: 12, Outcome: schemas.OutcomeRetry, Error: "e", At: at})
 	var a schemas.DeliveryAttempt
 	if err := json.Unmarshal(raw, &a); err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
 	// A suppressed record carries its whole notification, so that it can be
 	// replayed from history alone.
 	n := schemas.Notification{ID: "d", Subscriber: "s", Type: "rate", EntityKey: "s1/p1/r1", Payload: json.RawMessage(`{"supplierID":"s1"}`), CreatedAt: at}
-	raw, _ = json.Marshal(SuppressedRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Reason: "disableAll is set", At: at, Notification: n})
+	raw, _ = json.Marshal(schemas.NotificationSuppressedRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Reason: "disableAll is set", At: at, Notification: n})
 	var sup schemas.NotificationSuppressed
 	if err := json.Unmarshal(raw, &sup); err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
 	if back.ID != n.ID || back.EntityKey != n.EntityKey || string(back.Payload) != string(n.Payload) || !back.CreatedAt.Equal(at) {
 		t.Errorf("notification round trip = %+v, want %+v", back, n)
 	}
-	for _, o := range []string{OutcomeDelivered, OutcomeRetry, OutcomeFailed, OutcomeSuppressed, OutcomeDropped} {
+	for _, o := range []string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped} {
 		if !slices.Contains([]string{schemas.OutcomeDelivered, schemas.OutcomeRetry, schemas.OutcomeFailed, schemas.OutcomeSuppressed, schemas.OutcomeDropped}, o) {
 			t.Errorf("outcome %q unknown to schemas", o)
 		}

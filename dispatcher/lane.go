@@ -408,7 +408,7 @@ type targetRead struct {
 
 // launch reads the rule of each type among items once, then runs their
 // attempts concurrently; each hands its result to out.
-func (d *Dispatcher) launch(ctx context.Context, items []scheduledDelivery, disableAll bool, out chan<- result) {
+func (d *Dispatcher) launch(ctx context.Context, items []schemas.ScheduledDelivery, disableAll bool, out chan<- result) {
 	targets := map[string]targetRead{}
 	if !disableAll {
 		for _, it := range items {
@@ -427,24 +427,24 @@ func (d *Dispatcher) launch(ctx context.Context, items []scheduledDelivery, disa
 
 // attempt decides about one claimed delivery at send time, POSTs it when
 // it should be sent, and returns what to record. It writes nothing itself.
-func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disableAll bool, tr targetRead) result {
+func (d *Dispatcher) attempt(ctx context.Context, rec schemas.ScheduledDelivery, disableAll bool, tr targetRead) result {
 	n := rec.Notification
 	now := d.now()
-	base := AttemptRecord{
+	base := schemas.DeliveryAttemptRecord{
 		DeliveryID: n.ID, Subscriber: n.Subscriber, Type: n.Type, EntityKey: n.EntityKey,
 		Attempt: rec.Attempt, At: now,
 	}
 	if disableAll {
-		return d.finishResult(rec, base, OutcomeSuppressed, "disableAll is set")
+		return d.finishResult(rec, base, schemas.OutcomeSuppressed, "disableAll is set")
 	}
 	switch {
 	case errors.Is(tr.err, ErrNoRule):
-		return d.finishResult(rec, base, OutcomeDropped, "no rule of this type (deleted)")
+		return d.finishResult(rec, base, schemas.OutcomeDropped, "no rule of this type (deleted)")
 	case tr.err != nil:
 		d.log.Warn("read rule failed, delivery postponed", "subscriber", n.Subscriber, "type", n.Type, "error", tr.err)
 		return result{change: change{rec: rec, kind: changeUnclaim, next: now.Add(registryRetryDelay)}, typ: n.Type}
 	case !tr.enabled:
-		return d.finishResult(rec, base, OutcomeDropped, "rule disabled")
+		return d.finishResult(rec, base, schemas.OutcomeDropped, "rule disabled")
 	}
 
 	d.m.inflight.Inc()
@@ -458,26 +458,26 @@ func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disable
 	base.LatencyMs = res.Latency.Milliseconds()
 
 	if res.Delivered() {
-		r := d.finishResult(rec, base, OutcomeDelivered, "")
+		r := d.finishResult(rec, base, schemas.OutcomeDelivered, "")
 		r.posted, r.ok, r.latency = true, true, res.Latency
 		return r
 	}
 	wait, retry := d.policy.next(rec.Attempt, res)
 	if !retry {
 		base.Notification = &n
-		r := d.finishResult(rec, base, OutcomeFailed, res.String())
+		r := d.finishResult(rec, base, schemas.OutcomeFailed, res.String())
 		r.posted, r.failed, r.latency = true, true, res.Latency
 		return r
 	}
 	// From the response, not the request: Retry-After counts from it.
-	next := scheduledDelivery{Notification: n, Attempt: rec.Attempt + 1, At: d.now().Add(wait)}
-	base.Outcome = OutcomeRetry
+	next := schemas.ScheduledDelivery{Notification: n, Attempt: rec.Attempt + 1, At: d.now().Add(wait)}
+	base.Outcome = schemas.OutcomeRetry
 	base.Error = truncate(res.String(), maxHistoryErrorText)
 	base.NextAttemptAt = &next.At
-	hist, err1 := recordMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, now, base)
-	sched, err2 := recordMessage(schemas.TopicDeliveries, EventDeliveryScheduled, n.Subscriber, now, next)
+	hist, err1 := recordMessage(schemas.TopicHistory, schemas.HistoryDeliveryAttempt, n.Subscriber, now, base)
+	sched, err2 := recordMessage(schemas.TopicDeliveries, schemas.EventDeliveryScheduled, n.Subscriber, now, next)
 	r := result{change: change{rec: next, kind: changeReschedule}, posted: true, failed: true, typ: n.Type,
-		outcome: OutcomeRetry, latency: res.Latency}
+		outcome: schemas.OutcomeRetry, latency: res.Latency}
 	if err := errors.Join(err1, err2); err != nil {
 		d.log.Error("encode retry events", "error", err)
 		r.change = change{rec: rec, kind: changeUnclaim, next: next.At}
@@ -491,19 +491,19 @@ func (d *Dispatcher) attempt(ctx context.Context, rec scheduledDelivery, disable
 // finishResult records a final outcome: history, then delivery.done on the
 // deliveries topic; once written the delivery leaves the schedule (and the
 // next of its entity's chain becomes due).
-func (d *Dispatcher) finishResult(rec scheduledDelivery, a AttemptRecord, outcome, reason string) result {
+func (d *Dispatcher) finishResult(rec schemas.ScheduledDelivery, a schemas.DeliveryAttemptRecord, outcome, reason string) result {
 	n := rec.Notification
 	a.Outcome = outcome
 	a.Error = truncate(reason, maxHistoryErrorText)
 	var hist stream.Message
 	var err error
-	if outcome == OutcomeSuppressed {
+	if outcome == schemas.OutcomeSuppressed {
 		hist, err = suppressedMessage(n, a.At, a.Error)
 	} else {
-		hist, err = recordMessage(schemas.TopicHistory, EventDeliveryAttempt, n.Subscriber, a.At, a)
+		hist, err = recordMessage(schemas.TopicHistory, schemas.HistoryDeliveryAttempt, n.Subscriber, a.At, a)
 	}
-	done, err2 := recordMessage(schemas.TopicDeliveries, EventDeliveryDone, n.Subscriber, a.At,
-		doneDelivery{DeliveryID: n.ID, Subscriber: n.Subscriber, Outcome: outcome, Attempt: rec.Attempt, At: a.At})
+	done, err2 := recordMessage(schemas.TopicDeliveries, schemas.EventDeliveryDone, n.Subscriber, a.At,
+		schemas.DoneDelivery{DeliveryID: n.ID, Subscriber: n.Subscriber, Outcome: outcome, Attempt: rec.Attempt, At: a.At})
 	if err := errors.Join(err, err2); err != nil {
 		d.log.Error("encode delivery events", "error", err)
 		// Left leased: decided again when the lease ends.
@@ -550,7 +550,7 @@ func (d *Dispatcher) flush(ctx context.Context, sub string, rs []result) {
 		if r.outcome != "" {
 			d.m.deliveries.WithLabelValues(r.typ, r.outcome).Inc()
 		}
-		if r.outcome == OutcomeRetry {
+		if r.outcome == schemas.OutcomeRetry {
 			d.m.retries.WithLabelValues(r.typ).Inc()
 		}
 	}

@@ -24,7 +24,7 @@ import (
 // the one index across subscribers (ready) has its own tag and is updated
 // by a script of its own. Keys, under the prefix P:
 //
-//	P{sub}:rec:<id>      the pending delivery (scheduledDelivery JSON)
+//	P{sub}:rec:<id>      the pending delivery (schemas.ScheduledDelivery JSON)
 //	P{sub}:chain:<ent>   LIST of the pending ids of one entity, oldest
 //	                     first; only its head may be sent (per-entity order)
 //	P{sub}:due:<src>     ZSET of the chain heads of one source (the supplier
@@ -386,7 +386,7 @@ func intOf(c *redis.StringCmd) int64 {
 
 // enqueue adds fresh deliveries (attempt 1) in order; ones already known
 // are skipped by the script, so a retried batch adds nothing twice.
-func (v *view) enqueue(ctx context.Context, recs []scheduledDelivery) error {
+func (v *view) enqueue(ctx context.Context, recs []schemas.ScheduledDelivery) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -421,7 +421,7 @@ func (v *view) enqueue(ctx context.Context, recs []scheduledDelivery) error {
 
 // collectReady keeps, per subscriber, the newest ready state the scripts
 // returned (cmds[i] is about recs[i]'s subscriber).
-func collectReady(cmds []redis.Cmder, recs []scheduledDelivery, states map[string]readyState) error {
+func collectReady(cmds []redis.Cmder, recs []schemas.ScheduledDelivery, states map[string]readyState) error {
 	for i, c := range cmds {
 		if i >= len(recs) {
 			break
@@ -448,7 +448,7 @@ func collectReady(cmds []redis.Cmder, recs []scheduledDelivery, states map[strin
 
 // claim leases up to limit due chain heads of sub until leaseUntil, the
 // least recently served sources first.
-func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time, limit int) ([]scheduledDelivery, error) {
+func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time, limit int) ([]schemas.ScheduledDelivery, error) {
 	var res []any
 	err := v.runPipeline(ctx, "claim deliveries of "+sub, func(pipe redis.Pipeliner) {
 		claimScript.EvalSha(ctx, pipe, []string{v.srcsKey(sub), v.servedKey(sub), v.seqKey(sub), v.servedSeqKey(sub)},
@@ -467,7 +467,7 @@ func (v *view) claim(ctx context.Context, sub string, now, leaseUntil time.Time,
 	if len(res) < 2 {
 		return nil, fmt.Errorf("claim deliveries of %s: unexpected answer", sub)
 	}
-	out := make([]scheduledDelivery, 0, (len(res)-2)/2)
+	out := make([]schemas.ScheduledDelivery, 0, (len(res)-2)/2)
 	var decodeErr error
 	for i := 2; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
@@ -518,7 +518,7 @@ func (v *view) touch(ctx context.Context, sub string) error {
 // change is one update of the schedule after an attempt: the delivery is
 // complete (an outcome), rescheduled (a retry) or given back unattempted.
 type change struct {
-	rec     scheduledDelivery
+	rec     schemas.ScheduledDelivery
 	kind    changeKind
 	outcome string    // complete
 	next    time.Time // reschedule, unclaim
@@ -539,7 +539,7 @@ type healthCount struct{ ok, fail int64 }
 // one pipeline, then updates the ready index. Every script checks that the
 // delivery is still there, so applying a batch twice changes nothing more.
 func (v *view) apply(ctx context.Context, changes []change, health map[string]healthCount, now time.Time) error {
-	recs := make([]scheduledDelivery, len(changes))
+	recs := make([]schemas.ScheduledDelivery, len(changes))
 	raws := make([][]byte, len(changes))
 	for i, c := range changes {
 		recs[i] = c.rec
@@ -765,7 +765,7 @@ func markerValue(epoch string, now time.Time) string {
 type rebuildState struct {
 	seq     int64
 	pending map[string]*rebuildEntry
-	done    map[string]doneDelivery
+	done    map[string]schemas.DoneDelivery
 	// doneAfter: older finished deliveries are not remembered (their
 	// duplicate filter has expired anyway), which bounds the memory of a
 	// rebuild by the recent traffic rather than the topic's retention.
@@ -774,7 +774,7 @@ type rebuildState struct {
 }
 
 type rebuildEntry struct {
-	rec scheduledDelivery
+	rec schemas.ScheduledDelivery
 	// seq is the position of the delivery's first schedule: its place in
 	// its entity's chain. A retry keeps it; a replay after done gets a new
 	// one, at the end.
@@ -782,13 +782,13 @@ type rebuildEntry struct {
 }
 
 func newRebuildState() *rebuildState {
-	return &rebuildState{pending: map[string]*rebuildEntry{}, done: map[string]doneDelivery{}}
+	return &rebuildState{pending: map[string]*rebuildEntry{}, done: map[string]schemas.DoneDelivery{}}
 }
 
 func (s *rebuildState) apply(env schemas.Envelope) error {
 	switch env.Type {
-	case EventDeliveryScheduled:
-		var r scheduledDelivery
+	case schemas.EventDeliveryScheduled:
+		var r schemas.ScheduledDelivery
 		if err := json.Unmarshal(env.Data, &r); err != nil {
 			return fmt.Errorf("decode %s: %w", env.Type, err)
 		}
@@ -800,8 +800,8 @@ func (s *rebuildState) apply(env schemas.Envelope) error {
 		s.seq++
 		s.pending[id] = &rebuildEntry{rec: r, seq: s.seq}
 		delete(s.done, id)
-	case EventDeliveryDone:
-		var d doneDelivery
+	case schemas.EventDeliveryDone:
+		var d schemas.DoneDelivery
 		if err := json.Unmarshal(env.Data, &d); err != nil {
 			return fmt.Errorf("decode %s: %w", env.Type, err)
 		}

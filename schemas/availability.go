@@ -12,8 +12,8 @@ import (
 // (partner interface)"). The same shapes are the partner client's wire
 // format (ingest/partner parses a partner's answer into them), what the
 // availability cache stores and serves (internal/availcache,
-// query/availability, query/octo) and the payload of the snapshots on
-// TopicAvailability (processors/availability diffs them).
+// query/availapi, query/octo) and the payload of the snapshots on
+// TopicAvailability (processors/availchange diffs them).
 
 // Availability is one availability window of a rate.
 type Availability struct {
@@ -61,7 +61,7 @@ func (l AvailabilityWrapper) ForRate(rateID string, askedForRate bool) ([]Availa
 // from a partner: what a stale read fetched, published on
 // TopicAvailability next to the catalog's own "catalog.availability.*"
 // events (which the catalog materializer keeps; it skips this type).
-// processors/availability diffs both.
+// processors/availchange diffs both.
 const SnapshotEventType = "availability.snapshot"
 
 // SnapshotSource is Envelope.Source of snapshots. It names the partner

@@ -9,7 +9,7 @@ import (
 // (TopicChannels, TopicSuppliers, TopicProducts, TopicRates,
 // TopicBindings, TopicPrices, and the operator pushes on
 // TopicAvailability). internal/catalog writes them and applies them to
-// its view; processors/catalog and processors/availability read them.
+// its view; processors/catalogchange and processors/availchange read them.
 // The entity states inside are the catalog's records (internal/catalog's
 // model: their JSON tags are the wire names), carried here as JSON so
 // that this package, under every stage, does not own the catalog's model
@@ -124,7 +124,7 @@ type CatalogEvent struct {
 	// write changed the schedules of several rates of a product (a
 	// booking system's price-schedule refresh): the notifications of its
 	// events are one per product, subscriber and window
-	// (processors/catalog), not one per rate with identical payloads.
+	// (processors/catalogchange), not one per rate with identical payloads.
 	Batch string `json:"batch,omitempty"`
 
 	// Prior is the replaced supplier, product or rate (nil: created).

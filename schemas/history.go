@@ -10,7 +10,7 @@ import (
 )
 
 // History events: what the stages publish to TopicHistory for the
-// ClickHouse sink (processors/history) and, through it, for analysts
+// ClickHouse sink (processors/historysink) and, through it, for analysts
 // (docs/analytics.md). Each is an Envelope whose Type is one of the History*
 // constants and whose Data is the matching payload below, JSON-encoded.
 //
@@ -39,15 +39,17 @@ const (
 	// for a subscriber. Payload NotificationProduced.
 	HistoryNotificationProduced = "notification.produced"
 	// HistoryDeliveryAttempt: the dispatcher tried to deliver a webhook (one
-	// event per attempt). Payload DeliveryAttempt.
+	// event per attempt). Payload DeliveryAttempt (the dispatcher writes a
+	// DeliveryAttemptRecord, its superset).
 	HistoryDeliveryAttempt = "delivery.attempt"
 	// HistoryNotificationSuppressed: the dispatcher did not send it
-	// (disableAll, backlog bound). Payload NotificationSuppressed.
+	// (disableAll, backlog bound). Payload NotificationSuppressed (the
+	// dispatcher writes a NotificationSuppressedRecord, its superset).
 	HistoryNotificationSuppressed = "notification.suppressed"
 	// HistorySubscriberAutoDisabled: the dispatcher set a subscriber's
 	// disableAll because its backlog reached the bound. Rare: it has no
-	// table of its own and is kept in history_events (payload: the
-	// dispatcher's record).
+	// table of its own and is kept in history_events. Payload
+	// SubscriberAutoDisabled.
 	HistorySubscriberAutoDisabled = "subscriber.auto_disabled"
 	// HistoryHoldStatus: a hold was created or changed status. Payload
 	// HoldStatusChanged.

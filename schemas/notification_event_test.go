@@ -15,7 +15,7 @@ func testNotification() Notification {
 }
 
 // The envelope's bytes are pinned: the dispatcher's one-pass reader and
-// processors/availability's hand-written encoder are held to them.
+// processors/availchange's hand-written encoder are held to them.
 func TestNewNotificationEvent_WritesTheTopicsEnvelope(t *testing.T) {
 	env, err := NewNotificationEvent(testNotification())
 	if err != nil {

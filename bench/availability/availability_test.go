@@ -6,7 +6,7 @@
 //     redis-server, next to the fasthttp static-response ceiling measured
 //     by the same client at the same concurrency in the same run;
 //
-//   - snapshot diffs per second through processors/availability.Diff.
+//   - snapshot diffs per second through processors/availchange.Diff.
 //
 //     go test -run '^$' -bench . -benchtime 3s ./bench/availability/
 package availability
@@ -33,8 +33,8 @@ import (
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/platform/views"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
-	procavail "github.com/switchbackhq/switchback/processors/availability"
-	"github.com/switchbackhq/switchback/query/availability"
+	"github.com/switchbackhq/switchback/processors/availchange"
+	"github.com/switchbackhq/switchback/query/availapi"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/querytest"
 )
@@ -151,7 +151,7 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv := httpapi.New(httpapi.Options{Principals: e.Principals, Views: guard})
-	availability.Register(srv, svc)
+	availapi.Register(srv, svc)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -191,23 +191,23 @@ func BenchmarkAvailabilityReads(b *testing.B) {
 // days, one changed) against its state, on every core.
 func BenchmarkSnapshotDiffs(b *testing.B) {
 	t0 := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
-	var prev, snap []procavail.Slot
+	var prev, snap []availchange.Slot
 	for d := range 7 {
 		for _, h := range []int{9, 13, 17} {
-			s := procavail.Slot{Start: t0.Add(time.Duration(d*24+h) * time.Hour), End: t0.Add(time.Duration(d*24+h+2) * time.Hour), Vacancies: 10}
+			s := availchange.Slot{Start: t0.Add(time.Duration(d*24+h) * time.Hour), End: t0.Add(time.Duration(d*24+h+2) * time.Hour), Vacancies: 10}
 			prev = append(prev, s)
 			snap = append(snap, s)
 		}
 	}
 	snap[4].Vacancies = 2
-	st := procavail.State{Slots: prev, Coverage: []procavail.Span{{From: t0, To: t0.AddDate(0, 0, 7)}}}
-	scope := procavail.Span{From: t0, To: t0.AddDate(0, 0, 7)}
+	st := availchange.State{Slots: prev, Coverage: []availchange.Span{{From: t0, To: t0.AddDate(0, 0, 7)}}}
+	scope := availchange.Span{From: t0, To: t0.AddDate(0, 0, 7)}
 	b.ReportAllocs()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			changes, _ := procavail.Diff(st, scope, snap)
-			spans := procavail.Coalesce(procavail.Filter(changes, t0, 7, 0), 24*time.Hour)
+			changes, _ := availchange.Diff(st, scope, snap)
+			spans := availchange.Coalesce(availchange.Filter(changes, t0, 7, 0), 24*time.Hour)
 			if len(spans) != 1 {
 				panic("unexpected diff")
 			}

@@ -15,8 +15,8 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
-	procavail "github.com/switchbackhq/switchback/processors/availability"
-	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
+	"github.com/switchbackhq/switchback/processors/availchange"
+	"github.com/switchbackhq/switchback/processors/catalogchange"
 	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -60,7 +60,7 @@ func TestStaleReadToNotification(t *testing.T) {
 	svc := availcache.New(availcache.Options{Redis: e.Redis, Catalog: lazyCatalog{&st}, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}),
 		Publisher: rec, Clock: clock})
 	out := &catalogtest.Recorder{}
-	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},
+	proc := availchange.New(availchange.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: catalogchange.Resellers{Principals: e.Principals},
 		Rules: oneRule{registry.Config{MaxLookAheadDays: 7}}, Publisher: out, Clock: clock})
 
 	ctx := context.Background()

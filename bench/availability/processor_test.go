@@ -14,8 +14,8 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/registry"
-	procavail "github.com/switchbackhq/switchback/processors/availability"
-	proccatalog "github.com/switchbackhq/switchback/processors/catalog"
+	"github.com/switchbackhq/switchback/processors/availchange"
+	"github.com/switchbackhq/switchback/processors/catalogchange"
 	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -38,7 +38,7 @@ func (c *counting) Publish(_ context.Context, msgs ...stream.Message) error {
 
 // BenchmarkSnapshotsThroughProcessor: partner snapshots (21 windows over
 // 7 days, one window changing each time) through
-// processors/availability.Processor with a real redis-server, the real
+// processors/availchange.Processor with a real redis-server, the real
 // catalog's bindings and principals (two resellers of the channel with an
 // availability rule): decode, diff, match, build notifications and
 // history, save the state. Snapshots are encoded before the timer.
@@ -54,7 +54,7 @@ func (c *counting) Publish(_ context.Context, msgs ...stream.Message) error {
 //     flatter the figure.
 //   - batch256-1consumer: the same with one goroutine, as one consumer
 //     runs (one batch at a time: Redis and CPU do not overlap).
-//   - batch256-2consumers: two, as processors/availability.Run starts by
+//   - batch256-2consumers: two, as processors/availchange.Run starts by
 //     default in one process.
 func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 	e := querytest.Start(b, querytest.Options{Quiet: true})
@@ -98,7 +98,7 @@ func BenchmarkSnapshotsThroughProcessor(b *testing.B) {
 func benchProcessor(b *testing.B, e *querytest.Env, t0 time.Time, prefix string, rates, workers, batch int) {
 	clock := func() time.Time { return t0 }
 	pub := &counting{}
-	proc := procavail.New(procavail.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: proccatalog.Resellers{Principals: e.Principals},
+	proc := availchange.New(availchange.Options{Redis: e.Redis, Bindings: e.Store, Subscribers: catalogchange.Resellers{Principals: e.Principals},
 		Rules: oneRule{registry.Config{MaxLookAheadDays: 7}}, Publisher: pub, Clock: clock, KeyPrefix: prefix})
 
 	msgs := make([][]stream.Message, workers)

@@ -8,7 +8,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/query/availability"
+	"github.com/switchbackhq/switchback/query/availapi"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/querytest"
 )
@@ -21,7 +21,7 @@ func TestRoutes_RegisterNextToTheResellerCatalog(t *testing.T) {
 	var rec catalogtest.Recorder
 	e := querytest.Start(t, querytest.Options{Quiet: true, Routes: func(s *httpapi.Server) {
 		// Redis is only touched by reads; the catalog pointer is set below.
-		availability.Register(s, availcache.New(availcache.Options{Redis: redisPlaceholder(), Catalog: lazyCatalog{&st},
+		availapi.Register(s, availcache.New(availcache.Options{Redis: redisPlaceholder(), Catalog: lazyCatalog{&st},
 			Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), Publisher: &rec}))
 	}})
 	st.Store(e.Store)

@@ -1,5 +1,5 @@
 // Command history measures the history sink: rows per second from the
-// history topic into ClickHouse through processors/history, and, in the
+// history topic into ClickHouse through processors/historysink, and, in the
 // same run, on the same server and tables, the raw rate of PrepareBatch
 // inserts of the same rows in batches of the same size (no Kafka, no JSON).
 // The sink's target is at least half of the raw rate.
@@ -31,13 +31,13 @@ import (
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/warehouse"
-	"github.com/switchbackhq/switchback/processors/history"
+	"github.com/switchbackhq/switchback/processors/historysink"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 func main() {
 	events := flag.Int("events", 1_000_000, "history events to load")
-	batch := flag.Int("batch", history.DefaultBatchSize, "batch size of the sink and of the raw inserts")
+	batch := flag.Int("batch", historysink.DefaultBatchSize, "batch size of the sink and of the raw inserts")
 	chURL := flag.String("clickhouse", "", "clickhouse:// URL of a server to use (default: start a clickhouse-server child)")
 	brokersFlag := flag.String("brokers", "", "Kafka brokers (default: an in-process broker)")
 	out := flag.String("out", "", "write the results as markdown to this file too")
@@ -115,7 +115,7 @@ func run(n, batchSize, rounds int, chURL, brokersFlag, out string) error {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "## History sink (processors/history)\n\n")
+	fmt.Fprintf(&b, "## History sink (processors/historysink)\n\n")
 	fmt.Fprintf(&b, "`go run ./bench/history -events %d -batch %d -rounds %d` on %d CPUs, %s, ClickHouse %s (%s), in-process kfake broker (same process as the sink), %d partitions.\n",
 		n, batchSize, rounds, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"), version, serverDesc, schemas.DefaultPartitions)
 	fmt.Fprintf(&b, "Event mix: 60%% delivery.attempt, 30%% availability.changed, 10%% notification.produced (~%d bytes per record). ", avgSize(n))
@@ -130,7 +130,7 @@ func run(n, batchSize, rounds int, chURL, brokersFlag, out string) error {
 	fmt.Fprintf(&b, "| median | %.0f | %.0f | | **%.2f** |\n\n", median(raws), median(sinks), median(ratios))
 	fmt.Fprintf(&b, "Target: sink ≥ 0.5 × raw. Publishing the events (not part of the sink) ran at %.0f msgs/s.\n\n", median(pubRates(results, n)))
 	fmt.Fprintf(&b, "Load average before / after the run: %s / %s. On a shared 2-CPU machine absolute rates move by 2x between rounds; the rounds alternate raw and sink phases on fresh tables, after ClickHouse's merges settle, and the median ratio is the figure. ", loadBefore, loadAverage())
-	fmt.Fprintf(&b, "The sink's own CPU is mostly JSON decoding (encoding/json, ~5 µs per record: `go test -run XXX -bench AddRecord ./processors/history/`), spread over GOMAXPROCS goroutines per batch and overlapped with the previous batch's insert; the broker runs in the same process here, an external Kafka leaves it more CPU.\n")
+	fmt.Fprintf(&b, "The sink's own CPU is mostly JSON decoding (encoding/json, ~5 µs per record: `go test -run XXX -bench AddRecord ./processors/historysink/`), spread over GOMAXPROCS goroutines per batch and overlapped with the previous batch's insert; the broker runs in the same process here, an external Kafka leaves it more CPU.\n")
 	fmt.Print(b.String())
 	if out != "" {
 		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
@@ -206,7 +206,7 @@ func runRound(ctx context.Context, round, n, batchSize int, brokers []string, ra
 	}
 
 	reg := prometheus.NewRegistry()
-	sink := history.NewSink(history.Options{
+	sink := historysink.NewSink(historysink.Options{
 		Brokers: brokers, Conn: sinkConn, Topic: topic, GroupID: "bench-" + topic,
 		BatchSize: batchSize, FlushInterval: time.Second, Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -283,7 +283,7 @@ func openDB(ctx context.Context, url string) (driver.Conn, error) {
 
 // resetTables drops and recreates the history tables of conn's database.
 func resetTables(ctx context.Context, conn driver.Conn) error {
-	for _, t := range append(history.Tables(), "schema_migrations") {
+	for _, t := range append(historysink.Tables(), "schema_migrations") {
 		if err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			return err
 		}

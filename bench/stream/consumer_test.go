@@ -23,7 +23,7 @@ import (
 //   - commit-async: offsets committed every second (the default);
 //   - commit-sync: committed after every batch, synchronously (what the
 //     availability processor does, so that its committed offsets are
-//     exactly what it handled: processors/availability.RebuildState);
+//     exactly what it handled: processors/availchange.RebuildState);
 //   - commit-sync-fence: the same with the views fence of
 //     internal/platform/views.Guard on a real redis-server: one GET of the marker
 //     before and one after every batch.

@@ -1061,7 +1061,7 @@ func (w *tenancyWorld) rows() []matrixRow {
 		{method: "GET", route: "/operator/v2/notifications/{requestId}", allowed: matrixOperatorRoles,
 			owner:  of(opA, "/operator/v2/notifications/"+w.crA, "", 200, answerHas(w.crA)),
 			others: []matrixCall{of(opB, "/operator/v2/notifications/"+w.crA, "", 404, nil)}},
-		// Operators only (not admins: query/history); another operator's
+		// Operators only (not admins: query/historyapi); another operator's
 		// supplier is 403 whether it exists or not (docs/decisions.md).
 		{method: "GET", route: "/operator/v2/history/availability", allowed: []string{"operator"}, needsCH: true,
 			owner:  of(opA, "/operator/v2/history/availability?supplierId="+supA, "", 200, nil),
@@ -1353,7 +1353,7 @@ func (w *tenancyWorld) integrity(t *testing.T) {
 		t.Errorf("A's booking was cancelled: %s", r.raw)
 	}
 	// Holds and bookings are the channel's, not the principal's
-	// (query/booking: "a reseller sees its own channel's holds and
+	// (query/bookingapi: "a reseller sees its own channel's holds and
 	// bookings only"): A2, a second credential of channel A, reads them.
 	if r := w.do(t, w.resA2, "GET", "/v1.2/bookings/"+w.bA[1], ""); r.status != 200 {
 		t.Errorf("A2 (channel A) reading channel A's booking: %d %s, want 200 (bookings are per channel)", r.status, r.raw)

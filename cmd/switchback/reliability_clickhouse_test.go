@@ -14,7 +14,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/platform/warehouse"
-	"github.com/switchbackhq/switchback/processors/history"
+	"github.com/switchbackhq/switchback/processors/historysink"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -95,7 +95,7 @@ func TestReliability_ClickHouseDownSinkCatchesUp(t *testing.T) {
 		// Each event lands in the table of its type (history_events for
 		// the others): look in every table the sink writes.
 		inCH := map[string]bool{}
-		for _, table := range history.Tables() {
+		for _, table := range historysink.Tables() {
 			rows, err := conn.Query(context.Background(), "SELECT DISTINCT event_id FROM "+table)
 			if err != nil {
 				t.Fatal(err)

@@ -403,7 +403,7 @@ func (pl *pushLoad) path(rate string) string {
 }
 
 // baseline pushes every rate's windows at relBaseCap: the first set of a
-// rate is a baseline, no news (processors/availability Diff).
+// rate is a baseline, no news (processors/availchange Diff).
 func (pl *pushLoad) baseline(t *testing.T) {
 	t.Helper()
 	for _, r := range pl.p.rates {

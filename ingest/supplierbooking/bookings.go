@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 	"github.com/switchbackhq/switchback/schemas"
@@ -51,10 +51,10 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 		return schemas.Booking{}, false, r.refuse("getOrder", s, err)
 	}
 	switch {
-	case prev.Status == bs.OnHold && slices.ContainsFunc(prev.Bookings, func(x bs.Booking) bool { return x.Status != bs.OnHold }):
+	case prev.Status == bookingsystem.OnHold && slices.ContainsFunc(prev.Bookings, func(x bookingsystem.Booking) bool { return x.Status != bookingsystem.OnHold }):
 		r.compensate(ctx, s, ord, "partial_hold")
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("a booking of hold %s lapsed or was rejected at the supplier; acquire a new hold", b.HoldID), nil, nil)
-	case prev.Status != bs.OnHold && prev.Status != bs.Confirmed: // CONFIRMED: a retry (below)
+	case prev.Status != bookingsystem.OnHold && prev.Status != bookingsystem.Confirmed: // CONFIRMED: a retry (below)
 		return schemas.Booking{}, false, coded("CONFLICT", fmt.Sprintf("hold %s is %s at the supplier's booking system; acquire a new hold", b.HoldID, prev.Status), nil, nil)
 	}
 	if err := covers(ctx, s.conn, newAvailabilityIDs(r.opts.Catalog, s.sup.ID), prev, b.Items); err != nil {
@@ -64,7 +64,7 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if err != nil {
 		return schemas.Booking{}, false, fmt.Errorf("create booking %s: %w", b.ID, err)
 	}
-	if prev.Status == bs.Confirmed {
+	if prev.Status == bookingsystem.Confirmed {
 		// A retry after a lost answer: the confirmation happened. doc 3
 		// lists no CONFIRMED → CONFIRMED move, so confirm is not sent
 		// again (a booking system may refuse it); the order is the answer,
@@ -78,8 +78,8 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if ref == "" {
 		ref = b.ID
 	}
-	o, err := ord.confirm(ctx, bs.ConfirmRequest{ResellerReference: ref, Contact: contactOf(b.Customer)})
-	if errors.Is(err, bs.ErrRejected) {
+	o, err := ord.confirm(ctx, bookingsystem.ConfirmRequest{ResellerReference: ref, Contact: contactOf(b.Customer)})
+	if errors.Is(err, bookingsystem.ErrRejected) {
 		return schemas.Booking{}, false, r.confirmRejected(ctx, s, ord, b, prev, err)
 	}
 	if err != nil {
@@ -87,8 +87,8 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 	}
 	// doc 3: after confirm, CONFIRMED (or PENDING without instant
 	// confirmation) for every booking; nothing left held.
-	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bs.Confirmed},
-		bookingsAfter: []string{bs.Confirmed, bs.Pending}, instant: instant}
+	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: statuses(prev), after: []string{bookingsystem.Confirmed},
+		bookingsAfter: []string{bookingsystem.Confirmed, bookingsystem.Pending}, instant: instant}
 	if err := checkOrder(o, exp); err != nil {
 		r.compensate(ctx, s, ord, "refused_confirm")
 		return schemas.Booking{}, false, r.refuse("confirmOrder", s, err)
@@ -100,7 +100,7 @@ func (r *Router) createBooking(ctx context.Context, s supplier, b schemas.Bookin
 // catalog confirms instantly (instantConfirmation true): their bookings
 // must never be PENDING (orderExpect.instant). A product the catalog no
 // longer has is not known to be instant.
-func (r *Router) instantProducts(ctx context.Context, s supplier, o bs.Order) (map[string]bool, error) {
+func (r *Router) instantProducts(ctx context.Context, s supplier, o bookingsystem.Order) (map[string]bool, error) {
 	out := map[string]bool{}
 	seen := map[string]bool{}
 	for _, x := range o.Bookings {
@@ -122,7 +122,7 @@ func (r *Router) instantProducts(ctx context.Context, s supplier, o bs.Order) (m
 
 // booked is the reseller's booking b of a confirmed order o (view); accepted
 // while a booking awaits the supplier's decision.
-func (r *Router) booked(ctx context.Context, s supplier, ord order, b schemas.Booking, o bs.Order) (schemas.Booking, bool, error) {
+func (r *Router) booked(ctx context.Context, s supplier, ord order, b schemas.Booking, o bookingsystem.Order) (schemas.Booking, bool, error) {
 	out, err := r.view(ctx, s, ord, b, o)
 	if err != nil {
 		return schemas.Booking{}, false, err
@@ -137,7 +137,7 @@ func (r *Router) booked(ctx context.Context, s supplier, ord order, b schemas.Bo
 // A held booking may have been confirmed and the confirmation reverted
 // (doc 3: "changes are discarded or reverted"; an OCTO hold's, always):
 // it may pass through CONFIRMED to CANCELLED.
-func (r *Router) confirmRejected(ctx context.Context, s supplier, ord order, b schemas.Booking, prev bs.Order, cause error) error {
+func (r *Router) confirmRejected(ctx context.Context, s supplier, ord order, b schemas.Booking, prev bookingsystem.Order, cause error) error {
 	orderID := OrderID(b.HoldID)
 	ctx, cancel := settleContext(ctx) // the confirmation may have ended at the deadline
 	defer cancel()
@@ -145,12 +145,12 @@ func (r *Router) confirmRejected(ctx context.Context, s supplier, ord order, b s
 	if err == nil && found && o.Status != prev.Status {
 		reverted := statuses(prev)
 		for u, p := range reverted {
-			if slices.Contains(p, bs.OnHold) {
-				reverted[u] = append(p, bs.Confirmed)
+			if slices.Contains(p, bookingsystem.OnHold) {
+				reverted[u] = append(p, bookingsystem.Confirmed)
 			}
 		}
 		if err := checkOrder(o, orderExpect{id: orderID, holdID: b.HoldID, order: prior{prev.Status}, bookings: reverted,
-			after: []string{bs.Rejected, bs.Expired}, bookingsAfter: []string{bs.Expired, bs.Rejected, bs.Cancelled}}); err != nil {
+			after: []string{bookingsystem.Rejected, bookingsystem.Expired}, bookingsAfter: []string{bookingsystem.Expired, bookingsystem.Rejected, bookingsystem.Cancelled}}); err != nil {
 			return r.refuse("confirmOrder", s, err)
 		}
 		return coded("CONFLICT", fmt.Sprintf("the supplier's booking system rejected hold %s: a booking's hold had lapsed; nothing was confirmed, acquire a new hold", b.HoldID), nil, cause)
@@ -174,23 +174,23 @@ func (r *Router) getBooking(ctx context.Context, s supplier, b schemas.Booking) 
 
 // bookedOrder reads the order of a recorded booking and what it is
 // checked against.
-func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking) (order, bs.Order, orderExpect, error) {
+func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking) (order, bookingsystem.Order, orderExpect, error) {
 	if b.HoldID == "" {
-		return nil, bs.Order{}, orderExpect{}, fmt.Errorf("booking %s at %s has no hold: %w", b.ID, s.sup.ID, ErrNeedsRecord)
+		return nil, bookingsystem.Order{}, orderExpect{}, fmt.Errorf("booking %s at %s has no hold: %w", b.ID, s.sup.ID, ErrNeedsRecord)
 	}
 	orderID, ord := OrderID(b.HoldID), r.orderOf(s, b.HoldID)
 	o, err := ord.read(ctx)
 	if err != nil {
-		return nil, bs.Order{}, orderExpect{}, fmt.Errorf("booking %s: %w", b.ID, err)
+		return nil, bookingsystem.Order{}, orderExpect{}, fmt.Errorf("booking %s: %w", b.ID, err)
 	}
-	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{bs.Confirmed}}
+	exp := orderExpect{id: orderID, holdID: b.HoldID, order: prior{bookingsystem.Confirmed}}
 	switch b.Status {
 	case schemas.BookingOpen:
-		exp.otherBookings = prior{bs.Confirmed}
+		exp.otherBookings = prior{bookingsystem.Confirmed}
 	case schemas.BookingPending:
-		exp.otherBookings = prior{bs.Pending, bs.Confirmed}
+		exp.otherBookings = prior{bookingsystem.Pending, bookingsystem.Confirmed}
 	case schemas.BookingCancelled:
-		exp.order = prior{bs.Cancelled}
+		exp.order = prior{bookingsystem.Cancelled}
 	}
 	return ord, o, exp, nil
 }
@@ -199,30 +199,30 @@ func (r *Router) bookedOrder(ctx context.Context, s supplier, b schemas.Booking)
 // above). A confirmed order of which the supplier rejected or cancelled a
 // booking is cancelled whole first (all or nothing); until that succeeds
 // the booking is not reported cancelled.
-func (r *Router) view(ctx context.Context, s supplier, ord order, b schemas.Booking, o bs.Order) (schemas.Booking, error) {
+func (r *Router) view(ctx context.Context, s supplier, ord order, b schemas.Booking, o bookingsystem.Order) (schemas.Booking, error) {
 	out := b
 	out.Status, out.Tickets, out.Cancelable = "", nil, nil
 	switch o.Status {
-	case bs.Cancelled:
+	case bookingsystem.Cancelled:
 		out.Status = schemas.BookingCancelled
 		return out, nil
-	case bs.Confirmed:
+	case bookingsystem.Confirmed:
 	default:
 		return schemas.Booking{}, r.refuse("getOrder", s, &refusal{rule: RulePostcondition, item: "order", id: o.ID, to: o.Status})
 	}
 	has := func(sts ...string) bool {
-		return slices.ContainsFunc(o.Bookings, func(x bs.Booking) bool { return slices.Contains(sts, x.Status) })
+		return slices.ContainsFunc(o.Bookings, func(x bookingsystem.Booking) bool { return slices.Contains(sts, x.Status) })
 	}
 	switch {
-	case has(bs.Pending):
+	case has(bookingsystem.Pending):
 		out.Status = schemas.BookingPending
-	case has(bs.Rejected, bs.Cancelled):
-		if has(bs.Confirmed) {
+	case has(bookingsystem.Rejected, bookingsystem.Cancelled):
+		if has(bookingsystem.Confirmed) {
 			c, err := ord.cancel(ctx, compensations["rejected_booking"])
 			result := "ok"
 			if err == nil {
-				err = checkOrder(c, orderExpect{id: o.ID, order: prior{bs.Confirmed}, bookings: statuses(o),
-					after: []string{bs.Cancelled}, bookingsAfter: []string{bs.Cancelled, bs.Rejected}})
+				err = checkOrder(c, orderExpect{id: o.ID, order: prior{bookingsystem.Confirmed}, bookings: statuses(o),
+					after: []string{bookingsystem.Cancelled}, bookingsAfter: []string{bookingsystem.Cancelled, bookingsystem.Rejected}})
 				if err != nil {
 					err = r.refuse("cancelOrder", s, err)
 				}
@@ -239,7 +239,7 @@ func (r *Router) view(ctx context.Context, s supplier, ord order, b schemas.Book
 	default:
 		out.Status = schemas.BookingOpen
 		out.Tickets = r.tickets(ctx, s, o, b)
-		c := !slices.ContainsFunc(o.Bookings, func(x bs.Booking) bool { return !x.Cancellable })
+		c := !slices.ContainsFunc(o.Bookings, func(x bookingsystem.Booking) bool { return !x.Cancellable })
 		out.Cancelable = &c
 	}
 	return out, nil
@@ -253,27 +253,27 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 	if err != nil {
 		return err
 	}
-	exp.order = prior{bs.Confirmed}
+	exp.order = prior{bookingsystem.Confirmed}
 	if err := checkOrder(prev, exp); err != nil {
 		return r.refuse("getOrder", s, err)
 	}
-	if prev.Status == bs.Cancelled {
+	if prev.Status == bookingsystem.Cancelled {
 		return nil
 	}
 	for _, x := range prev.Bookings {
 		switch {
-		case x.Status == bs.Pending:
+		case x.Status == bookingsystem.Pending:
 			return coded("CONFLICT", fmt.Sprintf("booking %s awaits the supplier's decision; cancel it once it is resolved", b.ID), nil, nil)
-		case x.Status == bs.Confirmed && !x.Cancellable:
+		case x.Status == bookingsystem.Confirmed && !x.Cancellable:
 			return coded("CONFLICT", fmt.Sprintf("booking %s is not cancellable at the supplier now", b.ID), nil, nil)
 		}
 	}
-	o, err := ord.cancel(ctx, bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "booking cancelled by the reseller"})
+	o, err := ord.cancel(ctx, bookingsystem.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "booking cancelled by the reseller"})
 	if err != nil {
 		return fmt.Errorf("cancel booking %s: %w", b.ID, err)
 	}
-	if err := checkOrder(o, orderExpect{id: prev.ID, holdID: b.HoldID, order: prior{bs.Confirmed}, bookings: statuses(prev),
-		after: []string{bs.Cancelled}, bookingsAfter: []string{bs.Cancelled, bs.Rejected}}); err != nil {
+	if err := checkOrder(o, orderExpect{id: prev.ID, holdID: b.HoldID, order: prior{bookingsystem.Confirmed}, bookings: statuses(prev),
+		after: []string{bookingsystem.Cancelled}, bookingsAfter: []string{bookingsystem.Cancelled, bookingsystem.Rejected}}); err != nil {
 		return r.refuse("cancelOrder", s, err)
 	}
 	return nil
@@ -283,11 +283,11 @@ func (r *Router) cancelBooking(ctx context.Context, s supplier, b schemas.Bookin
 // option, as many units as the order holds, and each named availability
 // held, as conn's bookings name it (Connection.BookingAvailabilityID;
 // internal/booking already checked that the hold covers the items).
-func covers(ctx context.Context, conn bs.Connection, avails *availabilityIDs, o bs.Order, items []schemas.BookingItem) error {
+func covers(ctx context.Context, conn bookingsystem.Connection, avails *availabilityIDs, o bookingsystem.Order, items []schemas.BookingItem) error {
 	held := map[[2]string]int{}
 	avail := map[[3]string]bool{}
 	for _, x := range o.Bookings {
-		if x.Status == bs.Rejected {
+		if x.Status == bookingsystem.Rejected {
 			continue
 		}
 		held[[2]string{x.ProductID, x.OptionID}] += len(x.UnitItems)
@@ -317,7 +317,7 @@ func covers(ctx context.Context, conn bs.Connection, avails *availabilityIDs, o 
 
 // contactOf is the order's contact (doc 3: contact of bookings in an
 // order) from the booking's customer.
-func contactOf(c *schemas.Customer) *bs.Contact {
+func contactOf(c *schemas.Customer) *bookingsystem.Contact {
 	if c == nil || *c == (schemas.Customer{}) {
 		return nil
 	}
@@ -327,7 +327,7 @@ func contactOf(c *schemas.Customer) *bs.Contact {
 		}
 		return &v
 	}
-	return &bs.Contact{FullName: str(strings.TrimSpace(c.FirstName + " " + c.LastName)), FirstName: str(c.FirstName),
+	return &bookingsystem.Contact{FullName: str(strings.TrimSpace(c.FirstName + " " + c.LastName)), FirstName: str(c.FirstName),
 		LastName: str(c.LastName), EmailAddress: str(c.Email), PhoneNumber: str(c.Phone)}
 }
 
@@ -359,7 +359,7 @@ func contactOf(c *schemas.Customer) *bs.Contact {
 // of their own (settleContext, also past the operation's deadline), and
 // one that fails only leaves a ticket without what it would have given
 // (logged): the sale is made and must be answered.
-func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.Booking) []schemas.Ticket {
+func (r *Router) tickets(ctx context.Context, s supplier, o bookingsystem.Order, b schemas.Booking) []schemas.Ticket {
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
 	degraded := func(what string, err error) {
@@ -374,7 +374,7 @@ func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.
 			sys, err := avails.system(ctx, it.ProductID, it.RateID, it.AvailabilityID)
 			if err != nil {
 				degraded("bookingItemIds", err)
-				sys = bs.SystemAvailabilityID(it.AvailabilityID)
+				sys = bookingsystem.SystemAvailabilityID(it.AvailabilityID)
 			}
 			k.avail = s.conn.BookingAvailabilityID(sys)
 		}
@@ -408,7 +408,7 @@ func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.
 	}
 	var out []schemas.Ticket
 	for _, x := range o.Bookings {
-		if x.Status != bs.Confirmed {
+		if x.Status != bookingsystem.Confirmed {
 			continue
 		}
 		var ids []string
@@ -433,7 +433,7 @@ func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.
 			lead = b.Lead()
 		}
 		ext := map[string]string{"bookingUuid": x.UUID, "productId": x.ProductID, "optionId": x.OptionID}
-		ticket := func(code schemas.Barcode, units []bs.UnitItem) schemas.Ticket {
+		ticket := func(code schemas.Barcode, units []bookingsystem.UnitItem) schemas.Ticket {
 			bc, _ := json.Marshal(code) // cannot fail: two strings
 			var guests []schemas.Guest
 			for _, u := range units {
@@ -448,11 +448,11 @@ func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.
 			return schemas.Ticket{Barcode: bc, BookingItemIDs: slices.Clone(ids), Guests: guests, LeadTraveler: lead,
 				Status: schemas.BookingOpen, Extensions: ext}
 		}
-		perUnit := len(x.UnitItems) > 0 && !slices.ContainsFunc(x.UnitItems, func(u bs.UnitItem) bool { return u.Ticket == nil || len(u.Ticket.DeliveryOptions) == 0 })
+		perUnit := len(x.UnitItems) > 0 && !slices.ContainsFunc(x.UnitItems, func(u bookingsystem.UnitItem) bool { return u.Ticket == nil || len(u.Ticket.DeliveryOptions) == 0 })
 		switch {
 		case perUnit:
 			for _, u := range x.UnitItems {
-				out = append(out, ticket(barcodeOf(u.Ticket), []bs.UnitItem{u}))
+				out = append(out, ticket(barcodeOf(u.Ticket), []bookingsystem.UnitItem{u}))
 			}
 		case x.Voucher != nil && len(x.Voucher.DeliveryOptions) > 0:
 			out = append(out, ticket(barcodeOf(x.Voucher), x.UnitItems))
@@ -469,7 +469,7 @@ func (r *Router) tickets(ctx context.Context, s supplier, o bs.Order, b schemas.
 
 // barcodeOf is the barcode of an OCTO ticket or voucher: its first
 // delivery option that is a code, else its first.
-func barcodeOf(t *bs.Ticket) schemas.Barcode {
+func barcodeOf(t *bookingsystem.Ticket) schemas.Barcode {
 	for _, d := range t.DeliveryOptions {
 		switch d.DeliveryFormat {
 		case "QR_CODE", "CODE128", "AZTECCODE":

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
@@ -52,8 +52,8 @@ type env struct {
 	sim    *bookingsim.Server
 	simURL string
 	clock  *clock
-	bsc    *bs.Client
-	conn   bs.Connection
+	bsc    *bookingsystem.Client
+	conn   bookingsystem.Connection
 	router *Router
 	reg    *prometheus.Registry
 
@@ -73,11 +73,11 @@ type env struct {
 // and O2 bound to channel A, and a Router.
 func start(t *testing.T) *env {
 	t.Helper()
-	return startDialect(t, bs.DialectV2)
+	return startDialect(t, bookingsystem.DialectV2)
 }
 
 // dialects are the booking-system dialects the Router serves.
-var dialects = []string{bs.DialectV2, bs.DialectOCTO}
+var dialects = []string{bookingsystem.DialectV2, bookingsystem.DialectOCTO}
 
 // startDialect is start with the simulator speaking dialect: for
 // DialectOCTO supplier S1's connection is kind "octo" at the simulator's
@@ -102,7 +102,7 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 	t.Cleanup(ts.Close)
 	e.simURL = ts.URL
 	kind, endpoint := "bookingsystem", ts.URL
-	if dialect == bs.DialectOCTO {
+	if dialect == bookingsystem.DialectOCTO {
 		kind, endpoint = "octo", ts.URL+"/"+sid
 	}
 	e.Env = catalogtest.Start(t, catalogtest.Options{})
@@ -119,8 +119,8 @@ func startWith(t *testing.T, dialect string, configure func(*bookingsim.Config))
 		}
 		op.CreateBinding(sid, pid, catalogtest.ChannelA, `{"priceAt":"PRICE_AT_SALE"}`)
 	}
-	e.bsc = bs.NewClient(bs.Options{Outbound: allowLoopback, Clock: e.clock.now})
-	e.conn = bs.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
+	e.bsc = bookingsystem.NewClient(bookingsystem.Options{Outbound: allowLoopback, Clock: e.clock.now})
+	e.conn = bookingsystem.Connection{Endpoint: endpoint, APIKey: simKey, Dialect: dialect}
 	e.router = NewRouter(Options{Catalog: e.Store, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback}), BookingSystem: e.bsc,
 		Registerer: e.reg, Logger: e.Logger, Clock: e.clock.now})
 	return e
@@ -202,13 +202,13 @@ func (e *env) slotWithRoom(t *testing.T, pid, oid string, need int) (string, int
 func (e *env) slotWithVacancies(t *testing.T, pid, oid string, least, most int) (string, int) {
 	t.Helper()
 	from := e.clock.now().AddDate(0, 0, 1)
-	avs, _, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{SupplierID: sid, ProductID: pid, OptionID: oid,
-		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 14).Format(time.DateOnly), AvailabilityType: bs.StartTime})
+	avs, _, err := e.bsc.Availability(ctx, e.conn, bookingsystem.AvailabilityRequest{SupplierID: sid, ProductID: pid, OptionID: oid,
+		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 14).Format(time.DateOnly), AvailabilityType: bookingsystem.StartTime})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range avs {
-		if (a.Status == bs.Available || a.Status == bs.Limited) && a.Vacancies != nil && *a.Vacancies >= least &&
+		if (a.Status == bookingsystem.Available || a.Status == bookingsystem.Limited) && a.Vacancies != nil && *a.Vacancies >= least &&
 			(most == 0 || *a.Vacancies <= most) {
 			return legacyAvailabilityID(a.ID), *a.Vacancies
 		}
@@ -271,7 +271,7 @@ func counter(c prometheus.Counter) float64 {
 // booking (hold item) of a v2 system, one per unit of an OCTO one (its
 // deliveryMethod TICKET: a ticket per unit item).
 func wantTickets(dialect string, items []schemas.HoldItem) int {
-	if dialect != bs.DialectOCTO {
+	if dialect != bookingsystem.DialectOCTO {
 		return len(items)
 	}
 	n := 0

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
@@ -38,7 +38,7 @@ func TestExtendHold_HoldsEveryBookingLongerInEitherDialect(t *testing.T) {
 					t.Fatalf("extend %d: until %s, want %s", tc.minutes, until, want)
 				}
 				for _, b := range e.holdBookings(t, h.ID, 2) {
-					if b.Status != bs.OnHold || b.UTCHoldExpiration == nil || !b.UTCHoldExpiration.Equal(until) {
+					if b.Status != bookingsystem.OnHold || b.UTCHoldExpiration == nil || !b.UTCHoldExpiration.Equal(until) {
 						t.Fatalf("booking %+v: want ON_HOLD until %s", b, until)
 					}
 				}

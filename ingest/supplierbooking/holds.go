@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 	"github.com/switchbackhq/switchback/schemas"
@@ -51,7 +51,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		if err := checkOrder(prev, orderExpect{id: orderID}); err != nil {
 			return schemas.Hold{}, r.refuse("createHold", s, err)
 		}
-		byUUID := map[string]bs.BookingRequest{}
+		byUUID := map[string]bookingsystem.BookingRequest{}
 		for _, q := range reqs {
 			byUUID[q.UUID] = q
 		}
@@ -62,7 +62,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 			}
 			prevStatus[strings.ToLower(b.UUID)] = prior{b.Status}
 		}
-		if prev.Status != bs.OnHold {
+		if prev.Status != bookingsystem.OnHold {
 			return schemas.Hold{}, coded("CONFLICT", fmt.Sprintf("hold id %s was already used; its order at the supplier is %s", h.ID, prev.Status), nil, nil)
 		}
 	}
@@ -83,15 +83,15 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		// renamed since they were read: read them again (once) and, when
 		// they changed its unit, send it again (its uuid is unused: a
 		// refused createBooking makes nothing).
-		failed = r.addAll(ctx, ord, reqs, fresh, prevStatus, adds, func(ctx context.Context, i int) (bs.BookingRequest, bool) {
+		failed = r.addAll(ctx, ord, reqs, fresh, prevStatus, adds, func(ctx context.Context, i int) (bookingsystem.BookingRequest, bool) {
 			it := h.Items[i]
 			us, ok := units.refreshed(ctx, it.ProductID, it.RateID)
 			if !ok {
-				return bs.BookingRequest{}, false
+				return bookingsystem.BookingRequest{}, false
 			}
 			unit := chooseUnit(us, rates[i], it)
 			if unit == reqs[i].UnitItems[0].UnitID {
-				return bs.BookingRequest{}, false
+				return bookingsystem.BookingRequest{}, false
 			}
 			q := reqs[i]
 			q.UnitItems = unitItems(unit, it.Quantity)
@@ -102,12 +102,12 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 		a := adds[failed]
 		_, replay := prevStatus[reqs[failed].UUID]
 		switch {
-		case a.err != nil && replay && errors.Is(a.err, bs.ErrRejected):
+		case a.err != nil && replay && errors.Is(a.err, bookingsystem.ErrRejected):
 			// Nothing new was sent: replays make nothing.
 			return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("hold id %s was already used with different data (the supplier's booking system refused the retried booking, spec doc 3 rule 4)", h.ID), nil, a.err)
 		case a.err != nil:
 			r.compensate(ctx, s, ord, "partial_hold")
-			if errors.Is(a.err, bs.ErrRejected) {
+			if errors.Is(a.err, bookingsystem.ErrRejected) {
 				return schemas.Hold{}, coded("BAD_REQUEST", fmt.Sprintf("the supplier's booking system refused item %d of the hold; nothing is held", failed), nil, a.err)
 			}
 			return schemas.Hold{}, fmt.Errorf("create hold %s: %w", h.ID, a.err)
@@ -130,7 +130,7 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 			op = prior{prev.Status}
 		}
 		err = checkOrder(o, orderExpect{id: orderID, holdID: h.ID, order: op, bookings: prevStatus, otherBookings: prior{New},
-			after: []string{bs.OnHold}, bookingsAfter: []string{bs.OnHold}})
+			after: []string{bookingsystem.OnHold}, bookingsAfter: []string{bookingsystem.OnHold}})
 	}
 	if err != nil {
 		r.compensate(ctx, s, ord, "partial_hold")
@@ -146,13 +146,13 @@ func (r *Router) createHold(ctx context.Context, s supplier, channelID string, h
 // REJECTED is a failure too.
 type addResult struct {
 	sent    bool
-	b       bs.Booking
+	b       bookingsystem.Booking
 	err     error
 	refused error
 }
 
 func (a addResult) failed() bool {
-	return a.sent && (a.err != nil || a.refused != nil || a.b.Status == bs.Rejected)
+	return a.sent && (a.err != nil || a.refused != nil || a.b.Status == bookingsystem.Rejected)
 }
 
 // addAll sends createBooking for the items idx of reqs (prior: what each
@@ -164,8 +164,8 @@ func (a addResult) failed() bool {
 // compensation then cancels is all this call may have made (a v2 order
 // holds it; an octoOrder tracks every uuid it tried). It returns the
 // first failed item in idx order, or -1.
-func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest, idx []int, prev map[string]prior, out []addResult,
-	again func(ctx context.Context, i int) (bs.BookingRequest, bool)) int {
+func (r *Router) addAll(ctx context.Context, ord order, reqs []bookingsystem.BookingRequest, idx []int, prev map[string]prior, out []addResult,
+	again func(ctx context.Context, i int) (bookingsystem.BookingRequest, bool)) int {
 	var stop atomic.Bool
 	var g errgroup.Group
 	g.SetLimit(holdParallelism)
@@ -184,13 +184,13 @@ func (r *Router) addAll(ctx context.Context, ord order, reqs []bs.BookingRequest
 			}
 			a := addResult{sent: true}
 			a.b, a.err = ord.add(ctx, q)
-			if errors.Is(a.err, bs.ErrRejected) && again != nil {
+			if errors.Is(a.err, bookingsystem.ErrRejected) && again != nil {
 				if q2, ok := again(ctx, i); ok {
 					a.b, a.err = ord.add(ctx, q2)
 				}
 			}
 			if a.err == nil {
-				a.refused = checkBooking(a.b, p, []string{bs.OnHold, bs.Rejected})
+				a.refused = checkBooking(a.b, p, []string{bookingsystem.OnHold, bookingsystem.Rejected})
 			}
 			out[i] = a
 			if a.failed() {
@@ -219,7 +219,7 @@ func itemOf(holdID, u string, n int) int {
 }
 
 // holdExpires is the first expiry of the order and its bookings.
-func holdExpires(o bs.Order) time.Time {
+func holdExpires(o bookingsystem.Order) time.Time {
 	var t time.Time
 	for _, x := range append([]*time.Time{o.UTCExpiresAt}, bookingHolds(o)...) {
 		if x != nil && (t.IsZero() || x.Before(t)) {
@@ -229,7 +229,7 @@ func holdExpires(o bs.Order) time.Time {
 	return t.UTC()
 }
 
-func bookingHolds(o bs.Order) []*time.Time {
+func bookingHolds(o bookingsystem.Order) []*time.Time {
 	out := make([]*time.Time, 0, len(o.Bookings))
 	for _, b := range o.Bookings {
 		out = append(out, b.UTCHoldExpiration)
@@ -241,13 +241,13 @@ func bookingHolds(o bs.Order) []*time.Time {
 // is what q asks for: the data a retry must repeat (doc 3 rule 4). Its
 // availability is the one a booking of q's names (an OCTO opening range is
 // booked as its day: Connection.BookingAvailabilityID).
-func sameBooking(conn bs.Connection, b bs.Booking, q bs.BookingRequest) bool {
+func sameBooking(conn bookingsystem.Connection, b bookingsystem.Booking, q bookingsystem.BookingRequest) bool {
 	if b.ProductID != q.ProductID || b.OptionID != q.OptionID || b.Availability == nil ||
 		b.Availability.ID != conn.BookingAvailabilityID(q.AvailabilityID) ||
 		len(b.UnitItems) != len(q.UnitItems) {
 		return false
 	}
-	units := func(us []bs.UnitItem) []string {
+	units := func(us []bookingsystem.UnitItem) []string {
 		out := make([]string, len(us))
 		for i, u := range us {
 			out[i] = u.UnitID
@@ -273,7 +273,7 @@ func sameBooking(conn bs.Connection, b bs.Booking, q bs.BookingRequest) bool {
 //     longer be confirmed;
 //   - channelId / channelName: the reseller's channel (ChannelUUID, its
 //     catalog name); resellerReference: the hold id.
-func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold, units *unitLookup) ([]bs.BookingRequest, []catalog.Rate, error) {
+func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string, h schemas.Hold, units *unitLookup) ([]bookingsystem.BookingRequest, []catalog.Rate, error) {
 	chName := channelID
 	if ch, err := r.opts.Catalog.Channel(ctx, channelID); err == nil && ch.Name != "" {
 		chName = ch.Name
@@ -284,7 +284,7 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 	avails := newAvailabilityIDs(r.opts.Catalog, s.sup.ID)
 	itemRates := make([]catalog.Rate, 0, len(h.Items))
 	minutes := 0
-	reqs := make([]bs.BookingRequest, 0, len(h.Items))
+	reqs := make([]bookingsystem.BookingRequest, 0, len(h.Items))
 	for i, it := range h.Items {
 		field := func(f string) string { return fmt.Sprintf("hold.items[%d].%s", i, f) }
 		if it.AvailabilityID == "" {
@@ -320,7 +320,7 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 			return nil, nil, err
 		}
 		itemRates = append(itemRates, rt)
-		reqs = append(reqs, bs.BookingRequest{SupplierID: s.sup.ID, UUID: BookingUUID(h.ID, i), ResellerReference: h.ID,
+		reqs = append(reqs, bookingsystem.BookingRequest{SupplierID: s.sup.ID, UUID: BookingUUID(h.ID, i), ResellerReference: h.ID,
 			ChannelName: chName, ChannelID: ChannelUUID(channelID), ProductID: it.ProductID, OptionID: it.RateID,
 			AvailabilityID: avID, UnitItems: unitItems(chooseUnit(us, rt, it), it.Quantity), OrderID: OrderID(h.ID)})
 	}
@@ -334,10 +334,10 @@ func (r *Router) holdRequests(ctx context.Context, s supplier, channelID string,
 }
 
 // unitItems are n unit items of unit.
-func unitItems(unit string, n int) []bs.UnitItem {
-	out := make([]bs.UnitItem, n)
+func unitItems(unit string, n int) []bookingsystem.UnitItem {
+	out := make([]bookingsystem.UnitItem, n)
 	for k := range out {
-		out[k] = bs.UnitItem{UnitID: unit}
+		out[k] = bookingsystem.UnitItem{UnitID: unit}
 	}
 	return out
 }
@@ -348,7 +348,7 @@ func unitItems(unit string, n int) []bs.UnitItem {
 // name prices after units); else the unit whose type is the age band of
 // the item's price in the catalog rate, or of the item's travelerType;
 // else the option's first unit.
-func chooseUnit(units []bs.Unit, rt catalog.Rate, it schemas.HoldItem) string {
+func chooseUnit(units []bookingsystem.Unit, rt catalog.Rate, it schemas.HoldItem) string {
 	for _, u := range units {
 		if it.PriceID != "" && u.ID == it.PriceID {
 			return u.ID
@@ -387,7 +387,7 @@ func isNotFound(err error) bool {
 // nothing, by reason (the label of
 // switchback_ingest_supplierbooking_compensations_total): the cancel
 // request each sends.
-var compensations = map[string]bs.CancelRequest{
+var compensations = map[string]bookingsystem.CancelRequest{
 	"partial_hold":     {Reason: "OTHER", ReasonDetails: "Switchback releases a partially made or partly lapsed hold (all or nothing)"},
 	"refused_confirm":  {Reason: "OTHER", ReasonDetails: "Switchback cancels a confirmation it cannot accept (all or nothing)"},
 	"failed_confirm":   {Reason: "OTHER", ReasonDetails: "a confirmation failed half way; Switchback cancels what it confirmed (all or nothing)"},
@@ -407,7 +407,7 @@ func (r *Router) compensate(ctx context.Context, s supplier, ord order, reason s
 	defer cancel()
 	_, err := ord.cancel(ctx, compensations[reason])
 	result := "ok"
-	if err != nil && !errors.Is(err, bs.ErrNotFound) { // no order: nothing was held
+	if err != nil && !errors.Is(err, bookingsystem.ErrNotFound) { // no order: nothing was held
 		result = "failed"
 		r.log.Error("supplierbooking: cancelling an order to keep it all or nothing failed; what is held lapses by itself, what is confirmed stays",
 			"supplier", s.sup.ID, "dialect", s.conn.Dialect, "hold", ord.hold(), "order", OrderID(ord.hold()), "reason", reason, "err", err)
@@ -429,11 +429,11 @@ func (r *Router) getHold(ctx context.Context, s supplier, id string) (schemas.Ho
 	}
 	h := schemas.Hold{ID: id, Status: schemas.HoldExpired}
 	switch o.Status {
-	case bs.OnHold:
-		if !slices.ContainsFunc(o.Bookings, func(b bs.Booking) bool { return b.Status != bs.OnHold }) {
+	case bookingsystem.OnHold:
+		if !slices.ContainsFunc(o.Bookings, func(b bookingsystem.Booking) bool { return b.Status != bookingsystem.OnHold }) {
 			h.Status, h.Expires = schemas.HoldActive, holdExpires(o)
 		}
-	case bs.Confirmed, bs.Cancelled:
+	case bookingsystem.Confirmed, bookingsystem.Cancelled:
 		h.Status = schemas.HoldReleased
 	}
 	return h, nil
@@ -452,24 +452,24 @@ func (r *Router) releaseHold(ctx context.Context, s supplier, id string) error {
 		return r.refuse("getOrder", s, err)
 	}
 	switch prev.Status {
-	case bs.Expired, bs.Rejected, bs.Cancelled:
+	case bookingsystem.Expired, bookingsystem.Rejected, bookingsystem.Cancelled:
 		return nil
-	case bs.Confirmed:
+	case bookingsystem.Confirmed:
 		return coded("CONFLICT", fmt.Sprintf("hold %s was confirmed into a booking; cancel the booking instead", id), nil, nil)
 	}
-	o, err := ord.cancel(ctx, bs.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "hold released by the reseller"})
+	o, err := ord.cancel(ctx, bookingsystem.CancelRequest{Reason: "CUSTOMER", ReasonDetails: "hold released by the reseller"})
 	if err != nil {
 		return fmt.Errorf("release hold %s: %w", id, err)
 	}
 	if err := checkOrder(o, orderExpect{id: orderID, holdID: id, order: prior{prev.Status}, bookings: statuses(prev),
-		after: []string{bs.Expired}, bookingsAfter: []string{bs.Expired, bs.Rejected}}); err != nil {
+		after: []string{bookingsystem.Expired}, bookingsAfter: []string{bookingsystem.Expired, bookingsystem.Rejected}}); err != nil {
 		return r.refuse("cancelOrder", s, err)
 	}
 	return nil
 }
 
 // statuses are an order's bookings' statuses by uuid (lower case).
-func statuses(o bs.Order) map[string]prior {
+func statuses(o bookingsystem.Order) map[string]prior {
 	m := make(map[string]prior, len(o.Bookings))
 	for _, b := range o.Bookings {
 		m[strings.ToLower(b.UUID)] = prior{b.Status}

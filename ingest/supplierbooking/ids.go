@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 )
 
@@ -79,5 +79,5 @@ func (a *availabilityIDs) system(ctx context.Context, pid, rid, id string) (stri
 	if sys, ok := m[id]; ok {
 		return sys, nil
 	}
-	return bs.SystemAvailabilityID(id), nil
+	return bookingsystem.SystemAvailabilityID(id), nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/booking"
 )
 
@@ -28,41 +28,41 @@ type order interface {
 	hold() string
 	// read is the order now; an error matching bs.ErrNotFound when none
 	// of it exists.
-	read(ctx context.Context) (bs.Order, error)
+	read(ctx context.Context) (bookingsystem.Order, error)
 	// add is createBooking of one booking of the order.
-	add(ctx context.Context, q bs.BookingRequest) (bs.Booking, error)
+	add(ctx context.Context, q bookingsystem.BookingRequest) (bookingsystem.Booking, error)
 	// added is the order as the adds left it.
-	added(ctx context.Context) (bs.Order, error)
+	added(ctx context.Context) (bookingsystem.Order, error)
 	// confirm confirms every booking or none (doc 3: confirmOrder; an
 	// order operation that fails on a booking fails whole). A call that
 	// fails without a rejection (timeout, 5xx, an answer lost) may still
 	// have confirmed: it is settled by reading again (settleConfirm), so
 	// a sale the supplier made is never reported as failed.
-	confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error)
+	confirm(ctx context.Context, in bookingsystem.ConfirmRequest) (bookingsystem.Order, error)
 	// cancel releases the held bookings and cancels the confirmed ones
 	// (doc 3 rule 6: cancelOrder).
-	cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error)
+	cancel(ctx context.Context, in bookingsystem.CancelRequest) (bookingsystem.Order, error)
 	// extend holds the bookings minutes more (extend.go).
-	extend(ctx context.Context, minutes int) (bs.Order, error)
+	extend(ctx context.Context, minutes int) (bookingsystem.Order, error)
 }
 
 // orderOf is the order of hold holdID at the supplier's booking system,
 // for one operation (an octoOrder remembers what it has seen).
 func (r *Router) orderOf(s supplier, holdID string) order {
-	if s.conn.Dialect == bs.DialectOCTO {
-		return &octoOrder{r: r, s: s, holdID: holdID, last: map[string]bs.Booking{}}
+	if s.conn.Dialect == bookingsystem.DialectOCTO {
+		return &octoOrder{r: r, s: s, holdID: holdID, last: map[string]bookingsystem.Booking{}}
 	}
 	return v2Order{sys: r.opts.BookingSystem, s: s, holdID: holdID}
 }
 
 // readOrder reads ord; found is false when none of it exists.
-func readOrder(ctx context.Context, ord order) (o bs.Order, found bool, err error) {
+func readOrder(ctx context.Context, ord order) (o bookingsystem.Order, found bool, err error) {
 	o, err = ord.read(ctx)
 	switch {
-	case errors.Is(err, bs.ErrNotFound):
-		return bs.Order{}, false, nil
+	case errors.Is(err, bookingsystem.ErrNotFound):
+		return bookingsystem.Order{}, false, nil
 	case err != nil:
-		return bs.Order{}, false, fmt.Errorf("read the order of hold %s: %w", ord.hold(), err)
+		return bookingsystem.Order{}, false, fmt.Errorf("read the order of hold %s: %w", ord.hold(), err)
 	}
 	return o, true, nil
 }
@@ -77,20 +77,20 @@ type v2Order struct {
 func (o v2Order) hold() string { return o.holdID }
 func (o v2Order) id() string   { return OrderID(o.holdID) }
 
-func (o v2Order) read(ctx context.Context) (bs.Order, error) {
+func (o v2Order) read(ctx context.Context) (bookingsystem.Order, error) {
 	return o.sys.GetOrder(ctx, o.s.conn, o.s.sup.ID, o.id())
 }
 
-func (o v2Order) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, error) {
+func (o v2Order) add(ctx context.Context, q bookingsystem.BookingRequest) (bookingsystem.Booking, error) {
 	return o.sys.CreateBooking(ctx, o.s.conn, q)
 }
 
 // added reads the order again; none is an empty order (refused by the
 // caller: it must hold every booking).
-func (o v2Order) added(ctx context.Context) (bs.Order, error) {
+func (o v2Order) added(ctx context.Context) (bookingsystem.Order, error) {
 	got, err := o.read(ctx)
-	if errors.Is(err, bs.ErrNotFound) {
-		return bs.Order{ID: o.id()}, nil
+	if errors.Is(err, bookingsystem.ErrNotFound) {
+		return bookingsystem.Order{ID: o.id()}, nil
 	}
 	return got, err
 }
@@ -100,24 +100,24 @@ func (o v2Order) added(ctx context.Context) (bs.Order, error) {
 // any), still ON_HOLD (or unreadable) the failure, REJECTED or EXPIRED a
 // rejection (doc 3: the confirmation failed; the caller explains it), any
 // other status the answer, which the caller's checks refuse.
-func (o v2Order) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
+func (o v2Order) confirm(ctx context.Context, in bookingsystem.ConfirmRequest) (bookingsystem.Order, error) {
 	got, err := o.sys.ConfirmOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
-	if err == nil || errors.Is(err, bs.ErrRejected) {
+	if err == nil || errors.Is(err, bookingsystem.ErrRejected) {
 		return got, err
 	}
 	sctx, cancel := settleContext(ctx)
 	defer cancel()
 	now, rerr := o.read(sctx)
 	switch {
-	case rerr != nil || now.Status == bs.OnHold:
-		return bs.Order{}, err
-	case now.Status == bs.Rejected || now.Status == bs.Expired:
-		return bs.Order{}, fmt.Errorf("confirm order %s: %w (read again after: %w)", o.id(), bs.ErrRejected, err)
+	case rerr != nil || now.Status == bookingsystem.OnHold:
+		return bookingsystem.Order{}, err
+	case now.Status == bookingsystem.Rejected || now.Status == bookingsystem.Expired:
+		return bookingsystem.Order{}, fmt.Errorf("confirm order %s: %w (read again after: %w)", o.id(), bookingsystem.ErrRejected, err)
 	}
 	return now, nil
 }
 
-func (o v2Order) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
+func (o v2Order) cancel(ctx context.Context, in bookingsystem.CancelRequest) (bookingsystem.Order, error) {
 	return o.sys.CancelOrder(ctx, o.s.conn, o.s.sup.ID, o.id(), in)
 }
 
@@ -140,7 +140,7 @@ type octoOrder struct {
 	// answer of each by uuid (lower case): a tried one without answer is
 	// unknown.
 	uuids []string
-	last  map[string]bs.Booking
+	last  map[string]bookingsystem.Booking
 }
 
 func (o *octoOrder) hold() string { return o.holdID }
@@ -157,7 +157,7 @@ func (o *octoOrder) trackLocked(u string) {
 	}
 }
 
-func (o *octoOrder) note(b bs.Booking) {
+func (o *octoOrder) note(b bookingsystem.Booking) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	u := strings.ToLower(b.UUID)
@@ -167,7 +167,7 @@ func (o *octoOrder) note(b bs.Booking) {
 
 // snapshot is the uuids known and their last answers, for a pass over
 // them.
-func (o *octoOrder) snapshot() ([]string, map[string]bs.Booking) {
+func (o *octoOrder) snapshot() ([]string, map[string]bookingsystem.Booking) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.uuids), maps.Clone(o.last)
@@ -184,13 +184,13 @@ func (o *octoOrder) known(ctx context.Context) error {
 
 // read asks for BookingUUID(hold, 0, 1, ...), holdParallelism at a time,
 // up to the first unknown one: the bookings are those before it.
-func (o *octoOrder) read(ctx context.Context) (bs.Order, error) {
+func (o *octoOrder) read(ctx context.Context) (bookingsystem.Order, error) {
 	o.mu.Lock()
-	o.uuids, o.last = nil, map[string]bs.Booking{}
+	o.uuids, o.last = nil, map[string]bookingsystem.Booking{}
 	o.mu.Unlock()
 	for base := 0; base < booking.MaxItems; base += holdParallelism {
 		n := min(holdParallelism, booking.MaxItems-base)
-		got, errs := make([]bs.Booking, n), make([]error, n)
+		got, errs := make([]bookingsystem.Booking, n), make([]error, n)
 		var wg sync.WaitGroup
 		for k := range n {
 			wg.Go(func() {
@@ -200,10 +200,10 @@ func (o *octoOrder) read(ctx context.Context) (bs.Order, error) {
 		wg.Wait()
 		for k := range n {
 			switch {
-			case errors.Is(errs[k], bs.ErrNotFound):
+			case errors.Is(errs[k], bookingsystem.ErrNotFound):
 				return o.readDone()
 			case errs[k] != nil:
-				return bs.Order{}, fmt.Errorf("read booking %d of hold %s: %w", base+k, o.holdID, errs[k])
+				return bookingsystem.Order{}, fmt.Errorf("read booking %d of hold %s: %w", base+k, o.holdID, errs[k])
 			}
 			o.note(got[k])
 		}
@@ -211,15 +211,15 @@ func (o *octoOrder) read(ctx context.Context) (bs.Order, error) {
 	return o.readDone()
 }
 
-func (o *octoOrder) readDone() (bs.Order, error) {
+func (o *octoOrder) readDone() (bookingsystem.Order, error) {
 	if us, _ := o.snapshot(); len(us) == 0 {
-		return bs.Order{}, fmt.Errorf("hold %s has no booking: %w", o.holdID, bs.ErrNotFound)
+		return bookingsystem.Order{}, fmt.Errorf("hold %s has no booking: %w", o.holdID, bookingsystem.ErrNotFound)
 	}
 	return o.order(), nil
 }
 
 // add creates the booking without orderId (core OCTO has none).
-func (o *octoOrder) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, error) {
+func (o *octoOrder) add(ctx context.Context, q bookingsystem.BookingRequest) (bookingsystem.Booking, error) {
 	q.OrderID = ""
 	o.track(q.UUID)
 	b, err := o.r.opts.BookingSystem.CreateBooking(ctx, o.s.conn, q)
@@ -230,7 +230,7 @@ func (o *octoOrder) add(ctx context.Context, q bs.BookingRequest) (bs.Booking, e
 }
 
 // added is the adds' answers: they are the bookings as they are now.
-func (o *octoOrder) added(context.Context) (bs.Order, error) { return o.order(), nil }
+func (o *octoOrder) added(context.Context) (bookingsystem.Order, error) { return o.order(), nil }
 
 // confirm confirms the bookings one by one (those already confirmed or
 // pending are a retry's and left alone). A confirmation that fails
@@ -240,22 +240,22 @@ func (o *octoOrder) added(context.Context) (bs.Order, error) { return o.order(),
 // confirmOrder: what was confirmed is cancelled and what is held released
 // (compensate, reason failed_confirm), then the error is returned; a
 // following read shows REJECTED (or EXPIRED).
-func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order, error) {
+func (o *octoOrder) confirm(ctx context.Context, in bookingsystem.ConfirmRequest) (bookingsystem.Order, error) {
 	if err := o.known(ctx); err != nil {
-		return bs.Order{}, err
+		return bookingsystem.Order{}, err
 	}
 	uuids, last := o.snapshot()
 	for _, u := range uuids {
-		if b, ok := last[u]; ok && (b.Status == bs.Confirmed || b.Status == bs.Pending) {
+		if b, ok := last[u]; ok && (b.Status == bookingsystem.Confirmed || b.Status == bookingsystem.Pending) {
 			continue
 		}
 		b, err := o.r.opts.BookingSystem.ConfirmBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
-		if err != nil && !errors.Is(err, bs.ErrRejected) {
+		if err != nil && !errors.Is(err, bookingsystem.ErrRejected) {
 			b, err = o.settleConfirm(ctx, u, err)
 		}
 		if err != nil {
 			o.r.compensate(ctx, o.s, o, "failed_confirm")
-			return bs.Order{}, fmt.Errorf("confirm booking %d of hold %s: %w", itemOf(o.holdID, u, len(uuids)), o.holdID, err)
+			return bookingsystem.Order{}, fmt.Errorf("confirm booking %d of hold %s: %w", itemOf(o.holdID, u, len(uuids)), o.holdID, err)
 		}
 		o.note(b)
 	}
@@ -265,15 +265,15 @@ func (o *octoOrder) confirm(ctx context.Context, in bs.ConfirmRequest) (bs.Order
 // settleConfirm reads booking u again after its confirmation failed with
 // cause (not a rejection): CONFIRMED or PENDING is the answer the call
 // lost; anything else, or no answer, is cause.
-func (o *octoOrder) settleConfirm(ctx context.Context, u string, cause error) (bs.Booking, error) {
+func (o *octoOrder) settleConfirm(ctx context.Context, u string, cause error) (bookingsystem.Booking, error) {
 	sctx, cancel := settleContext(ctx)
 	defer cancel()
 	b, err := o.r.opts.BookingSystem.GetBooking(sctx, o.s.conn, o.s.sup.ID, u)
-	if err != nil || (b.Status != bs.Confirmed && b.Status != bs.Pending) {
+	if err != nil || (b.Status != bookingsystem.Confirmed && b.Status != bookingsystem.Pending) {
 		if err == nil {
 			o.note(b)
 		}
-		return bs.Booking{}, cause
+		return bookingsystem.Booking{}, cause
 	}
 	return b, nil
 }
@@ -291,9 +291,9 @@ func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // holdParallelism at a time, going on past failures so that as little as
 // possible stays held or sold. A PENDING booking cannot be cancelled (doc
 // 3 lists no such move): it is an error, left to the supplier's decision.
-func (o *octoOrder) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, error) {
+func (o *octoOrder) cancel(ctx context.Context, in bookingsystem.CancelRequest) (bookingsystem.Order, error) {
 	if err := o.known(ctx); err != nil {
-		return bs.Order{}, err
+		return bookingsystem.Order{}, err
 	}
 	uuids, last := o.snapshot()
 	var mu sync.Mutex
@@ -308,16 +308,16 @@ func (o *octoOrder) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, 
 	for _, u := range uuids {
 		b, known := last[u]
 		switch {
-		case known && b.Status == bs.Pending:
+		case known && b.Status == bookingsystem.Pending:
 			fail(fmt.Errorf("booking %s awaits the supplier's decision and cannot be cancelled (spec doc 3)", u))
 			continue
-		case known && b.Status != bs.OnHold && b.Status != bs.Confirmed:
+		case known && b.Status != bookingsystem.OnHold && b.Status != bookingsystem.Confirmed:
 			continue // EXPIRED, REJECTED, CANCELLED: nothing held or sold
 		}
 		g.Go(func() error {
 			got, err := o.r.opts.BookingSystem.CancelBooking(ctx, o.s.conn, o.s.sup.ID, u, in)
 			switch {
-			case errors.Is(err, bs.ErrNotFound) && !known: // an add that made nothing
+			case errors.Is(err, bookingsystem.ErrNotFound) && !known: // an add that made nothing
 			case err != nil:
 				fail(fmt.Errorf("cancel booking %s: %w", u, err))
 			default:
@@ -328,15 +328,15 @@ func (o *octoOrder) cancel(ctx context.Context, in bs.CancelRequest) (bs.Order, 
 	}
 	_ = g.Wait() // failures are collected in failed
 	if len(failed) > 0 {
-		return bs.Order{}, fmt.Errorf("hold %s: %d of %d bookings not cancelled: %w", o.holdID, len(failed), len(uuids), failed[0])
+		return bookingsystem.Order{}, fmt.Errorf("hold %s: %d of %d bookings not cancelled: %w", o.holdID, len(failed), len(uuids), failed[0])
 	}
 	return o.order(), nil
 }
 
 // order is the known bookings as one order: OrderID(hold), the status
 // OrderStatusOf them, utcExpiresAt the first hold of a held one.
-func (o *octoOrder) order() bs.Order {
-	out := bs.Order{ID: OrderID(o.holdID)}
+func (o *octoOrder) order() bookingsystem.Order {
+	out := bookingsystem.Order{ID: OrderID(o.holdID)}
 	uuids, last := o.snapshot()
 	for _, u := range uuids {
 		if b, ok := last[u]; ok {
@@ -345,7 +345,7 @@ func (o *octoOrder) order() bs.Order {
 	}
 	out.Status = OrderStatusOf(out.Bookings)
 	for _, b := range out.Bookings {
-		if b.Status == bs.OnHold && b.UTCHoldExpiration != nil && (out.UTCExpiresAt == nil || b.UTCHoldExpiration.Before(*out.UTCExpiresAt)) {
+		if b.Status == bookingsystem.OnHold && b.UTCHoldExpiration != nil && (out.UTCExpiresAt == nil || b.UTCHoldExpiration.Before(*out.UTCExpiresAt)) {
 			t := b.UTCHoldExpiration.UTC().Truncate(time.Second)
 			out.UTCExpiresAt = &t
 		}

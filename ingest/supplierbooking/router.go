@@ -34,7 +34,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
@@ -57,17 +57,17 @@ type Catalog interface {
 // bookings one by one of an OCTO one (orders.go); *bookingsystem.Client
 // implements it.
 type BookingSystem interface {
-	Products(ctx context.Context, conn bs.Connection, supplierID string, capabilities []string) ([]bs.Product, []bs.Problem, error)
-	Product(ctx context.Context, conn bs.Connection, supplierID, productID string, capabilities []string) (bs.Product, []bs.Problem, error)
-	CreateBooking(ctx context.Context, conn bs.Connection, in bs.BookingRequest) (bs.Booking, error)
-	GetOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string) (bs.Order, error)
-	ConfirmOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ConfirmRequest) (bs.Order, error)
-	CancelOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.CancelRequest) (bs.Order, error)
-	GetBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string) (bs.Booking, error)
-	ConfirmBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.ConfirmRequest) (bs.Booking, error)
-	CancelBooking(ctx context.Context, conn bs.Connection, supplierID, bookingUUID string, in bs.CancelRequest) (bs.Booking, error)
-	ExtendOrder(ctx context.Context, conn bs.Connection, supplierID, orderID string, in bs.ExtendRequest) (bs.Order, error)
-	ExtendBooking(ctx context.Context, conn bs.Connection, bookingUUID string, minutes int) (bs.Booking, error)
+	Products(ctx context.Context, conn bookingsystem.Connection, supplierID string, capabilities []string) ([]bookingsystem.Product, []bookingsystem.Problem, error)
+	Product(ctx context.Context, conn bookingsystem.Connection, supplierID, productID string, capabilities []string) (bookingsystem.Product, []bookingsystem.Problem, error)
+	CreateBooking(ctx context.Context, conn bookingsystem.Connection, in bookingsystem.BookingRequest) (bookingsystem.Booking, error)
+	GetOrder(ctx context.Context, conn bookingsystem.Connection, supplierID, orderID string) (bookingsystem.Order, error)
+	ConfirmOrder(ctx context.Context, conn bookingsystem.Connection, supplierID, orderID string, in bookingsystem.ConfirmRequest) (bookingsystem.Order, error)
+	CancelOrder(ctx context.Context, conn bookingsystem.Connection, supplierID, orderID string, in bookingsystem.CancelRequest) (bookingsystem.Order, error)
+	GetBooking(ctx context.Context, conn bookingsystem.Connection, supplierID, bookingUUID string) (bookingsystem.Booking, error)
+	ConfirmBooking(ctx context.Context, conn bookingsystem.Connection, supplierID, bookingUUID string, in bookingsystem.ConfirmRequest) (bookingsystem.Booking, error)
+	CancelBooking(ctx context.Context, conn bookingsystem.Connection, supplierID, bookingUUID string, in bookingsystem.CancelRequest) (bookingsystem.Booking, error)
+	ExtendOrder(ctx context.Context, conn bookingsystem.Connection, supplierID, orderID string, in bookingsystem.ExtendRequest) (bookingsystem.Order, error)
+	ExtendBooking(ctx context.Context, conn bookingsystem.Connection, bookingUUID string, minutes int) (bookingsystem.Booking, error)
 }
 
 // Deadlines of one hold or booking operation at a booking system. It
@@ -200,7 +200,7 @@ func (e *codedError) ErrorCode() string {
 type supplier struct {
 	sup       catalog.Supplier
 	suppliers partner.Suppliers
-	conn      bs.Connection
+	conn      bookingsystem.Connection
 	system    bool
 }
 
@@ -214,7 +214,7 @@ func (r *Router) supplier(ctx context.Context, sid string) (supplier, error) {
 		if r.opts.BookingSystem == nil {
 			return supplier{}, fmt.Errorf("supplier %s: no booking-system client: %w", sid, ErrNoSystem)
 		}
-		conn, err := bs.ConnectionFor(sup)
+		conn, err := bookingsystem.ConnectionFor(sup)
 		if err != nil {
 			return supplier{}, err
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
@@ -45,16 +45,16 @@ func TestCreateHold_RetryWithTheSameIDIsTheSameBookings(t *testing.T) {
 			}
 			for _, b := range e.holdBookings(t, h.ID, 2) {
 				switch {
-				case b.Status != bs.OnHold || len(b.UnitItems) == 0 || b.UnitItems[0].UnitID != "adult" ||
+				case b.Status != bookingsystem.OnHold || len(b.UnitItems) == 0 || b.UnitItems[0].UnitID != "adult" ||
 					b.ResellerReference == nil || *b.ResellerReference != h.ID:
 					t.Fatalf("booking %+v: want ON_HOLD, unit adult (the option's first) and the hold id as reference", b)
-				case dialect == bs.DialectV2 && b.ChannelID != ChannelUUID(catalogtest.ChannelA): // OCTO has no channel
+				case dialect == bookingsystem.DialectV2 && b.ChannelID != ChannelUUID(catalogtest.ChannelA): // OCTO has no channel
 					t.Fatalf("booking %+v: want the channel's uuid", b)
 				}
 			}
-			if dialect == bs.DialectV2 {
+			if dialect == bookingsystem.DialectV2 {
 				o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-				if err != nil || o.Status != bs.OnHold || len(o.Bookings) != 2 {
+				if err != nil || o.Status != bookingsystem.OnHold || len(o.Bookings) != 2 {
 					t.Fatalf("order %+v err %v", o, err)
 				}
 			}
@@ -64,9 +64,9 @@ func TestCreateHold_RetryWithTheSameIDIsTheSameBookings(t *testing.T) {
 
 // holdBookings reads the hold's n bookings at the simulator, by uuid
 // (either dialect).
-func (e *env) holdBookings(t *testing.T, holdID string, n int) []bs.Booking {
+func (e *env) holdBookings(t *testing.T, holdID string, n int) []bookingsystem.Booking {
 	t.Helper()
-	out := make([]bs.Booking, n)
+	out := make([]bookingsystem.Booking, n)
 	for i := range out {
 		b, err := e.bsc.GetBooking(ctx, e.conn, sid, BookingUUID(holdID, i))
 		if err != nil {
@@ -86,11 +86,11 @@ func TestCreateHold_SameIDWithOtherDataIsBadRequestAndKeepsTheFirst(t *testing.T
 	}{
 		// Switchback sees the difference itself (doc 3 rule 4: the
 		// supplier only SHOULD check).
-		{"other quantity", bs.DialectV2, catalogtest.ChannelA, 3},
-		{"other quantity", bs.DialectOCTO, catalogtest.ChannelA, 3},
+		{"other quantity", bookingsystem.DialectV2, catalogtest.ChannelA, 3},
+		{"other quantity", bookingsystem.DialectOCTO, catalogtest.ChannelA, 3},
 		// Only the booking system sees it: its 400 surfaces as
 		// BAD_REQUEST. (OCTO bookings name no channel.)
-		{"other channel", bs.DialectV2, catalogtest.ChannelB, 2},
+		{"other channel", bookingsystem.DialectV2, catalogtest.ChannelB, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dialect+"/"+tt.name, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestCreateHold_SameIDWithOtherDataIsBadRequestAndKeepsTheFirst(t *testing.T
 			if codeOf(err) != "BAD_REQUEST" || !strings.Contains(err.Error(), "different data") {
 				t.Fatalf("err = %v (code %q), want BAD_REQUEST", err, codeOf(err))
 			}
-			if n, st := e.sim.Bookings(), e.sim.BookingStatus(BookingUUID(h.ID, 0)); n != 1 || st != bs.OnHold {
+			if n, st := e.sim.Bookings(), e.sim.BookingStatus(BookingUUID(h.ID, 0)); n != 1 || st != bookingsystem.OnHold {
 				t.Fatalf("simulator: %d bookings, first %s; want 1 ON_HOLD", n, st)
 			}
 		})
@@ -130,7 +130,7 @@ func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
 			// for want of room, not refused for too many units.
 			slot, v := e.slotWithVacancies(t, "S1-P1", "S1-P1-O1", 1, 8)
 			return item("S1-P1", 1, slot, v+1)
-		}, nil, "CONFLICT", bs.Rejected},
+		}, nil, "CONFLICT", bookingsystem.Rejected},
 		{"second item refused: unknown availability", func(e *env, _ *testing.T) schemas.HoldItem {
 			return item("S1-P2", 2, "no-such-availability", 1)
 		}, nil, "BAD_REQUEST", ""},
@@ -140,7 +140,7 @@ func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
 		// The booking system made it: the compensation releases it too.
 		{"second createBooking made but its answer lost", func(e *env, _ *testing.T) schemas.HoldItem {
 			return item("S1-P2", 2, e.freeSlot(), 1)
-		}, &lost, "UNAVAILABLE", bs.Expired},
+		}, &lost, "UNAVAILABLE", bookingsystem.Expired},
 	}
 	for _, dialect := range dialects {
 		for _, tt := range tests {
@@ -156,12 +156,12 @@ func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
 				}
 				// The items are created concurrently: the first may not
 				// have been sent when the second failed.
-				if st := e.simStatuses(h.ID, 2); (st[0] != bs.Expired && st[0] != "") || st[1] != tt.wantSecond {
+				if st := e.simStatuses(h.ID, 2); (st[0] != bookingsystem.Expired && st[0] != "") || st[1] != tt.wantSecond {
 					t.Fatalf("simulator statuses %q, want EXPIRED (or never made) and %q (no partial hold left)", st, tt.wantSecond)
 				}
-				if dialect == bs.DialectV2 {
+				if dialect == bookingsystem.DialectV2 {
 					o, err := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-					if (err != nil || o.Status != bs.Expired) && !errors.Is(err, bs.ErrNotFound) {
+					if (err != nil || o.Status != bookingsystem.Expired) && !errors.Is(err, bookingsystem.ErrNotFound) {
 						t.Fatalf("order %+v err %v, want EXPIRED (or never made)", o, err)
 					}
 				}
@@ -180,17 +180,17 @@ func TestCreateHold_AllOrNothingWhenAnItemFails(t *testing.T) {
 func (e *env) orderWithHolds(t *testing.T, h schemas.Hold, minutes []int) {
 	t.Helper()
 	orderID := OrderID(h.ID)
-	if e.conn.Dialect == bs.DialectOCTO {
+	if e.conn.Dialect == bookingsystem.DialectOCTO {
 		orderID = ""
 	}
 	for i, it := range h.Items {
-		units := make([]bs.UnitItem, it.Quantity)
+		units := make([]bookingsystem.UnitItem, it.Quantity)
 		for k := range units {
-			units[k] = bs.UnitItem{UnitID: "adult"}
+			units[k] = bookingsystem.UnitItem{UnitID: "adult"}
 		}
-		_, err := e.bsc.CreateBooking(ctx, e.conn, bs.BookingRequest{SupplierID: sid, UUID: BookingUUID(h.ID, i), ChannelName: "Channel A",
+		_, err := e.bsc.CreateBooking(ctx, e.conn, bookingsystem.BookingRequest{SupplierID: sid, UUID: BookingUUID(h.ID, i), ChannelName: "Channel A",
 			ChannelID: ChannelUUID(catalogtest.ChannelA), ProductID: it.ProductID, OptionID: it.RateID,
-			AvailabilityID: bs.SystemAvailabilityID(it.AvailabilityID), UnitItems: units, HoldExpirationMinutes: minutes[i], OrderID: orderID})
+			AvailabilityID: bookingsystem.SystemAvailabilityID(it.AvailabilityID), UnitItems: units, HoldExpirationMinutes: minutes[i], OrderID: orderID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,11 +204,11 @@ func TestCreateBooking_ConfirmFailsWholeWhenOneBookingsHoldLapsed(t *testing.T) 
 		wantCode   string
 		wantStatus string // of every booking at the simulator
 	}{
-		{"every hold current: all confirmed", 0, "", bs.Confirmed},
+		{"every hold current: all confirmed", 0, "", bookingsystem.Confirmed},
 		// v2: confirmOrder fails, the order REJECTED. OCTO: the lapsed
 		// booking is seen first; the hold can never be confirmed and is
 		// released whole.
-		{"second booking's hold lapsed: nothing confirmed, nothing held", 2 * time.Minute, "CONFLICT", bs.Expired},
+		{"second booking's hold lapsed: nothing confirmed, nothing held", 2 * time.Minute, "CONFLICT", bookingsystem.Expired},
 	}
 	for _, dialect := range dialects {
 		for _, tt := range tests {
@@ -225,9 +225,9 @@ func TestCreateBooking_ConfirmFailsWholeWhenOneBookingsHoldLapsed(t *testing.T) 
 					t.Fatalf("simulator statuses %v, want all %s", st, tt.wantStatus)
 				}
 				if tt.wantCode != "" {
-					if dialect == bs.DialectV2 {
+					if dialect == bookingsystem.DialectV2 {
 						o, _ := e.bsc.GetOrder(ctx, e.conn, sid, OrderID(h.ID))
-						if o.Status != bs.Rejected || !strings.Contains(err.Error(), "nothing was confirmed") {
+						if o.Status != bookingsystem.Rejected || !strings.Contains(err.Error(), "nothing was confirmed") {
 							t.Fatalf("order %s, err %v; want REJECTED and a clear message", o.Status, err)
 						}
 					}
@@ -255,7 +255,7 @@ func TestCreateBooking_MustBookTheWholeHold(t *testing.T) {
 			if codeOf(err) != "INVALID_FIELD" {
 				t.Fatalf("err = %v, want INVALID_FIELD", err)
 			}
-			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.OnHold {
+			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bookingsystem.OnHold {
 				t.Fatalf("booking is %s, want still ON_HOLD (nothing confirmed)", st)
 			}
 		})
@@ -277,7 +277,7 @@ func TestRouter_RefusesAnswersOutsideDocThree(t *testing.T) {
 				if i < len(bks) && s != "" {
 					bk := bks[i].(map[string]any)
 					bk["status"] = s
-					if s == bs.OnHold && bk["utcHoldExpiration"] == nil {
+					if s == bookingsystem.OnHold && bk["utcHoldExpiration"] == nil {
 						bk["utcHoldExpiration"] = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 					}
 				}
@@ -295,27 +295,27 @@ func TestRouter_RefusesAnswersOutsideDocThree(t *testing.T) {
 		call     func(e *env, h schemas.Hold) error
 		wantRule string
 	}{
-		{"confirm leaves a booking on hold", bs.DialectV2, setStatus("/confirm", http.MethodPost, "", "", bs.OnHold),
+		{"confirm leaves a booking on hold", bookingsystem.DialectV2, setStatus("/confirm", http.MethodPost, "", "", bookingsystem.OnHold),
 			func(e *env, h schemas.Hold) error {
 				_, _, err := e.router.CreateBooking(ctx, sid, bookingFor("bk", h), "req")
 				return err
 			}, RuleDisagree},
-		{"release answers a held order CANCELLED", bs.DialectV2, setStatus("", http.MethodDelete, bs.Cancelled, bs.Cancelled, bs.Cancelled),
+		{"release answers a held order CANCELLED", bookingsystem.DialectV2, setStatus("", http.MethodDelete, bookingsystem.Cancelled, bookingsystem.Cancelled, bookingsystem.Cancelled),
 			release, RuleTransition},
-		{"an order confirmed behind our back answers a hold read", bs.DialectV2, setStatus("", http.MethodGet, bs.Confirmed, bs.OnHold, bs.OnHold),
+		{"an order confirmed behind our back answers a hold read", bookingsystem.DialectV2, setStatus("", http.MethodGet, bookingsystem.Confirmed, bookingsystem.OnHold, bookingsystem.OnHold),
 			read, RuleDisagree},
 		// OCTO: the same tables over the hold's bookings seen as one order.
 		// A release answered CANCELLED of a booking never confirmed is
 		// EXPIRED in doc 3's words (the client maps OCTO's answer); one
 		// that says it was confirmed is a move doc 3 does not have.
-		{"release answers held bookings CANCELLED after a confirmation", bs.DialectOCTO, func(r *http.Request, body any) any {
-			body = setStatus("/cancel", http.MethodPost, bs.Cancelled)(r, body)
+		{"release answers held bookings CANCELLED after a confirmation", bookingsystem.DialectOCTO, func(r *http.Request, body any) any {
+			body = setStatus("/cancel", http.MethodPost, bookingsystem.Cancelled)(r, body)
 			if m, ok := body.(map[string]any); ok && strings.HasSuffix(r.URL.Path, "/cancel") {
 				m["utcConfirmedAt"] = time.Now().UTC().Format(time.RFC3339)
 			}
 			return body
 		}, release, RuleTransition},
-		{"a booking confirmed behind our back answers a hold read", bs.DialectOCTO, setStatus(BookingUUID(holdID, 0), http.MethodGet, bs.Confirmed),
+		{"a booking confirmed behind our back answers a hold read", bookingsystem.DialectOCTO, setStatus(BookingUUID(holdID, 0), http.MethodGet, bookingsystem.Confirmed),
 			read, RuleDisagree},
 	}
 	for _, tt := range tests {
@@ -366,7 +366,7 @@ func TestRouter_PartnerSuppliersStillGoToThePartner(t *testing.T) {
 }
 
 func TestChooseUnit(t *testing.T) {
-	units := []bs.Unit{{ID: "adult", Type: "ADULT"}, {ID: "child", Type: "CHILD"}}
+	units := []bookingsystem.Unit{{ID: "adult", Type: "ADULT"}, {ID: "child", Type: "CHILD"}}
 	rate := catalog.Rate{RateData: catalog.RateData{Prices: []catalog.Price{{ID: "p-kid", TravelerType: &catalog.PriceTravelerType{AgeBand: "CHILD"}}}}}
 	tests := []struct {
 		name string
@@ -427,14 +427,14 @@ func TestCreateBooking_OCTOConfirmationFailingHalfWayLeavesNothingHeldOrSold(t *
 		wantCode string
 		want     []string // the three bookings at the simulator afterwards
 	}{
-		{"second confirmation refused", http.StatusBadRequest, false, "CONFLICT", []string{bs.Cancelled, bs.Expired, bs.Expired}},
-		{"second confirmation fails", http.StatusServiceUnavailable, false, "UNAVAILABLE", []string{bs.Cancelled, bs.Expired, bs.Expired}},
+		{"second confirmation refused", http.StatusBadRequest, false, "CONFLICT", []string{bookingsystem.Cancelled, bookingsystem.Expired, bookingsystem.Expired}},
+		{"second confirmation fails", http.StatusServiceUnavailable, false, "UNAVAILABLE", []string{bookingsystem.Cancelled, bookingsystem.Expired, bookingsystem.Expired}},
 		// One made but its answer lost is read again and is no failure:
 		// TestCreateBooking_ConfirmWithoutAnAnswerIsReadAgain.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := startDialect(t, bs.DialectOCTO)
+			e := startDialect(t, bookingsystem.DialectOCTO)
 			h := e.holdOfThree(t, "hold-half")
 			f := secondConfirm
 			f.Status, f.Lost = tt.status, tt.lost
@@ -473,12 +473,12 @@ func TestCancel_OCTOFailingHalfWayIsFinishedByTheRetry(t *testing.T) {
 		first []string
 		want  string
 	}{
-		{"release hold", false, []string{bs.Expired, bs.OnHold, bs.Expired}, bs.Expired},
-		{"cancel booking", true, []string{bs.Cancelled, bs.Confirmed, bs.Cancelled}, bs.Cancelled},
+		{"release hold", false, []string{bookingsystem.Expired, bookingsystem.OnHold, bookingsystem.Expired}, bookingsystem.Expired},
+		{"cancel booking", true, []string{bookingsystem.Cancelled, bookingsystem.Confirmed, bookingsystem.Cancelled}, bookingsystem.Cancelled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := startDialect(t, bs.DialectOCTO)
+			e := startDialect(t, bookingsystem.DialectOCTO)
 			h := e.holdOfThree(t, "hold-cancel")
 			op := func() error { return e.router.ReleaseHold(ctx, sid, h.ID, "req") }
 			if tt.book {
@@ -511,10 +511,10 @@ func TestCancel_OCTOFailingHalfWayIsFinishedByTheRetry(t *testing.T) {
 // a hold of a range is booked as the OCTO day, and the hold's retry and
 // its booking still recognise it as that range.
 func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
-	e := startWith(t, bs.DialectOCTO, func(c *bookingsim.Config) { c.OCTOOpeningHoursByDay = true })
+	e := startWith(t, bookingsystem.DialectOCTO, func(c *bookingsim.Config) { c.OCTOOpeningHoursByDay = true })
 	from := e.clock.now().AddDate(0, 0, 1)
-	avs, ps, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{ProductID: "S1-P2", OptionID: "S1-P2-O1",
-		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bs.OpeningHours})
+	avs, ps, err := e.bsc.Availability(ctx, e.conn, bookingsystem.AvailabilityRequest{ProductID: "S1-P2", OptionID: "S1-P2-O1",
+		LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bookingsystem.OpeningHours})
 	if err != nil || len(ps) != 0 || len(avs) != 2 || avs[0].ID == avs[1].ID {
 		t.Fatalf("availabilities %+v problems %v err %v, want the day's two ranges", avs, ps, err)
 	}
@@ -526,10 +526,10 @@ func TestHoldAndBook_OCTOOpeningRangeOfADay(t *testing.T) {
 		}
 	}
 	b, accepted, err := e.router.CreateBooking(ctx, sid, bookingFor("bk-range", h), "req")
-	if err != nil || accepted || b.Status != schemas.BookingOpen || len(b.Tickets) != wantTickets(bs.DialectOCTO, h.Items) {
+	if err != nil || accepted || b.Status != schemas.BookingOpen || len(b.Tickets) != wantTickets(bookingsystem.DialectOCTO, h.Items) {
 		t.Fatalf("booking %+v accepted %v err %v", b, accepted, err)
 	}
-	if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed || e.sim.Bookings() != 1 {
+	if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bookingsystem.Confirmed || e.sim.Bookings() != 1 {
 		t.Fatalf("simulator: %s, %d bookings; want one CONFIRMED", st, e.sim.Bookings())
 	}
 }
@@ -588,13 +588,13 @@ func TestCreateBooking_ConfirmWithoutAnAnswerIsReadAgain(t *testing.T) {
 		wantCode string
 		want     []string // the bookings at the simulator afterwards
 	}{
-		{"v2: confirmed, answer lost (500)", bs.DialectV2, bookingsim.Fault{Status: 500, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
-		{"v2: confirmed, answer lost (503)", bs.DialectV2, bookingsim.Fault{Status: 503, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
-		{"v2: not confirmed (503): the order stays held", bs.DialectV2, bookingsim.Fault{Status: 503}, false, "UNAVAILABLE", []string{bs.OnHold, bs.OnHold}},
-		{"v2: rejected, answer lost: CONFLICT", bs.DialectV2, bookingsim.Fault{Status: 500, Lost: true}, true, "CONFLICT", []string{bs.Expired, bs.Expired}},
-		{"OCTO: first confirmed, answer lost", bs.DialectOCTO, bookingsim.Fault{Status: 500, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
-		{"OCTO: second confirmed, answer lost", bs.DialectOCTO, bookingsim.Fault{Skip: 1, Status: 502, Lost: true}, false, "", []string{bs.Confirmed, bs.Confirmed}},
-		{"OCTO: second not confirmed (503): all or nothing", bs.DialectOCTO, bookingsim.Fault{Skip: 1, Status: 503}, false, "UNAVAILABLE", []string{bs.Cancelled, bs.Expired}},
+		{"v2: confirmed, answer lost (500)", bookingsystem.DialectV2, bookingsim.Fault{Status: 500, Lost: true}, false, "", []string{bookingsystem.Confirmed, bookingsystem.Confirmed}},
+		{"v2: confirmed, answer lost (503)", bookingsystem.DialectV2, bookingsim.Fault{Status: 503, Lost: true}, false, "", []string{bookingsystem.Confirmed, bookingsystem.Confirmed}},
+		{"v2: not confirmed (503): the order stays held", bookingsystem.DialectV2, bookingsim.Fault{Status: 503}, false, "UNAVAILABLE", []string{bookingsystem.OnHold, bookingsystem.OnHold}},
+		{"v2: rejected, answer lost: CONFLICT", bookingsystem.DialectV2, bookingsim.Fault{Status: 500, Lost: true}, true, "CONFLICT", []string{bookingsystem.Expired, bookingsystem.Expired}},
+		{"OCTO: first confirmed, answer lost", bookingsystem.DialectOCTO, bookingsim.Fault{Status: 500, Lost: true}, false, "", []string{bookingsystem.Confirmed, bookingsystem.Confirmed}},
+		{"OCTO: second confirmed, answer lost", bookingsystem.DialectOCTO, bookingsim.Fault{Skip: 1, Status: 502, Lost: true}, false, "", []string{bookingsystem.Confirmed, bookingsystem.Confirmed}},
+		{"OCTO: second not confirmed (503): all or nothing", bookingsystem.DialectOCTO, bookingsim.Fault{Skip: 1, Status: 503}, false, "UNAVAILABLE", []string{bookingsystem.Cancelled, bookingsystem.Expired}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -682,15 +682,15 @@ func TestOperations_EndByTheirDeadlineLeavingNothingHeld(t *testing.T) {
 	}{
 		// The second item's createBooking answers after the deadline:
 		// every booking made (that one too) is released.
-		{"hold", bs.DialectV2, false, "/bookings", `"S1-P2-O2"`, "UNAVAILABLE", []string{bs.Expired, bs.Expired, bs.Expired}},
-		{"hold", bs.DialectOCTO, false, "/bookings", `"S1-P2-O2"`, "UNAVAILABLE", []string{bs.Expired, bs.Expired, bs.Expired}},
+		{"hold", bookingsystem.DialectV2, false, "/bookings", `"S1-P2-O2"`, "UNAVAILABLE", []string{bookingsystem.Expired, bookingsystem.Expired, bookingsystem.Expired}},
+		{"hold", bookingsystem.DialectOCTO, false, "/bookings", `"S1-P2-O2"`, "UNAVAILABLE", []string{bookingsystem.Expired, bookingsystem.Expired, bookingsystem.Expired}},
 		// confirmOrder answers after the deadline: read again, it is the
 		// sale it made.
-		{"booking", bs.DialectV2, true, "/confirm", "", "", []string{bs.Confirmed, bs.Confirmed, bs.Confirmed}},
+		{"booking", bookingsystem.DialectV2, true, "/confirm", "", "", []string{bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.Confirmed}},
 		// The second confirmation answers after the deadline: read again
 		// it is made, but the deadline has passed for the third; the
 		// confirmed ones are cancelled, the third released.
-		{"booking", bs.DialectOCTO, true, "/confirm", "", "UNAVAILABLE", []string{bs.Cancelled, bs.Cancelled, bs.Expired}},
+		{"booking", bookingsystem.DialectOCTO, true, "/confirm", "", "UNAVAILABLE", []string{bookingsystem.Cancelled, bookingsystem.Cancelled, bookingsystem.Expired}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dialect+"/"+tt.name, func(t *testing.T) {
@@ -700,7 +700,7 @@ func TestOperations_EndByTheirDeadlineLeavingNothingHeld(t *testing.T) {
 				item("S1-P4", 1, e.freeSlot(), 1)}}
 			f := slow
 			f.PathSuffix, f.BodyContains = tt.slowPath, tt.slowBody
-			if tt.dialect == bs.DialectOCTO && tt.book {
+			if tt.dialect == bookingsystem.DialectOCTO && tt.book {
 				f.PathSuffix = BookingUUID(h.ID, 1) + "/confirm"
 			}
 			var err error
@@ -750,7 +750,7 @@ func TestCreateHold_CreatesItsBookingsFewAtATime(t *testing.T) {
 			if _, err := e.router.CreateHoldFor(ctx, sid, catalogtest.ChannelA, h, "req"); err != nil {
 				t.Fatal(err)
 			}
-			if st := e.simStatuses(h.ID, len(items)); !all(st, bs.OnHold) {
+			if st := e.simStatuses(h.ID, len(items)); !all(st, bookingsystem.OnHold) {
 				t.Fatalf("simulator statuses %v, want all ON_HOLD", st)
 			}
 			if m := e.maxCreating.Load(); m < 2 || m > holdParallelism {
@@ -841,13 +841,13 @@ func TestHoldAndBook_ByTheCatalogsAvailabilityID(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			e := startDialect(t, dialect)
 			from := e.clock.now().AddDate(0, 0, 1)
-			avs, _, err := e.bsc.Availability(ctx, e.conn, bs.AvailabilityRequest{SupplierID: sid, ProductID: "S1-P2", OptionID: "S1-P2-O1",
-				LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bs.OpeningHours})
+			avs, _, err := e.bsc.Availability(ctx, e.conn, bookingsystem.AvailabilityRequest{SupplierID: sid, ProductID: "S1-P2", OptionID: "S1-P2-O1",
+				LocalDateStart: from.Format(time.DateOnly), LocalDateEnd: from.AddDate(0, 0, 1).Format(time.DateOnly), AvailabilityType: bookingsystem.OpeningHours})
 			if err != nil || len(avs) == 0 {
 				t.Fatalf("availabilities %v %v", avs, err)
 			}
 			up := avs[0]
-			id := bs.CatalogAvailabilityID(sid, "S1-P2", "S1-P2-O1", up.ID)
+			id := bookingsystem.CatalogAvailabilityID(sid, "S1-P2", "S1-P2-O1", up.ID)
 			if _, err := e.Store.PutAvailabilities(ctx, catalog.SystemScope(), sid, "S1-P2", "S1-P2-O1", []catalog.Availability{{ID: id, SystemID: up.ID,
 				Start: up.LocalDateTimeStart.UTC(), End: up.LocalDateTimeEnd.UTC(), Capacity: 100}}); err != nil {
 				t.Fatal(err)
@@ -860,7 +860,7 @@ func TestHoldAndBook_ByTheCatalogsAvailabilityID(t *testing.T) {
 			if err != nil || b.Status != schemas.BookingOpen {
 				t.Fatalf("booking %+v %v", b, err)
 			}
-			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bs.Confirmed {
+			if st := e.sim.BookingStatus(BookingUUID(h.ID, 0)); st != bookingsystem.Confirmed {
 				t.Fatalf("simulator: %s, want CONFIRMED (the booking system's availability %s)", st, up.ID)
 			}
 		})
@@ -893,7 +893,7 @@ func TestCreateBooking_TicketsCarryTheContract(t *testing.T) {
 				t.Fatalf("booking %+v err %v", got, err)
 			}
 			format := "TEXT"
-			if dialect == bs.DialectOCTO {
+			if dialect == bookingsystem.DialectOCTO {
 				format = "QR_CODE"
 			}
 			for i, tk := range got.Tickets {

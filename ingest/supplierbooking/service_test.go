@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/booking"
-	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
+	"github.com/switchbackhq/switchback/processors/bookingchange"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -59,7 +59,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 					if err := svc.ReleaseHold(ctx, p, "req", h.ID); err != nil {
 						t.Fatal(err)
 					}
-					if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Expired) {
+					if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bookingsystem.Expired) {
 						t.Fatalf("simulator statuses %v, want EXPIRED (doc 3: cancelOrder of ON_HOLD)", st)
 					}
 					if got, err := svc.Hold(ctx, p, "req", h.ID); err != nil || got.Status != schemas.HoldReleased {
@@ -71,7 +71,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 				if err != nil || res.Accepted || res.Booking.Status != schemas.BookingOpen || len(res.Booking.Tickets) != wantTickets(dialect, h.Items) {
 					t.Fatalf("booking %+v err %v", res, err)
 				}
-				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Confirmed) {
+				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bookingsystem.Confirmed) {
 					t.Fatalf("simulator statuses %v, want CONFIRMED", st)
 				}
 				if got, err := svc.Booking(ctx, p, "req", "bk-svc"); err != nil || got.Booking.Status != schemas.BookingOpen {
@@ -81,7 +81,7 @@ func TestService_HoldBookGetCancelOnABookingSystemSupplier(t *testing.T) {
 				if err != nil || got.Booking.Status != schemas.BookingCancelled {
 					t.Fatalf("cancel %+v err %v", got, err)
 				}
-				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bs.Cancelled) {
+				if st := e.simStatuses(booking.PartnerID("hold", p.ChannelID, h.ID), 2); !all(st, bookingsystem.Cancelled) {
 					t.Fatalf("simulator statuses %v, want CANCELLED", st)
 				}
 				if rec := e.lastBookingChange(t); rec.Change != schemas.ChangeCanceled || rec.CanceledBy != schemas.CanceledByReseller {
@@ -105,10 +105,10 @@ func TestService_PendingBookingResolvesThroughThePoller(t *testing.T) {
 		wantSim      []string
 		wantCanceler string
 	}{
-		{"supplier accepts both", [2]bool{true, true}, schemas.BookingOpen, []string{bs.Confirmed, bs.Confirmed}, ""},
+		{"supplier accepts both", [2]bool{true, true}, schemas.BookingOpen, []string{bookingsystem.Confirmed, bookingsystem.Confirmed}, ""},
 		// All or nothing: the accepted one is cancelled when the other is
 		// rejected.
-		{"supplier rejects one", [2]bool{true, false}, schemas.BookingCancelled, []string{bs.Cancelled, bs.Rejected}, schemas.CanceledByPartner},
+		{"supplier rejects one", [2]bool{true, false}, schemas.BookingCancelled, []string{bookingsystem.Cancelled, bookingsystem.Rejected}, schemas.CanceledByPartner},
 	}
 	for _, dialect := range dialects {
 		for _, tt := range tests {
@@ -128,7 +128,7 @@ func TestService_PendingBookingResolvesThroughThePoller(t *testing.T) {
 				if _, err := svc.CancelBooking(ctx, p, "req-c", "bk-pending"); codeOf(err) != "CONFLICT" {
 					t.Fatalf("cancel while PENDING: %v, want CONFLICT", err)
 				}
-				poller := processorsbooking.NewPoller(processorsbooking.PollerOptions{Bookings: svc, Logger: e.Logger})
+				poller := bookingchange.NewPoller(bookingchange.PollerOptions{Bookings: svc, Logger: e.Logger})
 				poller.Poll(ctx) // nothing decided yet
 				if rec, _ := svc.Record(ctx, p.ChannelID, "bk-pending"); rec.Booking.Status != schemas.BookingPending || !rec.AwaitingTickets {
 					t.Fatalf("before the decision: %+v", rec)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 )
 
 // The state machine of spec doc 3, "States and transitions", as tables.
@@ -22,25 +22,25 @@ type move struct{ from, to string }
 // bookingMoves is doc 3's Booking table. ON_HOLD → EXPIRED is listed
 // twice there (hold lapses; cancellation released before confirmation).
 var bookingMoves = map[move]bool{
-	{New, bs.Rejected}:           true, // createBooking rejected
-	{New, bs.OnHold}:             true, // createBooking accepted
-	{bs.OnHold, bs.Expired}:      true, // hold lapses, or cancelled before confirmation
-	{bs.OnHold, bs.Confirmed}:    true, // confirmBooking accepted
-	{bs.OnHold, bs.Pending}:      true, // supplier acceptance pending: instantConfirmation false (orderExpect.instant)
-	{bs.Pending, bs.Rejected}:    true, // supplier decision: rejected
-	{bs.Pending, bs.Confirmed}:   true, // supplier decision: accepted
-	{bs.Confirmed, bs.Cancelled}: true, // cancellation confirmed
+	{New, bookingsystem.Rejected}:                      true, // createBooking rejected
+	{New, bookingsystem.OnHold}:                        true, // createBooking accepted
+	{bookingsystem.OnHold, bookingsystem.Expired}:      true, // hold lapses, or cancelled before confirmation
+	{bookingsystem.OnHold, bookingsystem.Confirmed}:    true, // confirmBooking accepted
+	{bookingsystem.OnHold, bookingsystem.Pending}:      true, // supplier acceptance pending: instantConfirmation false (orderExpect.instant)
+	{bookingsystem.Pending, bookingsystem.Rejected}:    true, // supplier decision: rejected
+	{bookingsystem.Pending, bookingsystem.Confirmed}:   true, // supplier decision: accepted
+	{bookingsystem.Confirmed, bookingsystem.Cancelled}: true, // cancellation confirmed
 }
 
 // orderMoves is doc 3's Order table. Its first row ("createBooking
 // rejected → REJECTED (booking)") moves a booking, not an order: a
 // rejected createBooking makes no order.
 var orderMoves = map[move]bool{
-	{New, bs.OnHold}:             true, // createBooking with a new orderId
-	{bs.OnHold, bs.Expired}:      true, // lapse, or cancelOrder before confirmation
-	{bs.OnHold, bs.Confirmed}:    true, // confirmOrder
-	{bs.OnHold, bs.Rejected}:     true, // confirmOrder fails
-	{bs.Confirmed, bs.Cancelled}: true, // cancelOrder
+	{New, bookingsystem.OnHold}:                        true, // createBooking with a new orderId
+	{bookingsystem.OnHold, bookingsystem.Expired}:      true, // lapse, or cancelOrder before confirmation
+	{bookingsystem.OnHold, bookingsystem.Confirmed}:    true, // confirmOrder
+	{bookingsystem.OnHold, bookingsystem.Rejected}:     true, // confirmOrder fails
+	{bookingsystem.Confirmed, bookingsystem.Cancelled}: true, // cancelOrder
 }
 
 // BookingTransition reports whether doc 3 lists from → to for a booking
@@ -64,11 +64,11 @@ func OrderTransition(from, to string) bool { return orderMoves[move{from, to}] }
 // half way leaves, see OrderStatusOf). REJECTED bookings never held
 // anything and may sit in any order.
 var orderBookings = map[string][]string{
-	bs.OnHold:    {bs.OnHold, bs.Expired, bs.Rejected},
-	bs.Confirmed: {bs.Confirmed, bs.Pending, bs.Rejected, bs.Cancelled},
-	bs.Cancelled: {bs.Cancelled, bs.Rejected},
-	bs.Expired:   {bs.Expired, bs.Rejected},
-	bs.Rejected:  {bs.OnHold, bs.Expired, bs.Rejected, bs.Cancelled},
+	bookingsystem.OnHold:    {bookingsystem.OnHold, bookingsystem.Expired, bookingsystem.Rejected},
+	bookingsystem.Confirmed: {bookingsystem.Confirmed, bookingsystem.Pending, bookingsystem.Rejected, bookingsystem.Cancelled},
+	bookingsystem.Cancelled: {bookingsystem.Cancelled, bookingsystem.Rejected},
+	bookingsystem.Expired:   {bookingsystem.Expired, bookingsystem.Rejected},
+	bookingsystem.Rejected:  {bookingsystem.OnHold, bookingsystem.Expired, bookingsystem.Rejected, bookingsystem.Cancelled},
 }
 
 // OrderStatusOf is the status of bookings seen as one order, for a
@@ -85,21 +85,21 @@ var orderBookings = map[string][]string{
 // lapsed one: a confirmation still running, or one whose revert failed)
 // is CONFIRMED, and BookingsAgree refuses it like any order of a v2
 // booking system whose bookings disagree.
-func OrderStatusOf(bookings []bs.Booking) string {
+func OrderStatusOf(bookings []bookingsystem.Booking) string {
 	has := func(sts ...string) bool {
-		return slices.ContainsFunc(bookings, func(b bs.Booking) bool { return slices.Contains(sts, b.Status) })
+		return slices.ContainsFunc(bookings, func(b bookingsystem.Booking) bool { return slices.Contains(sts, b.Status) })
 	}
 	switch {
-	case has(bs.Confirmed, bs.Pending):
-		return bs.Confirmed
-	case has(bs.OnHold):
-		return bs.OnHold
-	case has(bs.Cancelled) && has(bs.Expired):
-		return bs.Rejected
-	case has(bs.Cancelled):
-		return bs.Cancelled
+	case has(bookingsystem.Confirmed, bookingsystem.Pending):
+		return bookingsystem.Confirmed
+	case has(bookingsystem.OnHold):
+		return bookingsystem.OnHold
+	case has(bookingsystem.Cancelled) && has(bookingsystem.Expired):
+		return bookingsystem.Rejected
+	case has(bookingsystem.Cancelled):
+		return bookingsystem.Cancelled
 	}
-	return bs.Expired
+	return bookingsystem.Expired
 }
 
 // BookingsAgree reports whether a booking of an order may have status
@@ -196,7 +196,7 @@ type orderExpect struct {
 // checkOrder checks an order answer: the order's and every booking's move
 // (doc 3 tables), the statuses that must follow the call, the bookings'
 // agreement with the order's status and that the order is the hold's.
-func checkOrder(o bs.Order, exp orderExpect) error {
+func checkOrder(o bookingsystem.Order, exp orderExpect) error {
 	if exp.order != nil && !exp.order.reachesOrder(o.Status) {
 		return &refusal{rule: RuleTransition, item: "order", id: o.ID, from: exp.order[0], to: o.Status}
 	}
@@ -217,7 +217,7 @@ func checkOrder(o bs.Order, exp orderExpect) error {
 		if exp.bookingsAfter != nil && !slices.Contains(exp.bookingsAfter, b.Status) {
 			return &refusal{rule: RulePostcondition, item: "booking", id: b.UUID, to: b.Status}
 		}
-		if b.Status == bs.Pending && exp.instant[b.ProductID] {
+		if b.Status == bookingsystem.Pending && exp.instant[b.ProductID] {
 			return &refusal{rule: RuleInstant, item: "booking", id: b.UUID, from: p.first(), to: b.Status}
 		}
 	}
@@ -238,7 +238,7 @@ func checkOrder(o bs.Order, exp orderExpect) error {
 
 // checkBooking checks one booking answer: its move from p and the statuses
 // the call must lead to.
-func checkBooking(b bs.Booking, p prior, after []string) error {
+func checkBooking(b bookingsystem.Booking, p prior, after []string) error {
 	if p != nil && !p.reaches(b.Status) {
 		return &refusal{rule: RuleTransition, item: "booking", id: b.UUID, from: p[0], to: b.Status}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/booking"
 )
 
@@ -18,29 +18,29 @@ func TestBookingTransition_DocThreeTableOnly(t *testing.T) {
 		want     bool
 	}{
 		// Every row of doc 3's Booking table.
-		{"createBooking rejected", New, bs.Rejected, true},
-		{"createBooking accepted", New, bs.OnHold, true},
-		{"hold lapses or released before confirmation", bs.OnHold, bs.Expired, true},
-		{"confirmBooking accepted", bs.OnHold, bs.Confirmed, true},
-		{"supplier acceptance pending", bs.OnHold, bs.Pending, true},
-		{"supplier decision rejected", bs.Pending, bs.Rejected, true},
-		{"supplier decision accepted", bs.Pending, bs.Confirmed, true},
-		{"cancellation confirmed", bs.Confirmed, bs.Cancelled, true},
+		{"createBooking rejected", New, bookingsystem.Rejected, true},
+		{"createBooking accepted", New, bookingsystem.OnHold, true},
+		{"hold lapses or released before confirmation", bookingsystem.OnHold, bookingsystem.Expired, true},
+		{"confirmBooking accepted", bookingsystem.OnHold, bookingsystem.Confirmed, true},
+		{"supplier acceptance pending", bookingsystem.OnHold, bookingsystem.Pending, true},
+		{"supplier decision rejected", bookingsystem.Pending, bookingsystem.Rejected, true},
+		{"supplier decision accepted", bookingsystem.Pending, bookingsystem.Confirmed, true},
+		{"cancellation confirmed", bookingsystem.Confirmed, bookingsystem.Cancelled, true},
 		// A sample of what no row lists.
-		{"new straight to confirmed", New, bs.Confirmed, false},
-		{"new straight to pending", New, bs.Pending, false},
-		{"held booking cancelled (it expires)", bs.OnHold, bs.Cancelled, false},
-		{"held booking rejected (only orders are)", bs.OnHold, bs.Rejected, false},
-		{"confirmed back on hold", bs.Confirmed, bs.OnHold, false},
-		{"confirmed expires", bs.Confirmed, bs.Expired, false},
-		{"pending cancelled", bs.Pending, bs.Cancelled, false},
-		{"pending expires", bs.Pending, bs.Expired, false},
-		{"expired revived", bs.Expired, bs.OnHold, false},
-		{"expired confirmed", bs.Expired, bs.Confirmed, false},
-		{"rejected confirmed", bs.Rejected, bs.Confirmed, false},
-		{"cancelled confirmed again", bs.Cancelled, bs.Confirmed, false},
-		{"staying is not a transition", bs.OnHold, bs.OnHold, false},
-		{"unknown status", bs.OnHold, "MAYBE", false},
+		{"new straight to confirmed", New, bookingsystem.Confirmed, false},
+		{"new straight to pending", New, bookingsystem.Pending, false},
+		{"held booking cancelled (it expires)", bookingsystem.OnHold, bookingsystem.Cancelled, false},
+		{"held booking rejected (only orders are)", bookingsystem.OnHold, bookingsystem.Rejected, false},
+		{"confirmed back on hold", bookingsystem.Confirmed, bookingsystem.OnHold, false},
+		{"confirmed expires", bookingsystem.Confirmed, bookingsystem.Expired, false},
+		{"pending cancelled", bookingsystem.Pending, bookingsystem.Cancelled, false},
+		{"pending expires", bookingsystem.Pending, bookingsystem.Expired, false},
+		{"expired revived", bookingsystem.Expired, bookingsystem.OnHold, false},
+		{"expired confirmed", bookingsystem.Expired, bookingsystem.Confirmed, false},
+		{"rejected confirmed", bookingsystem.Rejected, bookingsystem.Confirmed, false},
+		{"cancelled confirmed again", bookingsystem.Cancelled, bookingsystem.Confirmed, false},
+		{"staying is not a transition", bookingsystem.OnHold, bookingsystem.OnHold, false},
+		{"unknown status", bookingsystem.OnHold, "MAYBE", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,20 +57,20 @@ func TestOrderTransition_DocThreeTableOnly(t *testing.T) {
 		from, to string
 		want     bool
 	}{
-		{"createBooking with a new orderId", New, bs.OnHold, true},
-		{"lapse or cancelOrder before confirmation", bs.OnHold, bs.Expired, true},
-		{"confirmOrder", bs.OnHold, bs.Confirmed, true},
-		{"confirmOrder fails", bs.OnHold, bs.Rejected, true},
-		{"cancelOrder of a confirmed order", bs.Confirmed, bs.Cancelled, true},
-		{"a rejected createBooking makes no order", New, bs.Rejected, false},
-		{"new straight to confirmed", New, bs.Confirmed, false},
-		{"held order cancelled (it expires)", bs.OnHold, bs.Cancelled, false},
-		{"confirmed expires", bs.Confirmed, bs.Expired, false},
-		{"confirmed rejected", bs.Confirmed, bs.Rejected, false},
-		{"expired revived", bs.Expired, bs.OnHold, false},
-		{"rejected confirmed", bs.Rejected, bs.Confirmed, false},
-		{"cancelled confirmed", bs.Cancelled, bs.Confirmed, false},
-		{"pending is not an order status", bs.OnHold, bs.Pending, false},
+		{"createBooking with a new orderId", New, bookingsystem.OnHold, true},
+		{"lapse or cancelOrder before confirmation", bookingsystem.OnHold, bookingsystem.Expired, true},
+		{"confirmOrder", bookingsystem.OnHold, bookingsystem.Confirmed, true},
+		{"confirmOrder fails", bookingsystem.OnHold, bookingsystem.Rejected, true},
+		{"cancelOrder of a confirmed order", bookingsystem.Confirmed, bookingsystem.Cancelled, true},
+		{"a rejected createBooking makes no order", New, bookingsystem.Rejected, false},
+		{"new straight to confirmed", New, bookingsystem.Confirmed, false},
+		{"held order cancelled (it expires)", bookingsystem.OnHold, bookingsystem.Cancelled, false},
+		{"confirmed expires", bookingsystem.Confirmed, bookingsystem.Expired, false},
+		{"confirmed rejected", bookingsystem.Confirmed, bookingsystem.Rejected, false},
+		{"expired revived", bookingsystem.Expired, bookingsystem.OnHold, false},
+		{"rejected confirmed", bookingsystem.Rejected, bookingsystem.Confirmed, false},
+		{"cancelled confirmed", bookingsystem.Cancelled, bookingsystem.Confirmed, false},
+		{"pending is not an order status", bookingsystem.OnHold, bookingsystem.Pending, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,24 +86,24 @@ func TestBookingsAgree_AllOrNothing(t *testing.T) {
 		order, booking string
 		want           bool
 	}{
-		{bs.OnHold, bs.OnHold, true},
-		{bs.OnHold, bs.Expired, true}, // one booking's own hold lapsed
-		{bs.OnHold, bs.Confirmed, false},
-		{bs.OnHold, bs.Pending, false},
-		{bs.Confirmed, bs.Confirmed, true},
-		{bs.Confirmed, bs.Pending, true},
-		{bs.Confirmed, bs.Rejected, true}, // supplier's decision on a PENDING one
-		{bs.Confirmed, bs.OnHold, false},
-		{bs.Confirmed, bs.Expired, false},
-		{bs.Cancelled, bs.Cancelled, true},
-		{bs.Cancelled, bs.Confirmed, false},
-		{bs.Cancelled, bs.Pending, false},
-		{bs.Expired, bs.Expired, true},
-		{bs.Expired, bs.OnHold, false},
-		{bs.Rejected, bs.Expired, true},
-		{bs.Rejected, bs.Cancelled, true}, // a confirmation reverted ("discarded or reverted")
-		{bs.Rejected, bs.Confirmed, false},
-		{bs.Rejected, bs.Pending, false},
+		{bookingsystem.OnHold, bookingsystem.OnHold, true},
+		{bookingsystem.OnHold, bookingsystem.Expired, true}, // one booking's own hold lapsed
+		{bookingsystem.OnHold, bookingsystem.Confirmed, false},
+		{bookingsystem.OnHold, bookingsystem.Pending, false},
+		{bookingsystem.Confirmed, bookingsystem.Confirmed, true},
+		{bookingsystem.Confirmed, bookingsystem.Pending, true},
+		{bookingsystem.Confirmed, bookingsystem.Rejected, true}, // supplier's decision on a PENDING one
+		{bookingsystem.Confirmed, bookingsystem.OnHold, false},
+		{bookingsystem.Confirmed, bookingsystem.Expired, false},
+		{bookingsystem.Cancelled, bookingsystem.Cancelled, true},
+		{bookingsystem.Cancelled, bookingsystem.Confirmed, false},
+		{bookingsystem.Cancelled, bookingsystem.Pending, false},
+		{bookingsystem.Expired, bookingsystem.Expired, true},
+		{bookingsystem.Expired, bookingsystem.OnHold, false},
+		{bookingsystem.Rejected, bookingsystem.Expired, true},
+		{bookingsystem.Rejected, bookingsystem.Cancelled, true}, // a confirmation reverted ("discarded or reverted")
+		{bookingsystem.Rejected, bookingsystem.Confirmed, false},
+		{bookingsystem.Rejected, bookingsystem.Pending, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.order+" holds "+tt.booking, func(t *testing.T) {
@@ -121,26 +121,26 @@ func TestOrderStatusOf_OCTOBookingsAsOneOrder(t *testing.T) {
 		want     string
 		agree    bool // BookingsAgree for every booking
 	}{
-		{"all held", []string{bs.OnHold, bs.OnHold}, bs.OnHold, true},
-		{"one lapsed", []string{bs.OnHold, bs.Expired}, bs.OnHold, true},
-		{"all released or lapsed", []string{bs.Expired, bs.Expired}, bs.Expired, true},
-		{"rejected at creation", []string{bs.Rejected}, bs.Expired, true},
-		{"all confirmed", []string{bs.Confirmed, bs.Confirmed}, bs.Confirmed, true},
-		{"confirmed, one pending", []string{bs.Confirmed, bs.Pending}, bs.Confirmed, true},
-		{"pending one rejected by the supplier", []string{bs.Confirmed, bs.Rejected}, bs.Confirmed, true},
-		{"all cancelled", []string{bs.Cancelled, bs.Cancelled}, bs.Cancelled, true},
-		{"cancelled beside a rejected one", []string{bs.Cancelled, bs.Rejected}, bs.Cancelled, true},
-		{"confirmation failed half way, reverted", []string{bs.Cancelled, bs.Expired, bs.Expired}, bs.Rejected, true},
+		{"all held", []string{bookingsystem.OnHold, bookingsystem.OnHold}, bookingsystem.OnHold, true},
+		{"one lapsed", []string{bookingsystem.OnHold, bookingsystem.Expired}, bookingsystem.OnHold, true},
+		{"all released or lapsed", []string{bookingsystem.Expired, bookingsystem.Expired}, bookingsystem.Expired, true},
+		{"rejected at creation", []string{bookingsystem.Rejected}, bookingsystem.Expired, true},
+		{"all confirmed", []string{bookingsystem.Confirmed, bookingsystem.Confirmed}, bookingsystem.Confirmed, true},
+		{"confirmed, one pending", []string{bookingsystem.Confirmed, bookingsystem.Pending}, bookingsystem.Confirmed, true},
+		{"pending one rejected by the supplier", []string{bookingsystem.Confirmed, bookingsystem.Rejected}, bookingsystem.Confirmed, true},
+		{"all cancelled", []string{bookingsystem.Cancelled, bookingsystem.Cancelled}, bookingsystem.Cancelled, true},
+		{"cancelled beside a rejected one", []string{bookingsystem.Cancelled, bookingsystem.Rejected}, bookingsystem.Cancelled, true},
+		{"confirmation failed half way, reverted", []string{bookingsystem.Cancelled, bookingsystem.Expired, bookingsystem.Expired}, bookingsystem.Rejected, true},
 		// What all or nothing forbids: refused, never mapped.
-		{"confirmed beside a held one", []string{bs.Confirmed, bs.OnHold}, bs.Confirmed, false},
-		{"confirmed beside a lapsed one", []string{bs.Confirmed, bs.Expired}, bs.Confirmed, false},
-		{"cancelled beside a held one", []string{bs.Cancelled, bs.OnHold}, bs.OnHold, false},
+		{"confirmed beside a held one", []string{bookingsystem.Confirmed, bookingsystem.OnHold}, bookingsystem.Confirmed, false},
+		{"confirmed beside a lapsed one", []string{bookingsystem.Confirmed, bookingsystem.Expired}, bookingsystem.Confirmed, false},
+		{"cancelled beside a held one", []string{bookingsystem.Cancelled, bookingsystem.OnHold}, bookingsystem.OnHold, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var bks []bs.Booking
+			var bks []bookingsystem.Booking
 			for _, st := range tt.bookings {
-				bks = append(bks, bs.Booking{Status: st})
+				bks = append(bks, bookingsystem.Booking{Status: st})
 			}
 			got, agree := OrderStatusOf(bks), true
 			for _, b := range bks {
@@ -156,43 +156,43 @@ func TestOrderStatusOf_OCTOBookingsAsOneOrder(t *testing.T) {
 func TestCheckOrder_RefusesWhatDocThreeDoesNotAllow(t *testing.T) {
 	const hold = "h-1"
 	u0, u1 := BookingUUID(hold, 0), BookingUUID(hold, 1)
-	order := func(st string, bsts ...string) bs.Order {
-		o := bs.Order{ID: OrderID(hold), Status: st}
+	order := func(st string, bsts ...string) bookingsystem.Order {
+		o := bookingsystem.Order{ID: OrderID(hold), Status: st}
 		for i, s := range bsts {
-			o.Bookings = append(o.Bookings, bs.Booking{UUID: BookingUUID(hold, i), Status: s, ProductID: "P" + strconv.Itoa(i)})
+			o.Bookings = append(o.Bookings, bookingsystem.Booking{UUID: BookingUUID(hold, i), Status: s, ProductID: "P" + strconv.Itoa(i)})
 		}
 		return o
 	}
-	held := map[string]prior{u0: {bs.OnHold}, u1: {bs.OnHold}}
+	held := map[string]prior{u0: {bookingsystem.OnHold}, u1: {bookingsystem.OnHold}}
 	tests := []struct {
 		name     string
-		o        bs.Order
+		o        bookingsystem.Order
 		exp      orderExpect
 		wantRule string // "" accepted
 	}{
-		{"confirm of a held order", order(bs.Confirmed, bs.Confirmed, bs.Pending),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, bookingsAfter: []string{bs.Confirmed, bs.Pending}}, ""},
-		{"confirm answering PENDING for a product confirmed instantly", order(bs.Confirmed, bs.Confirmed, bs.Pending),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, instant: map[string]bool{"P1": true}}, RuleInstant},
-		{"confirm answering PENDING, another product confirmed instantly", order(bs.Confirmed, bs.Confirmed, bs.Pending),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}, instant: map[string]bool{"P0": true}}, ""},
-		{"confirm leaving a booking held", order(bs.Confirmed, bs.Confirmed, bs.OnHold),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}}, RuleDisagree},
-		{"confirm answering the order still held", order(bs.OnHold, bs.OnHold, bs.OnHold),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Confirmed}}, RulePostcondition},
-		{"cancel of a held order answering CANCELLED", order(bs.Cancelled, bs.Cancelled, bs.Cancelled),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Expired}}, RuleTransition},
-		{"cancel of a held order", order(bs.Expired, bs.Expired, bs.Expired),
-			orderExpect{holdID: hold, order: prior{bs.OnHold}, bookings: held, after: []string{bs.Expired}, bookingsAfter: []string{bs.Expired, bs.Rejected}}, ""},
-		{"a confirmed booking moved back on hold", order(bs.OnHold, bs.OnHold),
-			orderExpect{holdID: hold, order: prior{bs.Confirmed}, otherBookings: prior{bs.Confirmed}}, RuleTransition},
-		{"pending resolved", order(bs.Confirmed, bs.Confirmed, bs.Rejected),
-			orderExpect{holdID: hold, order: prior{bs.Confirmed}, otherBookings: prior{bs.Pending, bs.Confirmed}}, ""},
-		{"an open booking's part rejected", order(bs.Confirmed, bs.Confirmed, bs.Rejected),
-			orderExpect{holdID: hold, order: prior{bs.Confirmed}, otherBookings: prior{bs.Confirmed}}, RuleTransition},
-		{"a booking that is not the hold's", bs.Order{ID: OrderID(hold), Status: bs.OnHold, Bookings: []bs.Booking{{UUID: BookingUUID("other", 0), Status: bs.OnHold}}},
+		{"confirm of a held order", order(bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.Pending),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Confirmed}, bookingsAfter: []string{bookingsystem.Confirmed, bookingsystem.Pending}}, ""},
+		{"confirm answering PENDING for a product confirmed instantly", order(bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.Pending),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Confirmed}, instant: map[string]bool{"P1": true}}, RuleInstant},
+		{"confirm answering PENDING, another product confirmed instantly", order(bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.Pending),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Confirmed}, instant: map[string]bool{"P0": true}}, ""},
+		{"confirm leaving a booking held", order(bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.OnHold),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Confirmed}}, RuleDisagree},
+		{"confirm answering the order still held", order(bookingsystem.OnHold, bookingsystem.OnHold, bookingsystem.OnHold),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Confirmed}}, RulePostcondition},
+		{"cancel of a held order answering CANCELLED", order(bookingsystem.Cancelled, bookingsystem.Cancelled, bookingsystem.Cancelled),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Expired}}, RuleTransition},
+		{"cancel of a held order", order(bookingsystem.Expired, bookingsystem.Expired, bookingsystem.Expired),
+			orderExpect{holdID: hold, order: prior{bookingsystem.OnHold}, bookings: held, after: []string{bookingsystem.Expired}, bookingsAfter: []string{bookingsystem.Expired, bookingsystem.Rejected}}, ""},
+		{"a confirmed booking moved back on hold", order(bookingsystem.OnHold, bookingsystem.OnHold),
+			orderExpect{holdID: hold, order: prior{bookingsystem.Confirmed}, otherBookings: prior{bookingsystem.Confirmed}}, RuleTransition},
+		{"pending resolved", order(bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.Rejected),
+			orderExpect{holdID: hold, order: prior{bookingsystem.Confirmed}, otherBookings: prior{bookingsystem.Pending, bookingsystem.Confirmed}}, ""},
+		{"an open booking's part rejected", order(bookingsystem.Confirmed, bookingsystem.Confirmed, bookingsystem.Rejected),
+			orderExpect{holdID: hold, order: prior{bookingsystem.Confirmed}, otherBookings: prior{bookingsystem.Confirmed}}, RuleTransition},
+		{"a booking that is not the hold's", bookingsystem.Order{ID: OrderID(hold), Status: bookingsystem.OnHold, Bookings: []bookingsystem.Booking{{UUID: BookingUUID("other", 0), Status: bookingsystem.OnHold}}},
 			orderExpect{holdID: hold}, RuleStray},
-		{"a booking twice", bs.Order{ID: OrderID(hold), Status: bs.OnHold, Bookings: []bs.Booking{{UUID: u0, Status: bs.OnHold}, {UUID: u0, Status: bs.OnHold}}},
+		{"a booking twice", bookingsystem.Order{ID: OrderID(hold), Status: bookingsystem.OnHold, Bookings: []bookingsystem.Booking{{UUID: u0, Status: bookingsystem.OnHold}, {UUID: u0, Status: bookingsystem.OnHold}}},
 			orderExpect{holdID: hold}, RuleStray},
 	}
 	for _, tt := range tests {

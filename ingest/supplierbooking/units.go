@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	bs "github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/ingest/bookingsystem"
 	"github.com/switchbackhq/switchback/internal/platform/flight"
 )
 
@@ -41,7 +41,7 @@ type unitKey struct{ system, supplier, product string }
 // unitEntry is a product's option units (options nil: the booking system
 // does not offer the product), read at at.
 type unitEntry struct {
-	options map[string][]bs.Unit
+	options map[string][]bookingsystem.Unit
 	at      time.Time
 }
 
@@ -53,7 +53,7 @@ type unitCache struct {
 
 // systemKey tells booking systems apart: a supplier whose connection
 // changed reads its units again.
-func systemKey(conn bs.Connection) string { return conn.Dialect + "\x00" + conn.Endpoint }
+func systemKey(conn bookingsystem.Connection) string { return conn.Dialect + "\x00" + conn.Endpoint }
 
 func (c *unitCache) get(k unitKey, now time.Time) (unitEntry, bool) {
 	c.mu.Lock()
@@ -105,7 +105,7 @@ func (r *Router) productUnits(ctx context.Context, s supplier, pid string, fresh
 		}
 	}
 	fkey := "v2\x00" + sys + "\x00" + s.sup.ID
-	if s.conn.Dialect == bs.DialectOCTO {
+	if s.conn.Dialect == bookingsystem.DialectOCTO {
 		fkey = "octo\x00" + sys + "\x00" + s.sup.ID + "\x00" + pid
 	}
 	call, _ := r.units.flights.Do(fkey, func() (map[string]unitEntry, error) {
@@ -139,10 +139,10 @@ func (r *Router) readUnits(ctx context.Context, s supplier, pid string) (map[str
 	now := r.opts.Clock()
 	sys := systemKey(s.conn)
 	out := map[string]unitEntry{}
-	if s.conn.Dialect == bs.DialectOCTO {
+	if s.conn.Dialect == bookingsystem.DialectOCTO {
 		p, ps, err := r.opts.BookingSystem.Product(ctx, s.conn, s.sup.ID, pid, nil)
 		switch {
-		case errors.Is(err, bs.ErrNotFound) || (err == nil && ps != nil):
+		case errors.Is(err, bookingsystem.ErrNotFound) || (err == nil && ps != nil):
 			out[pid] = unitEntry{at: now}
 		case err != nil:
 			return nil, fmt.Errorf("product %s of %s: %w", pid, s.sup.ID, err)
@@ -167,8 +167,8 @@ func (r *Router) readUnits(ctx context.Context, s supplier, pid string) (map[str
 	return out, nil
 }
 
-func optionsOf(p bs.Product) map[string][]bs.Unit {
-	m := make(map[string][]bs.Unit, len(p.Options))
+func optionsOf(p bookingsystem.Product) map[string][]bookingsystem.Unit {
+	m := make(map[string][]bookingsystem.Unit, len(p.Options))
 	for _, o := range p.Options {
 		if len(o.Units) > 0 {
 			m[o.ID] = o.Units
@@ -194,7 +194,7 @@ func (r *Router) unitLookup(s supplier) *unitLookup {
 
 // option is the units of option oid of product pid (none: the booking
 // system does not offer it), read again once when the ones kept lack it.
-func (l *unitLookup) option(ctx context.Context, pid, oid string) ([]bs.Unit, error) {
+func (l *unitLookup) option(ctx context.Context, pid, oid string) ([]bookingsystem.Unit, error) {
 	e, err := l.r.productUnits(ctx, l.s, pid, false)
 	if err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (l *unitLookup) option(ctx context.Context, pid, oid string) ([]bs.Unit, er
 // the booking system refused a createBooking that named them; ok is false
 // when they are not read again (this operation read them already, or they
 // are younger than unitsMinAge) or lack the option.
-func (l *unitLookup) refreshed(ctx context.Context, pid, oid string) ([]bs.Unit, bool) {
+func (l *unitLookup) refreshed(ctx context.Context, pid, oid string) ([]bookingsystem.Unit, bool) {
 	e, err := l.r.productUnits(ctx, l.s, pid, false)
 	if err != nil {
 		return nil, false

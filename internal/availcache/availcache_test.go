@@ -212,7 +212,7 @@ func TestPartnerDown_NoEntryIs503_StaleEntryServed(t *testing.T) {
 
 // TestLoad_EntriesAreTheCachedAnswersOfTheBoundRates: Load gives, per
 // bound rate in id order, the cached JSON array as stored (what
-// query/availability writes out without decoding), its decoded form, and
+// query/availapi writes out without decoding), its decoded form, and
 // the partner's retrieved and expires; a second Load is served from the
 // cache with the same bytes.
 func TestLoad_EntriesAreTheCachedAnswersOfTheBoundRates(t *testing.T) {

@@ -5,7 +5,7 @@
 // ingest/partner's client) once per key across the process (singleflight)
 // and across processes (a short Redis lock); the answer is written back and
 // published as a snapshot (schemas.Snapshot, schemas.SnapshotEventType)
-// for processors/availability to diff. A read waits Deadline for the
+// for processors/availchange to diff. A read waits Deadline for the
 // partner; past it, a stale entry that the partner has not expired is
 // served (and the refresh finishes in the background), no usable entry is
 // ErrUnavailable.
@@ -18,14 +18,14 @@
 // supplier, operation, status, latency and outcome; never the connection's
 // URL, credentials or the partner's response text.
 //
-// Its readers: query/availability (the reseller's HTTP reads, Load),
-// query/octo (Lookup) and ingest/changerequest (an operator's change
+// Its readers: query/availapi (the reseller's HTTP reads, Load),
+// query/octo (Lookup) and ingest/changeworker (an operator's change
 // notification, Refresh). It is a domain package below the stages: it
 // imports none, and gets the partner's client through Partner, declared
 // here, and its failures' kinds through internal/partnerapi.
 //
-// It must not serve HTTP (query/availability does), diff or notify
-// (processors/availability does), nor write the catalog. Only rates bound
+// It must not serve HTTP (query/availapi does), diff or notify
+// (processors/availchange does), nor write the catalog. Only rates bound
 // to the reseller's channel are visible.
 package availcache
 

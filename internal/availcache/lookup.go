@@ -54,7 +54,7 @@ var errWindow = domainerr.New("BAD_REQUEST", "the availability window is empty o
 func (s *Service) MaxWindow() time.Duration { return s.opts.MaxWindow }
 
 // Load is the read of GET .../availabilities and .../availability
-// (query/availability): the entries of the rates of product pid that the
+// (query/availapi): the entries of the rates of product pid that the
 // channel sees (rid alone when given) for [start, end), as the cache holds
 // them, so that the caller writes them out without decoding. It is
 // Lookup without the window's bounds check (the caller has checked its

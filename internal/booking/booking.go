@@ -9,13 +9,13 @@
 // Kafka is the log of record (ARCHITECTURE.md): every change of a hold or
 // a booking is its full state as a schemas.Envelope on schemas.TopicHolds
 // or schemas.TopicBookings (compacted, keyed by id), published (acks=all)
-// before the versioned upsert into Redis (Apply) that processors/booking
+// before the versioned upsert into Redis (Apply) that processors/bookingchange
 // also runs for every record, so the writer reads its own write and a
 // replay rebuilds the same view. Writes of one hold or booking are
 // serialised by a lock in Redis.
 //
-// It must not know about HTTP (query/booking maps requests and errors),
-// nor produce notifications or history (processors/booking does, from the
+// It must not know about HTTP (query/bookingapi maps requests and errors),
+// nor produce notifications or history (processors/bookingchange does, from the
 // events). It never sees partner credentials (ingest/partner.Suppliers
 // and ingest/supplierbooking.Router resolve them).
 package booking
@@ -146,7 +146,7 @@ type Options struct {
 	// Default 15 min.
 	HoldTTL time.Duration
 	// PollLease is how long a claimed pending booking waits before it is
-	// polled again (processors/booking's poller). Default 2 s.
+	// polled again (processors/bookingchange's poller). Default 2 s.
 	PollLease time.Duration
 	// KeyPrefix of the Redis keys. Default "switchback:{booking}:" (one
 	// Redis Cluster slot: store.go).

@@ -266,7 +266,7 @@ func (s *Service) ownBooking(ctx context.Context, p principals.Principal, id str
 
 // Booking returns a booking of the principal's channel, first reconciled
 // with the partner (Refresh): a cancellation or tickets the partner has
-// are recorded (and notified by processors/booking). When the partner
+// are recorded (and notified by processors/bookingchange). When the partner
 // cannot answer, the recorded booking is returned.
 func (s *Service) Booking(ctx context.Context, p principals.Principal, reqID, id string) (Result, error) {
 	rec, err := s.ownBooking(ctx, p, id)
@@ -286,7 +286,7 @@ func (s *Service) Booking(ctx context.Context, p principals.Principal, reqID, id
 
 // CancelBooking cancels a booking of the principal's channel at the
 // partner (PUT /bookings/cancel/{id}) and records it CANCELLED, which
-// processors/booking turns into the booking canceled notification.
+// processors/bookingchange turns into the booking canceled notification.
 // Cancelling a cancelled booking returns it unchanged (no second
 // notification); a booking the partner marked cancelable=false is
 // CONFLICT.
@@ -341,7 +341,7 @@ func cancelled(rec *schemas.BookingRecord, now time.Time, by, reqID string) {
 // what changed there: a cancellation (change canceled, by the partner),
 // the tickets of an accepted booking (change tickets-added), another
 // status (change updated). It reports whether it recorded a change. The
-// booking poller of processors/booking calls it for bookings awaiting
+// booking poller of processors/bookingchange calls it for bookings awaiting
 // tickets. A booking whose supplier's connection changed since it was
 // made is not asked for (ErrConnectionChanged) and leaves the poller's
 // set: its tickets cannot come from another system.

@@ -4,18 +4,19 @@
 // (standard mode: products and availabilities; price-schedule mode: the
 // price schedule) from the operator's system. Requests are events on
 // schemas.TopicChangeRequest (one partition: first in, first out); a
-// Redis view answers the API (query/operator); ingest/changerequest's
+// Redis view answers the API (query/operator); ingest/changeworker's
 // worker takes them in order, has them refreshed, and records WAITING →
 // WORKING → SUCCEEDED / FAILED / PARTIAL_FAILURE with their timestamps.
 //
 // It must not know how a supplier's system is reached: that is the
-// worker's Syncer (ingest/changerequest.Refresher, wired by cmd/switchback/internal/app).
+// worker's Syncer (ingest/changeworker.Refresher, wired by cmd/switchback/internal/app).
 package changerequest
 
 import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/platform/domainerr"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Statuses (spec doc 3).
@@ -34,21 +35,17 @@ const (
 	ModePriceSchedule = "price-schedule"
 )
 
-// Event types on schemas.TopicChangeRequest: a request, then its status
-// changes, each with the whole record.
-const (
-	EventRequested = "changerequest.requested"
-	EventStatus    = "changerequest.status"
-)
+// EventRequested is schemas.ChangeRequestRequested, the type of a new
+// request's record, named here for ingest/changerequest's worker (which
+// works only those); schemas owns the topic's types and payload.
+const EventRequested = schemas.ChangeRequestRequested
 
 // DateLayout of StartDate and EndDate.
 const DateLayout = time.DateOnly
 
-// CreateRequest is what was asked (spec doc 3: createRequest).
-type CreateRequest struct {
-	SupplierID string `json:"supplierId"`
-	ProductID  string `json:"productId"`
-}
+// CreateRequest is what was asked (spec doc 3: createRequest), as the
+// topic's record carries it (schemas owns the payload).
+type CreateRequest = schemas.ChangeRequestCreate
 
 // Request is a change notification as the API shows it (spec doc 3,
 // "Change notification"), plus the window it covers and, once finished,
@@ -72,15 +69,11 @@ type Request struct {
 	Version int64 `json:"-"`
 }
 
-// record is Request on the topic and in Redis: every field.
-type record struct {
-	Request
-	Owner   string `json:"owner"`
-	Version int64  `json:"version"`
-}
-
-func (r Request) record() record  { return record{Request: r, Owner: r.Owner, Version: r.Version} }
-func (r record) request() Request { q := r.Request; q.Owner, q.Version = r.Owner, r.Version; return q }
+// record is r as the topic and the view hold it: every field, Owner and
+// Version included. A Go conversion: Request and schemas.ChangeRequest
+// have the same fields (their tags differ), so a field added to one and
+// not the other fails to compile.
+func (r Request) record() schemas.ChangeRequest { return schemas.ChangeRequest(r) }
 
 // Finished reports whether the request has its final status.
 func (r Request) Finished() bool {

@@ -138,24 +138,22 @@ func (s *Store) Create(ctx context.Context, in NewInput) (Request, error) {
 	r := Request{ID: uuid.NewString(), CreateRequest: CreateRequest{SupplierID: in.SupplierID, ProductID: in.ProductID},
 		Inserted: s.now().UTC().Truncate(time.Millisecond), Mode: in.Mode, Status: StatusWaiting,
 		StartDate: in.StartDate, EndDate: in.EndDate, Owner: in.Owner, Version: 1}
-	return r, s.commit(ctx, EventRequested, r)
+	return r, s.commit(ctx, schemas.ChangeRequestRequested, r)
 }
 
 // SetStatus records a status change of r (the next version).
 func (s *Store) SetStatus(ctx context.Context, r Request) (Request, error) {
 	r.Version++
-	return r, s.commit(ctx, EventStatus, r)
+	return r, s.commit(ctx, schemas.ChangeRequestStatusChanged, r)
 }
 
 // commit publishes the record, then applies it to the view (a failed
 // apply is repaired by the worker's consumer, which applies every record).
 func (s *Store) commit(ctx context.Context, typ string, r Request) error {
-	data, err := json.Marshal(r.record())
+	env, err := schemas.NewChangeRequestEvent(typ, r.record(), s.now(), "ingest/changerequest")
 	if err != nil {
 		return fmt.Errorf("encode change notification: %w", err)
 	}
-	env := schemas.Envelope{ID: uuid.NewString(), Type: typ, Key: r.ID, Version: r.Version, Time: s.now().UTC(),
-		Source: "ingest/changerequest", Data: data}
 	raw, err := json.Marshal(env)
 	if err != nil {
 		return err
@@ -202,22 +200,15 @@ func (s *Store) apply(ctx context.Context, r Request) error {
 // HandleMessage applies one record of the topic to the view (idempotent,
 // order-insensitive by version); the worker and Rebuild use it.
 func (s *Store) HandleMessage(ctx context.Context, m stream.Message) (Request, string, error) {
-	var env schemas.Envelope
-	if err := json.Unmarshal(m.Value, &env); err != nil {
-		return Request{}, "", fmt.Errorf("offset %d: %w", m.Offset, err)
+	rec, typ, err := schemas.DecodeChangeRequest(m.Value)
+	if err != nil {
+		return Request{}, typ, fmt.Errorf("offset %d: %w", m.Offset, err)
 	}
-	if env.Type != EventRequested && env.Type != EventStatus {
-		return Request{}, env.Type, fmt.Errorf("offset %d: unknown type %q", m.Offset, env.Type)
-	}
-	var rec record
-	if err := json.Unmarshal(env.Data, &rec); err != nil || rec.ID == "" || rec.Version <= 0 {
-		return Request{}, env.Type, fmt.Errorf("offset %d: unusable change notification record", m.Offset)
-	}
-	r := rec.request()
+	r := Request(rec)
 	if err := s.apply(ctx, r); err != nil {
-		return r, env.Type, unavailable("apply change notification", err)
+		return r, typ, unavailable("apply change notification", err)
 	}
-	return r, env.Type, nil
+	return r, typ, nil
 }
 
 // Rebuild applies the whole topic to the view (a fresh or flushed Redis).
@@ -242,11 +233,11 @@ func (s *Store) Get(ctx context.Context, owner, id string) (Request, error) {
 	if err != nil {
 		return Request{}, unavailable("read change notification", err)
 	}
-	var rec record
+	var rec schemas.ChangeRequest
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		return Request{}, fmt.Errorf("decode change notification %s: %w", id, err)
 	}
-	r := rec.request()
+	r := Request(rec)
 	if owner != "" && r.Owner != owner {
 		return Request{}, fmt.Errorf("change notification %s: %w", id, ErrNotFound)
 	}
@@ -294,11 +285,11 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Request, error) {
 		if !ok {
 			continue
 		}
-		var rec record
+		var rec schemas.ChangeRequest
 		if json.Unmarshal([]byte(str), &rec) != nil {
 			continue
 		}
-		r := rec.request()
+		r := Request(rec)
 		if !f.matches(r) {
 			continue
 		}

@@ -22,14 +22,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchbackhq/switchback/internal/platform/domainerr"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // Retention is how long a report is listed and found: spec doc 3, Limits
 // ("cron report history: 60 days") and rule 6 ("the past 60 days").
 const Retention = 60 * 24 * time.Hour
-
-// EventInserted is the envelope type of a report on the topic.
-const EventInserted = "cronreport.inserted"
 
 // Bounds of a report's errorReport: a supplier whose every availability
 // fails must not make a record larger than a Kafka message may be (1 MiB
@@ -51,16 +49,10 @@ const (
 )
 
 // ErrorItem is one element of errorReport: one error of the
-// synchronization (spec doc 3: "each element is one error"; its shape is
-// not shown). Message is the error as the synchronization reported it;
-// Entity and ID name the supplier, product, option or availability it is
-// about when the message names one ("option o-1: ..."), and are absent
-// otherwise.
-type ErrorItem struct {
-	Entity  string `json:"entity,omitempty"`
-	ID      string `json:"id,omitempty"`
-	Message string `json:"message"`
-}
+// synchronization, as ParseError reads it ("option o-1: ..." names its
+// entity). It is the topic's element (schemas owns the payload), named
+// here for the API and the callers that build reports.
+type ErrorItem = schemas.CronReportError
 
 // Summary is a cron report summary (spec doc 3): what GET /cron/reports
 // lists, without the errors.
@@ -93,31 +85,17 @@ type Report struct {
 // Items is how many records the synchronization read.
 func (r Report) Items() int { return r.Products + r.Options + r.Availabilities }
 
-// record is a Report on the topic and in Redis: every field.
-// InsertedMs lets the Redis script compare two records of one id.
-type record struct {
-	ID               int64       `json:"id"`
-	Inserted         time.Time   `json:"inserted"`
-	InsertedMs       int64       `json:"insertedMs"`
-	ExternalSystemID string      `json:"externalSystemID"`
-	ErrorCount       int         `json:"errorCount"`
-	ErrorReport      []ErrorItem `json:"errorReport,omitempty"`
-	RunID            string      `json:"runId"`
-	RequestKey       string      `json:"requestKey"`
-	Offset           int64       `json:"offset,omitempty"`
-	Began            time.Time   `json:"began"`
-	Products         int         `json:"products"`
-	Options          int         `json:"options"`
-	Availabilities   int         `json:"availabilities"`
-}
-
-func (r Report) record() record {
-	return record{ID: r.ID, Inserted: r.Inserted, InsertedMs: r.Inserted.UnixMilli(), ExternalSystemID: r.ExternalSystemID,
+// record is r as the topic and the view hold it: every field (a Go
+// conversion of each field, so a field added to one and not the other
+// fails to compile).
+func (r Report) record() schemas.CronReport {
+	return schemas.CronReport{ID: r.ID, Inserted: r.Inserted, InsertedMs: r.Inserted.UnixMilli(), ExternalSystemID: r.ExternalSystemID,
 		ErrorCount: r.ErrorCount, ErrorReport: r.ErrorReport, RunID: r.RunID, RequestKey: r.RequestKey, Offset: r.Offset, Began: r.Began,
 		Products: r.Products, Options: r.Options, Availabilities: r.Availabilities}
 }
 
-func (rec record) report() Report {
+// reportOf is the Report of a record of the topic or the view.
+func reportOf(rec schemas.CronReport) Report {
 	return Report{Summary: Summary{ID: rec.ID, Inserted: rec.Inserted, ExternalSystemID: rec.ExternalSystemID, ErrorCount: rec.ErrorCount},
 		ErrorReport: rec.ErrorReport, RunID: rec.RunID, RequestKey: rec.RequestKey, Offset: rec.Offset, Began: rec.Began,
 		Products: rec.Products, Options: rec.Options, Availabilities: rec.Availabilities}

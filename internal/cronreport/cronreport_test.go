@@ -296,10 +296,10 @@ func TestStore_HandleMessage_RejectsWhatIsNotAReport(t *testing.T) {
 	}{
 		{"not JSON", []byte("{")},
 		{"another type", env("something.else", `{"id":1,"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
-		{"no id", env(EventInserted, `{"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
-		{"negative id", env(EventInserted, `{"id":-3,"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
-		{"no supplier", env(EventInserted, `{"id":1,"inserted":"2026-01-01T00:00:00Z","requestKey":"k"}`)},
-		{"no request key", env(EventInserted, `{"id":1,"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
+		{"no id", env(schemas.CronReportInserted, `{"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
+		{"negative id", env(schemas.CronReportInserted, `{"id":-3,"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
+		{"no supplier", env(schemas.CronReportInserted, `{"id":1,"inserted":"2026-01-01T00:00:00Z","requestKey":"k"}`)},
+		{"no request key", env(schemas.CronReportInserted, `{"id":1,"externalSystemID":"s","inserted":"2026-01-01T00:00:00Z"}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
@@ -70,25 +69,19 @@ func unavailable(what string, err error) error {
 // it to the view. An error means it may or may not be on the topic: Put
 // again with the same report (a record twice is harmless, see apply).
 func (s *Store) Put(ctx context.Context, r Report) error {
-	if r.ID <= 0 || r.ExternalSystemID == "" || r.Inserted.IsZero() || r.RequestKey == "" {
-		return fmt.Errorf("cron report %d: id, externalSystemID, inserted and request key are required", r.ID)
-	}
 	rec := r.record()
-	data, err := json.Marshal(rec)
+	env, err := schemas.NewCronReportEvent(rec, "ingest/cronsync")
 	if err != nil {
-		return fmt.Errorf("encode cron report %d: %w", r.ID, err)
+		return err
 	}
-	key := strconv.FormatInt(r.ID, 10)
-	env := schemas.Envelope{ID: uuid.NewString(), Type: EventInserted, Key: key, Version: 1, Time: r.Inserted.UTC(),
-		Source: "ingest/cronsync", Data: data}
 	raw, err := json.Marshal(env)
 	if err != nil {
 		return fmt.Errorf("encode cron report %d: %w", r.ID, err)
 	}
-	if err := s.pub.Publish(ctx, stream.Message{Topic: schemas.TopicCronReports, Key: []byte(key), Value: raw, Time: env.Time}); err != nil {
+	if err := s.pub.Publish(ctx, stream.Message{Topic: schemas.TopicCronReports, Key: []byte(env.Key), Value: raw, Time: env.Time}); err != nil {
 		return unavailable("publish cron report", err)
 	}
-	if err := s.apply(ctx, rec, data); err != nil {
+	if err := s.apply(ctx, rec, env.Data); err != nil {
 		return fmt.Errorf("cron report %d published: %w: %w", r.ID, ErrNotApplied, unavailable("apply to the view", err))
 	}
 	return nil
@@ -136,7 +129,7 @@ end
 return 1
 `)
 
-func (s *Store) apply(ctx context.Context, rec record, data []byte) error {
+func (s *Store) apply(ctx context.Context, rec schemas.CronReport, data []byte) error {
 	now := s.now()
 	ttl := rec.Inserted.Add(Retention).Sub(now)
 	if ttl <= 0 {
@@ -153,16 +146,9 @@ var ErrUnusable = errors.New("unusable cron report record")
 // HandleMessage applies one record of the topic to the view (idempotent
 // and order-insensitive); Rebuild uses it, and so may a follower.
 func (s *Store) HandleMessage(ctx context.Context, m stream.Message) (Report, error) {
-	var env schemas.Envelope
-	if err := json.Unmarshal(m.Value, &env); err != nil {
+	rec, err := schemas.DecodeCronReport(m.Value)
+	if err != nil {
 		return Report{}, fmt.Errorf("offset %d: %w: %w", m.Offset, ErrUnusable, err)
-	}
-	if env.Type != EventInserted {
-		return Report{}, fmt.Errorf("offset %d: %w: type %q", m.Offset, ErrUnusable, env.Type)
-	}
-	var rec record
-	if err := json.Unmarshal(env.Data, &rec); err != nil || rec.ID <= 0 || rec.ExternalSystemID == "" || rec.Inserted.IsZero() || rec.RequestKey == "" {
-		return Report{}, fmt.Errorf("offset %d: %w", m.Offset, ErrUnusable)
 	}
 	rec.InsertedMs = rec.Inserted.UnixMilli()
 	data, err := json.Marshal(rec)
@@ -170,9 +156,9 @@ func (s *Store) HandleMessage(ctx context.Context, m stream.Message) (Report, er
 		return Report{}, err
 	}
 	if err := s.apply(ctx, rec, data); err != nil {
-		return rec.report(), unavailable("apply cron report", err)
+		return reportOf(rec), unavailable("apply cron report", err)
 	}
-	return rec.report(), nil
+	return reportOf(rec), nil
 }
 
 // Rebuild applies the whole topic to the view (a fresh or flushed Redis).
@@ -198,7 +184,7 @@ func (s *Store) Get(ctx context.Context, id int64) (Report, error) {
 	if err != nil {
 		return Report{}, unavailable("read cron report", err)
 	}
-	var rec record
+	var rec schemas.CronReport
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		// Not a record this code wrote: as good as absent (the worker may
 		// then write the id; the API answers 404), and logged.
@@ -208,7 +194,7 @@ func (s *Store) Get(ctx context.Context, id int64) (Report, error) {
 	if rec.Inserted.Before(s.cutoff()) {
 		return Report{}, fmt.Errorf("cron report %d: %w", id, ErrNotFound)
 	}
-	return rec.report(), nil
+	return reportOf(rec), nil
 }
 
 // ByRequest returns the report of a synchronization request (the run's
@@ -297,7 +283,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 		if !ok {
 			continue // expired between the two reads
 		}
-		var rec record
+		var rec schemas.CronReport
 		if json.Unmarshal([]byte(str), &rec) != nil || rec.Inserted.Before(cutoff) {
 			continue
 		}
@@ -305,7 +291,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Summary, error) {
 		if scope != nil && !slices.Contains(scope, rec.ExternalSystemID) {
 			continue
 		}
-		out = append(out, rec.report().Summary)
+		out = append(out, reportOf(rec).Summary)
 	}
 	return out, nil
 }

@@ -11,7 +11,7 @@
 // that a second rule of a type is 409 without a window (spec doc 1,
 // Behaviour rule 2), and a crash between the steps leaves only the marker.
 //
-// It must not know about HTTP: query/registry maps requests to these calls
+// It must not know about HTTP: query/registryapi maps requests to these calls
 // and this package's sentinel errors to statuses through their ErrorCode.
 // It must not send webhooks either: the dispatcher reads rules and metadata
 // through Rule, Rules, Metadata and RuleWithMetadata.

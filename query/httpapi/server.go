@@ -18,7 +18,7 @@
 // the X-Request-ID response header.
 //
 // It must not hold business rules: API packages (query/admin,
-// query/registry, ...) register handlers that decode a request, call a
+// query/registryapi, ...) register handlers that decode a request, call a
 // domain package and encode the answer. Handlers return errors and
 // apierror.From alone turns them into statuses.
 package httpapi

@@ -1,6 +1,6 @@
 // Package availcachetest is the availability cache's test fixture, shared
 // by the cache's own tests (internal/availcache) and the reseller reads'
-// (query/availability): a settable clock, a catalog of one partner
+// (query/availapi): a settable clock, a catalog of one partner
 // supplier, the partner simulator and a Redis of the test's own.
 //
 // It builds no availcache.Service (the cache's internal tests could not

@@ -225,7 +225,7 @@ func DecodeMessage(m stream.Message) (schemas.Envelope, bool, error) {
 
 // Rebuild applies every record of schemas.CatalogTopics() up to their current end: what
 // a process runs at start against a fresh or flushed Redis (the consumer
-// group of processors/catalog then carries on from its own offsets).
+// group of processors/catalogchange then carries on from its own offsets).
 // Unusable records are logged and skipped; Redis failures are retried
 // until ctx ends.
 func (s *Store) Rebuild(ctx context.Context, brokers []string) error {

@@ -12,7 +12,7 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Availability events are re-applied by processors/catalog at the rate
+// Availability events are re-applied by processors/catalogchange at the rate
 // operators push them (thousands a second), and decoding each set's
 // hundreds of slots only to encode them again for Redis was most of that
 // consumer's CPU. availRecordFast reads such a record in one pass without

@@ -443,7 +443,7 @@ func (s *Store) writeAvailBatch(ctx context.Context, batch []*availWrite) (retry
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.applyAndRelease(actx, calls, held, token); err != nil {
-		s.log.Warn("catalog: published availability changes not yet in Redis; processors/catalog will apply them",
+		s.log.Warn("catalog: published availability changes not yet in Redis; processors/catalogchange will apply them",
 			"changes", len(calls), "err", err)
 	} else {
 		held = nil // released with the apply

@@ -313,7 +313,7 @@ func (s *Store) ProductBinding(ctx context.Context, sc catalog.Scope, sid, pid, 
 
 // OwnsSupplier reports whether the operator principal operatorID owns the
 // supplier (false for an unknown supplier): the scope check of other
-// operator APIs (query/history's Ownership). One Redis round trip.
+// operator APIs (query/historyapi's Ownership). One Redis round trip.
 func (s *Store) OwnsSupplier(ctx context.Context, operatorID, supplierID string) (bool, error) {
 	if operatorID == "" || !catalog.ValidID(supplierID) {
 		return false, nil

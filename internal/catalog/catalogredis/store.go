@@ -9,7 +9,7 @@
 // through internal/platform/redislock), checks conflicts and scope under it,
 // publishes the full new state as a schemas.Envelope (acks=all) to the
 // entity's compacted topic, then applies that same envelope to Redis
-// through the versioned upsert that processors/catalog runs for every
+// through the versioned upsert that processors/catalogchange runs for every
 // record (Apply), so the writer reads its own write and a replay of the
 // topics rebuilds the same view. Every event also records what it
 // replaced (Event.Prior, Event.PriorBinding): the writer applies before
@@ -21,7 +21,7 @@
 // It must not know about HTTP (query/channel, query/operator and
 // query/reseller map requests to these calls, and the sentinel errors of
 // internal/catalog to statuses through their ErrorCode), and it must not
-// produce notifications: that is processors/catalog. It never logs or
+// produce notifications: that is processors/catalogchange. It never logs or
 // renders supplier credentials.
 package catalogredis
 

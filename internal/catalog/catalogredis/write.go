@@ -65,7 +65,7 @@ func (s *Store) timestamp() time.Time { return s.now().UTC().Truncate(time.Micro
 // commit publishes the changes (one Publish, acks=all), then applies them
 // to Redis, unless the views were lost since l was taken (Fence). A publish failure changes nothing we know of and is
 // ErrUnavailable; an apply failure after the publish is logged only: the
-// change happened (the topic is the record) and processors/catalog
+// change happened (the topic is the record) and processors/catalogchange
 // applies it.
 func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error {
 	if len(changes) == 0 {
@@ -103,7 +103,7 @@ func (s *Store) commit(ctx context.Context, l heldLock, changes []change) error 
 		evs[i] = &changes[i].ev
 	}
 	if _, err := s.applyEvents(actx, envs, evs); err != nil {
-		s.log.Warn("catalog: published changes not yet in Redis; processors/catalog will apply them",
+		s.log.Warn("catalog: published changes not yet in Redis; processors/catalogchange will apply them",
 			"changes", len(changes), "firstKey", envs[0].Key, "err", err)
 	}
 	return nil

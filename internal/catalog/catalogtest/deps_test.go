@@ -64,8 +64,8 @@ func TestLayout_IngestAndProcessorTestsDoNotStartTheQueryTier(t *testing.T) {
 	}
 	slices.Sort(checked)
 	// These used the HTTP fixture before the split; each must still be seen.
-	for _, p := range []string{"ingest/bookingsync", "ingest/changerequest", "ingest/cronsync", "ingest/supplierbooking",
-		"processors/availability", "processors/catalog"} {
+	for _, p := range []string{"ingest/bookingsync", "ingest/changeworker", "ingest/cronsync", "ingest/supplierbooking",
+		"processors/availchange", "processors/catalogchange"} {
 		if !slices.Contains(checked, mod+"/"+p+".test") {
 			t.Errorf("%s.test not among the test binaries checked: %v", p, checked)
 		}

@@ -139,7 +139,7 @@ func ReadAll(ctx context.Context, brokers []string, topic string, fn func(Messag
 // that state folded from it is the state the group's next message expects.
 // A partition the group has no offset for is not read. fn is called as in
 // Follow. It is how a processor's Redis state is rebuilt after Redis lost
-// it (processors/availability.RebuildState).
+// it (processors/availchange.RebuildState).
 func ReadCommitted(ctx context.Context, brokers []string, topic, group string, fn func(Message) error) error {
 	ranges, err := committedRanges(ctx, brokers, topic, group)
 	if err != nil {

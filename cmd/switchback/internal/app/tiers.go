@@ -14,12 +14,12 @@ import (
 	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/ingest/bookingsync"
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
-	ingestchangerequest "github.com/switchbackhq/switchback/ingest/changerequest"
+	"github.com/switchbackhq/switchback/ingest/changeworker"
 	"github.com/switchbackhq/switchback/ingest/cronsync"
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/ingest/supplierbooking"
 	"github.com/switchbackhq/switchback/internal/availcache"
-	internalbooking "github.com/switchbackhq/switchback/internal/booking"
+	"github.com/switchbackhq/switchback/internal/booking"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
 	"github.com/switchbackhq/switchback/internal/changerequest"
@@ -31,21 +31,21 @@ import (
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/internal/webhook"
-	processorsavailability "github.com/switchbackhq/switchback/processors/availability"
-	processorsbooking "github.com/switchbackhq/switchback/processors/booking"
-	processorscatalog "github.com/switchbackhq/switchback/processors/catalog"
-	"github.com/switchbackhq/switchback/processors/history"
+	"github.com/switchbackhq/switchback/processors/availchange"
+	"github.com/switchbackhq/switchback/processors/bookingchange"
+	"github.com/switchbackhq/switchback/processors/catalogchange"
+	"github.com/switchbackhq/switchback/processors/historysink"
 	"github.com/switchbackhq/switchback/query/admin"
 	"github.com/switchbackhq/switchback/query/apidocs"
-	queryavailability "github.com/switchbackhq/switchback/query/availability"
-	querybooking "github.com/switchbackhq/switchback/query/booking"
+	"github.com/switchbackhq/switchback/query/availapi"
+	"github.com/switchbackhq/switchback/query/bookingapi"
 	"github.com/switchbackhq/switchback/query/channel"
 	"github.com/switchbackhq/switchback/query/console"
-	queryhistory "github.com/switchbackhq/switchback/query/history"
+	"github.com/switchbackhq/switchback/query/historyapi"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/octo"
 	"github.com/switchbackhq/switchback/query/operator"
-	queryregistry "github.com/switchbackhq/switchback/query/registry"
+	"github.com/switchbackhq/switchback/query/registryapi"
 	"github.com/switchbackhq/switchback/query/reseller"
 	"github.com/switchbackhq/switchback/schemas"
 	"github.com/switchbackhq/switchback/schemas/openapi"
@@ -183,7 +183,7 @@ func startQuery(ctx context.Context, cfg config.Config, d *deps, sh *shared, log
 // holds the two to each other) and the reference that serves them.
 func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer) error {
 	admin.Register(srv, sh.principals, sh.catalog)
-	queryregistry.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
+	registryapi.Register(srv, sh.registry, testSender{s: sh.sender, history: d.producer, log: log})
 	channel.Register(srv, sh.catalog)
 	channel.RegisterAdmin(srv, sh.catalog)
 	operator.Register(srv, sh.catalog)
@@ -193,19 +193,19 @@ func registerAPI(srv *httpapi.Server, d *deps, sh *shared, log *slog.Logger, reg
 	// Availability reads: the 5-minute cache in Redis, refreshed from the
 	// supplier's partner (or the operator's pushes) and published as
 	// snapshots for the availability processor.
-	queryavailability.Register(srv, sh.avail)
-	queryhistory.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
+	availapi.Register(srv, sh.avail)
+	historyapi.Register(srv, d.clickhouse, sh.catalog, replayer{d.producer})
 	// Holds and bookings, forwarded to the supplier's partner or booking
 	// system; their states go to TopicHolds/TopicBookings
-	// (processors/booking notifies).
-	bookings := internalbooking.New(internalbooking.Options{
+	// (processors/bookingchange notifies).
+	bookings := booking.New(booking.Options{
 		Redis:     d.redis,
 		Publisher: d.producer,
 		Partner:   sh.suppliers,
 		Catalog:   sh.catalog,
 		Logger:    log,
 	})
-	querybooking.Register(srv, bookings)
+	bookingapi.Register(srv, bookings)
 	// The same catalog, availability cache, holds and bookings in OCTO's
 	// dialect, one OCTO supplier endpoint per supplier (issue 26).
 	octo.Register(srv, octo.New(octo.Options{Catalog: sh.catalog, Availability: sh.avail, Bookings: bookings, Registerer: reg}))
@@ -344,7 +344,7 @@ func startShared(ctx context.Context, cfg config.Config, query bool, d *deps, lo
 	// A supplier with holds or bookings that are not final cannot be
 	// deleted: the bookings view (read only here) counts them.
 	cat := catalogredis.NewStore(catalogredis.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "catalog"), Fence: d.views,
-		Outbound: cfg.Outbound(), Bookings: internalbooking.New(internalbooking.Options{Redis: d.redis}), Secrets: secrets, View: view})
+		Outbound: cfg.Outbound(), Bookings: booking.New(booking.Options{Redis: d.redis}), Secrets: secrets, View: view})
 	changes := changerequest.NewStore(changerequest.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "changerequests")})
 	reports := cronreport.NewStore(cronreport.Options{Redis: d.redis, Publisher: d.producer, Logger: log.With("part", "cronreports")})
 
@@ -394,14 +394,14 @@ func startViews(ctx context.Context, d *deps, sh *shared, log *slog.Logger, clos
 	g.Register(views.View{Name: "cronreports", Rebuild: func(ctx context.Context) error { return sh.cronReports.Rebuild(ctx, d.brokers) }})
 	// Holds and bookings, with the set of bookings awaiting tickets that
 	// the poller works (derived from the records).
-	bookings := internalbooking.New(internalbooking.Options{Redis: d.redis, Publisher: d.producer, Partner: sh.suppliers,
+	bookings := booking.New(booking.Options{Redis: d.redis, Publisher: d.producer, Partner: sh.suppliers,
 		Catalog: sh.catalog, Logger: log})
 	g.Register(views.View{Name: "bookings", Rebuild: func(ctx context.Context) error { return bookings.Rebuild(ctx, d.brokers) }})
 	// The availability processor's diff state, folded up to its consumer
 	// group's offsets: only after a loss (at a normal start the live
 	// state is ahead of any fold).
 	g.Register(views.View{Name: "availability-state", OnlyWhenLost: true, Rebuild: func(ctx context.Context) error {
-		return processorsavailability.RebuildState(ctx, processorsavailability.StateOptions{Brokers: d.brokers, Redis: d.redis,
+		return availchange.RebuildState(ctx, availchange.StateOptions{Brokers: d.brokers, Redis: d.redis,
 			Marker: g.Key(), Fence: g, Logger: log.With("part", "availability-state")})
 	}})
 	// In-process copies of view data start over with the views.
@@ -461,10 +461,10 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 // ClickHouse is reachable; otherwise history stays on its topic (parked)
 // and is loaded once a ClickHouse is configured and the process restarted.
 func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
-	cp := processorscatalog.New(processorscatalog.Options{
+	cp := catalogchange.New(catalogchange.Options{
 		Brokers:     d.brokers,
 		Store:       sh.catalog,
-		Subscribers: processorscatalog.Resellers{Principals: sh.principals},
+		Subscribers: catalogchange.Resellers{Principals: sh.principals},
 		Rules:       sh.registry,
 		Publisher:   d.producer,
 		Logger:      log.With("part", "catalog-processor"),
@@ -473,11 +473,11 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 	})
 	runWorker(closers, "catalog processor (commit)", failed, cp.Run)
 
-	ap := processorsavailability.New(processorsavailability.Options{
+	ap := availchange.New(availchange.Options{
 		Brokers:     d.brokers,
 		Redis:       d.redis,
 		Bindings:    sh.catalog,
-		Subscribers: processorscatalog.Resellers{Principals: sh.principals},
+		Subscribers: catalogchange.Resellers{Principals: sh.principals},
 		Rules:       sh.registry,
 		Publisher:   d.producer,
 		Logger:      log.With("part", "availability-processor"),
@@ -488,7 +488,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 
 	// Holds and bookings: the view, the booking notifications and history,
 	// and the poller that waits for the tickets of accepted bookings.
-	bookings := internalbooking.New(internalbooking.Options{
+	bookings := booking.New(booking.Options{
 		Redis:     d.redis,
 		Publisher: d.producer,
 		Partner:   sh.suppliers,
@@ -496,10 +496,10 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Source:    "processors/booking",
 		Logger:    log,
 	})
-	bp := processorsbooking.New(processorsbooking.Options{
+	bp := bookingchange.New(bookingchange.Options{
 		Brokers:     d.brokers,
 		Store:       bookings,
-		Subscribers: processorscatalog.Resellers{Principals: sh.principals},
+		Subscribers: catalogchange.Resellers{Principals: sh.principals},
 		Rules:       sh.registry,
 		Publisher:   d.producer,
 		Logger:      log.With("part", "booking-processor"),
@@ -507,14 +507,14 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 		Fence:       d.views,
 	})
 	runWorker(closers, "booking processor (commit)", failed, bp.Run)
-	runWorker(closers, "booking poller", failed, processorsbooking.NewPoller(processorsbooking.PollerOptions{
+	runWorker(closers, "booking poller", failed, bookingchange.NewPoller(bookingchange.PollerOptions{
 		Bookings: bookings, Logger: log, Registerer: reg}).Run)
 
 	if d.clickhouse == nil {
 		log.Warn("history sink not started: no ClickHouse; history is parked on its topic")
 		return
 	}
-	sink := history.NewSink(history.Options{
+	sink := historysink.NewSink(historysink.Options{
 		Brokers:         d.brokers,
 		Conn:            d.clickhouse,
 		RetentionMonths: cfg.HistoryRetentionMonths,
@@ -524,7 +524,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 	})
 	runWorker(closers, "history sink (flush, commit)", failed, sink.Run)
 	// Who is who for analysts: principals and channels by id, with names.
-	names := history.NewNames(history.NamesOptions{Brokers: d.brokers, Conn: d.clickhouse, Logger: log.With("part", "history-names")})
+	names := historysink.NewNames(historysink.NamesOptions{Brokers: d.brokers, Conn: d.clickhouse, Logger: log.With("part", "history-names")})
 	runWorker(closers, "analysts' names (principals, channels)", failed, names.Run)
 }
 
@@ -556,8 +556,8 @@ func startIngest(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg p
 	bsync := bookingsync.New(bookingsync.Options{Catalog: sh.catalog, Client: sh.bookingSystem, Schedule: sched,
 		Logger: log, Registerer: reg})
 
-	w := ingestchangerequest.NewWorker(ingestchangerequest.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
-		Syncer:    ingestchangerequest.Refresher{Catalog: sh.catalog, Partner: sh.avail, BookingSync: bsync},
+	w := changeworker.NewWorker(changeworker.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
+		Syncer:    changeworker.Refresher{Catalog: sh.catalog, Partner: sh.avail, BookingSync: bsync},
 		Publisher: d.producer, Logger: log, Registerer: reg, Fence: d.views})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 
