@@ -124,27 +124,7 @@ func (e *env) start(opt func(*dispatcher.Options)) *running {
 	if err != nil {
 		e.t.Fatalf("new dispatcher: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = fmt.Errorf("dispatcher did not stop within 30s")
-			}
-		})
-		return runErr
-	}
-	e.t.Cleanup(func() {
-		if err := stop(); err != nil {
-			e.t.Errorf("run: %v", err)
-		}
-	})
+	stop := testharness.RunInBackground(e.t, "dispatcher", 30*time.Second, d.Run)
 	return &running{d: d, reg: reg, stop: stop}
 }
 

@@ -1,16 +1,18 @@
 package testharness
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Eventually polls cond every 10 ms until it holds, and fails t with what
-// it waited for once timeout has passed: how a test waits for async work
-// (never a bare sleep). The timeout is a bound for a stuck test, not an
-// assertion on speed.
+// Eventually polls cond every 10 ms until it holds, and fails the test
+// with what it waited for once timeout has passed. Tests wait for async
+// work this way, never with a fixed sleep (STYLE.md).
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -20,6 +22,37 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// RunInBackground runs run on its own goroutine with a context that stop
+// cancels. stop waits for run to return, at most within, and answers run's
+// error (or that it did not stop); it is idempotent, and the test's cleanup
+// calls it and reports an error there, so a test may stop a worker early
+// (a crash, a restart) and still have it checked.
+func RunInBackground(t testing.TB, name string, within time.Duration, run func(context.Context) error) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(within):
+				runErr = fmt.Errorf("%s did not stop within %v", name, within)
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	})
+	return stop
 }
 
 // MetricValue is the value of the first series of metric name in reg
