@@ -125,36 +125,15 @@ func (p *process) epoch(t *testing.T) string {
 	return e
 }
 
+// metric is a series of the process's metric name: the one whose label
+// has value, or with label "" the first.
 func (p *process) metric(t *testing.T, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := p.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	var labels map[string]string
+	if label != "" {
+		labels = map[string]string{label: value}
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					match = true
-				}
-			}
-			if !match {
-				continue
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	return testharness.MetricValue(t, p.reg, name, labels)
 }
 
 // TestGuard_StartSetsAnEpochThatTheNextStartAdopts: the first process on
