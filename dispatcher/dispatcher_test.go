@@ -75,9 +75,9 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 		t.Errorf("history record %+v", a)
 	}
 	testharness.Eventually(t, 5*time.Second, "metric", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_deliveries_total", map[string]string{"type": "rate", "outcome": "delivered"}) == 1
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_deliveries_total", map[string]string{"type": "rate", "outcome": "delivered"}) == 1
 	})
-	if got := metricValue(t, r.reg, "switchback_dispatcher_attempt_seconds", map[string]string{"type": "rate"}); got != 1 {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_attempt_seconds", map[string]string{"type": "rate"}); got != 1 {
 		t.Errorf("attempt_seconds observations = %v, want 1 (one POST)", got)
 	}
 }
@@ -159,7 +159,7 @@ func TestDispatcher_RetriesAfter500sWithTheSameDeliveryID(t *testing.T) {
 	if want := []string{"retry", "retry", "retry", "delivered"}; !slices.Equal(outcomes, want) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
-	if got := metricValue(t, r.reg, "switchback_dispatcher_retries_total", map[string]string{"type": "booking"}); got != 3 {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_retries_total", map[string]string{"type": "booking"}); got != 3 {
 		t.Errorf("retries_total = %v, want 3", got)
 	}
 }
@@ -370,7 +370,7 @@ func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppresse
 		t.Errorf("another subscriber was disabled")
 	}
 	testharness.Eventually(t, 10*time.Second, "calm subscriber still served", func() bool { return len(e.attempts()[calm.ID]) > 0 })
-	if got := metricValue(t, r.reg, "switchback_dispatcher_auto_disabled_total", nil); got != 1 {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_auto_disabled_total", nil); got != 1 {
 		t.Errorf("auto_disabled_total = %v, want 1", got)
 	}
 	alerts := e.history(schemas.HistorySubscriberAutoDisabled)
@@ -463,10 +463,10 @@ func TestDispatcher_PendingReplaysDoNotCountAgainstTheBoundAfterARebuild(t *test
 		}
 		return true
 	})
-	rebuilds := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil)
+	rebuilds := testharness.MetricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil)
 	e.mr.FlushAll() // the schedule is rebuilt from the deliveries topic
 	testharness.Eventually(t, 15*time.Second, "schedule rebuilt", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil) > rebuilds
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil) > rebuilds
 	})
 	fresh := note("sub", schemas.TypeRate, "F")
 	e.publish(fresh)
@@ -711,35 +711,8 @@ func TestDispatcher_RebuildsScheduleFromDeliveriesTopicAfterRedisFlush(t *testin
 	if !slices.Equal(order, []string{failOnes[0].ID, queued.ID}) {
 		t.Errorf("entity order after rebuild %v", order)
 	}
-	if got := metricValue(t, second.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got != 1 {
+	if got := testharness.MetricValue(t, second.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got != 1 {
 		t.Errorf("rebuilds_total = %v, want 1", got)
-	}
-}
-
-func TestDispatcher_RebuildsWhenRedisIsFlushedWhileRunning(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	healthy := make(chan struct{})
-	s := newSink(t, func(string, int) (int, http.Header) {
-		select {
-		case <-healthy:
-			return 200, nil
-		default:
-			return 500, nil
-		}
-	})
-	e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
-	r := e.start(func(o *dispatcher.Options) {
-		o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-	})
-	n := note("sub", schemas.TypeBooking, "B1")
-	e.publish(n)
-	testharness.Eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
-	e.mr.FlushAll()
-	close(healthy)
-	testharness.Eventually(t, 20*time.Second, "delivered after the flush", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
-	if got := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < 1 {
-		t.Errorf("rebuilds_total = %v, want >= 1", got)
 	}
 }
 
@@ -833,46 +806,66 @@ func (v *viewsEpoch) Epoch(context.Context) (string, error) {
 
 func (v *viewsEpoch) set(e string) { v.mu.Lock(); v.e = e; v.mu.Unlock() }
 
-// TestDispatcher_RebuildsWhenTheViewsEpochChanges: Redis restarted from
-// its append-only file lost the last schedule writes but kept the
-// schedule's marker; the views guard rebuilt the other views under a new
-// epoch, and the dispatcher, whose marker recorded the old one, rebuilds
-// its schedule too, so the delivery whose schedule entry was lost is sent.
-func TestDispatcher_RebuildsWhenTheViewsEpochChanges(t *testing.T) {
+// TestDispatcher_RebuildsItsScheduleWhenItIsLost: a delivery waiting for
+// its retry is sent although its schedule entry was lost, because the
+// dispatcher rebuilds its schedule, when Redis is flushed while it runs,
+// and when Redis restarted from its append-only file lost the last
+// schedule writes but kept the schedule's marker (the views guard rebuilt
+// the other views under a new epoch, and the dispatcher, whose marker
+// recorded the old one, rebuilds its schedule too).
+func TestDispatcher_RebuildsItsScheduleWhenItIsLost(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	healthy := make(chan struct{})
-	s := newSink(t, func(string, int) (int, http.Header) {
-		select {
-		case <-healthy:
-			return 200, nil
-		default:
-			return 500, nil
-		}
-	})
-	e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
-	views := &viewsEpoch{e: "e1"}
-	r := e.start(func(o *dispatcher.Options) {
-		o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-		o.Views = views
-	})
-	n := note("sub", schemas.TypeBooking, "B1")
-	e.publish(n)
-	testharness.Eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
-	// The restart: every schedule key but the marker is gone.
-	keys, err := e.rdb.Keys(t.Context(), dispatcher.DefaultKeyPrefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name     string
+		views    bool // the dispatcher follows the views' epoch
+		lose     func(t *testing.T, e *env, views *viewsEpoch)
+		rebuilds float64 // at least
+	}{
+		{"Redis flushed while running", false, func(_ *testing.T, e *env, _ *viewsEpoch) { e.mr.FlushAll() }, 1},
+		{"the views' epoch changes", true, func(t *testing.T, e *env, views *viewsEpoch) {
+			// The restart: every schedule key but the marker is gone.
+			keys, err := e.rdb.Keys(t.Context(), dispatcher.DefaultKeyPrefix+"*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if k != dispatcher.DefaultKeyPrefix+"rebuilt" {
+					e.mr.Del(k)
+				}
+			}
+			views.set("e2")
+		}, 2}, // start, new epoch
 	}
-	for _, k := range keys {
-		if k != dispatcher.DefaultKeyPrefix+"rebuilt" {
-			e.mr.Del(k)
-		}
-	}
-	views.set("e2")
-	close(healthy)
-	testharness.Eventually(t, 20*time.Second, "delivered after the views' new epoch", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
-	if got := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < 2 {
-		t.Errorf("rebuilds_total = %v, want 2 (start, new epoch)", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			healthy := make(chan struct{})
+			s := newSink(t, func(string, int) (int, http.Header) {
+				select {
+				case <-healthy:
+					return 200, nil
+				default:
+					return 500, nil
+				}
+			})
+			e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
+			views := &viewsEpoch{e: "e1"}
+			r := e.start(func(o *dispatcher.Options) {
+				o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
+				if tt.views {
+					o.Views = views
+				}
+			})
+			n := note("sub", schemas.TypeBooking, "B1")
+			e.publish(n)
+			testharness.Eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
+			tt.lose(t, e, views)
+			close(healthy)
+			testharness.Eventually(t, 20*time.Second, "delivered after the loss", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
+			if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < tt.rebuilds {
+				t.Errorf("rebuilds_total = %v, want at least %v", got, tt.rebuilds)
+			}
+		})
 	}
 }

@@ -374,36 +374,3 @@ func specSum(securityKey string, timestamp int64, token string) string {
 	fmt.Fprintf(mac, "%d%s", timestamp, token)
 	return hex.EncodeToString(mac.Sum(nil))
 }
-
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount()) // a histogram: its count
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}

@@ -186,7 +186,7 @@ func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
 	// The whole flood taken in (the intake is FIFO per subscriber, as
 	// the notifications topic is): from here on only the lane decides.
 	testharness.Eventually(t, 30*time.Second, "the flood taken in", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_intake_total", map[string]string{"result": "scheduled"}) >= float64(len(flood))
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_intake_total", map[string]string{"result": "scheduled"}) >= float64(len(flood))
 	})
 	before := len(s.requests())
 	var calm []schemas.Notification
@@ -246,7 +246,7 @@ func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T)
 	}
 	e.publish(ns...)
 	testharness.Eventually(t, 15*time.Second, "the backlog is past the bound", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_subscribers_past_bound", nil) >= 1
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_subscribers_past_bound", nil) >= 1
 	})
 	testharness.Eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(ns) })
 	if got := e.subs.disableCallsOf("slow"); got != 0 {
@@ -283,12 +283,12 @@ func TestDispatcher_HoldsAtMostLaneConcurrencyWhateverTheBacklog(t *testing.T) {
 	e.publish(ns...)
 	testharness.Eventually(t, 15*time.Second, "the lane is full", func() bool { return bs.inflight.Load() == conc })
 	testharness.Eventually(t, 15*time.Second, "the whole backlog is in the schedule", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_backlog", nil) == float64(len(ns))
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_backlog", nil) == float64(len(ns))
 	})
 	if got := bs.most.Load(); got != conc {
 		t.Errorf("%d requests in flight at most, want exactly LaneConcurrency %d", got, conc)
 	}
-	if got := metricValue(t, r.reg, "switchback_dispatcher_inflight", nil); got > conc {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_inflight", nil); got > conc {
 		t.Errorf("inflight gauge %v above %d", got, conc)
 	}
 	close(release)
