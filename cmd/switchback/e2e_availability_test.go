@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,30 +22,22 @@ import (
 func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 	sim := partnersim.New(partnersim.Config{APIKey: "partner-key", APISecret: "partner-secret",
 		Rates: map[string][]string{"prod-av": {"rate-a", "rate-b", "rate-c"}}})
-	ps := httptest.NewServer(sim)
-	t.Cleanup(ps.Close)
+	ps := serve(t, sim)
 
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	api := "http://" + p.api
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, operator, reseller := d.p, d.operator, d.reseller
 
 	const sup, prod = "sup-av", "prod-av"
 	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	supplier := strings.Replace(catalogtest.SupplierBody(sup, "Avail Tours", "AV", "partner-key", "partner-secret"),
-		"https://partner.example.com/api/", ps.URL, 1)
-	for _, s := range []struct{ method, path, body string }{
+	supplier := partnerSupplier(sup, "Avail Tours", "AV", "partner-key", "partner-secret", ps.URL)
+	operator.mustAll([]step{
 		{"POST", "/channel/v1.2/suppliers", supplier},
 		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
 		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
 		{"POST", base + "/rates", catalogtest.RateBody("rate-b", "Child")},
 		{"POST", base + "/rates", catalogtest.RateBody("rate-c", "Senior")},
 		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a","rate-b"]}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	})
 
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2)
 	list := fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", sup, prod,

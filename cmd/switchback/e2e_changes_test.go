@@ -17,11 +17,8 @@ import (
 // changed days inside its own look-ahead. Signatures are verified by code
 // written from the spec text.
 func TestE2E_AvailabilityAndPriceChangesNotifyWithTheRightWindow(t *testing.T) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, sk, operator, reseller := d.p, d.sk, d.operator, d.reseller
 
 	keys := map[string]string{}
 	for _, r := range []struct{ path, config string }{
@@ -36,16 +33,12 @@ func TestE2E_AvailabilityAndPriceChangesNotifyWithTheRightWindow(t *testing.T) {
 	}
 	const sup, prod = "sup-chg", "prod-chg"
 	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	for _, s := range []struct{ method, path, body string }{
+	operator.mustAll([]step{
 		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Change Tours", "CHG", "k", "s")},
 		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Lake cruise", "A cruise")},
 		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
 		{"POST", base + "/channels/" + app.DemoChannelID, `{"rateIds":["rate-a"]}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	})
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	window := func(d, h int) (string, string) {
 		s := day.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)

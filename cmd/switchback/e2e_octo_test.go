@@ -291,11 +291,8 @@ func arr(v any) []any          { a, _ := v.([]any); return a }
 // ---- the walk
 
 func walkOCTO(t *testing.T, k contractKind) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
-		"SWITCHBACK_SYNC_INTERVAL=2s", "SWITCHBACK_SYNC_HORIZON_DAYS=10")
+	p, w := startContract(t, "SWITCHBACK_SYNC_INTERVAL=2s", "SWITCHBACK_SYNC_HORIZON_DAYS=10")
 	api := "http://" + p.api
-	w := &contractWorld{p: p, operator: client{t, api, "demo-operator", "demo-operator-secret"},
-		reseller: client{t, api, "demo-reseller", "demo-reseller-secret"}}
 	s := k.setup(t, w)
 	c := octoClient{t: t, base: api + "/octo/" + s.sup, token: "demo-reseller:demo-reseller-secret"}
 
@@ -498,10 +495,8 @@ func walkOCTO(t *testing.T, k contractKind) {
 // partner failing a hold is OCTO's INTERNAL_SERVER_ERROR, its cause not
 // shown, and no reservation is left behind.
 func TestE2E_OCTO_SupplierFailureIsInternalServerError(t *testing.T) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
+	p, w := startContract(t)
 	api := "http://" + p.api
-	w := &contractWorld{p: p, operator: client{t, api, "demo-operator", "demo-operator-secret"},
-		reseller: client{t, api, "demo-reseller", "demo-reseller-secret"}}
 	failHolds := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/holds") {

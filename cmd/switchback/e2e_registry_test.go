@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/contract"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -186,6 +188,63 @@ func (c client) raw(method, path, body string) (int, []byte) {
 		}
 	}
 	return resp.StatusCode, raw
+}
+
+// must sends a request that has to answer want, and fails the test
+// with the answer otherwise: the setup calls of the e2e tests.
+func (c client) must(method, path, body string, want int) map[string]any {
+	c.t.Helper()
+	status, obj, _ := c.do(method, path, body)
+	if status != want {
+		c.t.Fatalf("%s %s: %d %v, want %d", method, path, status, obj, want)
+	}
+	return obj
+}
+
+// step is one setup call of an e2e test, which has to answer 201.
+type step struct{ method, path, body string }
+
+// mustAll sends the setup steps in order: each has to answer 201.
+func (c client) mustAll(steps []step) {
+	c.t.Helper()
+	for _, s := range steps {
+		c.must(s.method, s.path, s.body, 201)
+	}
+}
+
+// demo is the binary with local webhooks allowed (the sink listens on
+// loopback), a sink, and clients of the demo principals: how most e2e
+// tests begin.
+type demo struct {
+	p                         *proc
+	sk                        *sink
+	api                       string
+	admin, operator, reseller client
+}
+
+func startDemo(t *testing.T, extra ...string) demo {
+	t.Helper()
+	p := startBinary(t, append([]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true"}, extra...)...)
+	api := "http://" + p.api
+	return demo{p: p, sk: newSink(t), api: api,
+		admin:    client{t, api, "demo-admin", "demo-admin-secret"},
+		operator: client{t, api, "demo-operator", "demo-operator-secret"},
+		reseller: client{t, api, "demo-reseller", "demo-reseller-secret"},
+	}
+}
+
+// partnerSupplier is catalogtest's partner supplier body pointed at a
+// local partner (a simulator's test server) instead of the example host.
+func partnerSupplier(sup, name, code, key, secret, url string) string {
+	return strings.Replace(catalogtest.SupplierBody(sup, name, code, key, secret), "https://partner.example.com/api/", url, 1)
+}
+
+// serve starts a test server for h, closed when the test ends.
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
 }
 
 // publish writes notification records to the binary's broker in the

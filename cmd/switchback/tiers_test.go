@@ -157,26 +157,16 @@ func TestTiersApart_SameJobAsRunAndNoDuplicateNotifications(t *testing.T) {
 	base := "http://" + api
 	operator := client{t, base, "demo-operator", "demo-operator-secret"}
 	reseller := client{t, base, "demo-reseller", "demo-reseller-secret"}
-	status, rule, _ := reseller.do("POST", "/registry/v1.1/channelbindings", fmt.Sprintf(`{"url":%q}`, sk.url+"/cb"))
-	if status != 201 {
-		t.Fatalf("create rule: %d %v", status, rule)
-	}
+	rule := reseller.must("POST", "/registry/v1.1/channelbindings", fmt.Sprintf(`{"url":%q}`, sk.url+"/cb"), 201)
 	key := rule["securityKey"].(string)
 	const sup, prod = "sup-apart", "prod-apart"
 	pbase := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	for _, s := range []struct {
-		method, path, body string
-		want               int
-	}{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Apart Tours", "AP", "k", "s"), 201},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Ridge walk", "A walk"), 201},
-		{"POST", pbase + "/rates", catalogtest.RateBody("rate-a", "Adult"), 201},
-		{"POST", pbase + "/rates", catalogtest.RateBody("rate-b", "Child"), 201},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != s.want {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	operator.mustAll([]step{
+		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Apart Tours", "AP", "k", "s")},
+		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Ridge walk", "A walk")},
+		{"POST", pbase + "/rates", catalogtest.RateBody("rate-a", "Adult")},
+		{"POST", pbase + "/rates", catalogtest.RateBody("rate-b", "Child")},
+	})
 	steps := []struct {
 		method, path, body string
 		want               int
