@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -89,12 +87,7 @@ func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 		t.Errorf("invalid start: status %d, want 400", status)
 	}
 
-	resp, err := http.Get("http://" + p.ops + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	raw := p.metrics(t)
 	for _, want := range []string{`switchback_availability_cache_total{result="hit"}`, `switchback_availability_cache_total{result="miss"}`,
 		`switchback_ingest_partner_seconds_count`} {
 		if !strings.Contains(string(raw), want) {

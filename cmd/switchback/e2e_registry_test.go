@@ -56,27 +56,34 @@ func newSink(t *testing.T) *sink {
 	s := &sink{url: "http://" + ln.Addr().String(), scripts: map[string][]int{}, served: map[string]int{},
 		hooks: contractChecker.WatchWebhooks(t)}
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		s.hooks.Received(r, raw)
-		var body map[string]any
-		_ = json.Unmarshal(raw, &body)
-		s.mu.Lock()
-		s.got = append(s.got, received{path: r.URL.Path, deliveryID: r.Header.Get(schemas.HeaderDeliveryID), body: body, raw: raw, at: time.Now()})
-		status := 200
-		if script := s.scripts[r.URL.Path]; len(script) > 0 {
-			i := s.served[r.URL.Path]
-			if i >= len(script) {
-				i = len(script) - 1
-			}
-			status = script[i]
-		}
-		s.served[r.URL.Path]++
-		s.mu.Unlock()
-		w.WriteHeader(status)
+		w.WriteHeader(s.record(r))
 	})}
 	go func() { _ = s.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = s.srv.Close() })
 	return s
+}
+
+// record keeps one webhook POST and returns the status the sink's script
+// has for its path: the script's next one (its last, once used up), 200
+// without a script.
+func (s *sink) record(r *http.Request) int {
+	raw, _ := io.ReadAll(r.Body)
+	s.hooks.Received(r, raw)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, received{path: r.URL.Path, deliveryID: r.Header.Get(schemas.HeaderDeliveryID), body: body, raw: raw, at: time.Now()})
+	status := 200
+	if script := s.scripts[r.URL.Path]; len(script) > 0 {
+		i := s.served[r.URL.Path]
+		if i >= len(script) {
+			i = len(script) - 1
+		}
+		status = script[i]
+	}
+	s.served[r.URL.Path]++
+	return status
 }
 
 func (s *sink) script(path string, statuses ...int) {
@@ -438,12 +445,7 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		if _, meta, _ := reseller.do("GET", "/registry/v1.1/metadata", ""); meta["disableAll"] == true {
 			t.Error("disableAll leaked to another subscriber")
 		}
-		resp, err := http.Get("http://" + p.ops + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		raw := p.metrics(t)
 		if !strings.Contains(string(raw), "switchback_dispatcher_auto_disabled_total 1") {
 			t.Errorf("metrics do not count the auto-disable")
 		}
@@ -499,18 +501,11 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 // clickHouseUp reports whether the binary has a ClickHouse (not parked).
 func clickHouseUp(t *testing.T, p *proc) bool {
 	t.Helper()
-	resp, err := http.Get("http://" + p.ops + "/readyz")
-	if err != nil {
+	status, deps, err := p.readyz()
+	if status == 0 {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var rep struct {
-		Dependencies map[string]struct {
-			Status string `json:"status"`
-		} `json:"dependencies"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&rep)
-	return rep.Dependencies["clickhouse"].Status == "up"
+	return deps["clickhouse"].Status == "up"
 }
 
 // receivedSince returns the distinct ids of want that reached path at or

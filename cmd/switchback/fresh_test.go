@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -25,26 +23,17 @@ func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
 	}
 	checkReady := func(p *proc) {
 		t.Helper()
-		resp, err := http.Get("http://" + p.ops + "/readyz")
+		status, deps, err := p.readyz()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var rz struct {
-			Dependencies map[string]struct {
-				Status, Mode, Kind string
-			} `json:"dependencies"`
+		if status != 200 {
+			t.Fatalf("/readyz %d: %+v", status, deps)
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != 200 {
-			t.Fatalf("/readyz %d: %+v", resp.StatusCode, rz)
-		}
-		if r := rz.Dependencies["redis"]; r.Mode != "embedded" || r.Kind != "miniredis" {
+		if r := deps["redis"]; r.Mode != "embedded" || r.Kind != "miniredis" {
 			t.Errorf("redis = %+v, want embedded miniredis", r)
 		}
-		if c := rz.Dependencies["clickhouse"]; c.Mode != "parked" {
+		if c := deps["clickhouse"]; c.Mode != "parked" {
 			t.Errorf("clickhouse = %+v, want parked", c)
 		}
 	}

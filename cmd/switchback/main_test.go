@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -251,12 +250,7 @@ func TestBinary_RunStartsServesAndStopsCleanly(t *testing.T) {
 
 	// A live scrape passes promtool's metric lint (CI installs promtool).
 	if promtool, err := exec.LookPath("promtool"); err == nil {
-		resp, err := http.Get("http://" + p.ops + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		scrape, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		scrape := p.metrics(t)
 		if !bytes.Contains(scrape, []byte("switchback_build_info")) || !bytes.Contains(scrape, []byte("switchback_query_requests_total")) || !bytes.Contains(scrape, []byte("switchback_dispatcher_backlog_limit")) {
 			t.Errorf("scrape lacks the stage metrics:\n%.2000s", scrape)
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -171,19 +169,12 @@ func TestReliability_ClickHouseDownSinkCatchesUp(t *testing.T) {
 // readyzStatus is the status /readyz gives the named dependency ("" if
 // none).
 func readyzStatus(p *proc, dep string) string {
-	resp, err := http.Get("http://" + p.ops + "/readyz")
-	if err != nil {
+	status, deps, err := p.readyz()
+	if status == 0 {
 		return ""
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var rz struct {
-		Dependencies map[string]struct {
-			Status string `json:"status"`
-		} `json:"dependencies"`
-	}
-	if err := json.Unmarshal(raw, &rz); err != nil {
+	if err != nil {
 		return fmt.Sprintf("unreadable: %v", err)
 	}
-	return rz.Dependencies[dep].Status
+	return deps[dep].Status
 }

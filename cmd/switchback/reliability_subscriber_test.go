@@ -277,19 +277,8 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 func waitClickHouse(t *testing.T, p *proc) {
 	t.Helper()
 	waitUntil(t, "clickhouse ready", 90*time.Second, func() bool {
-		resp, err := http.Get("http://" + p.ops + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var rz struct {
-			Dependencies map[string]struct {
-				Status string `json:"status"`
-			} `json:"dependencies"`
-		}
-		_ = json.Unmarshal(raw, &rz)
-		st := rz.Dependencies["clickhouse"].Status
-		return resp.StatusCode == 200 && (st == "up" || st == "embedded")
+		status, deps, _ := p.readyz()
+		st := deps["clickhouse"].Status
+		return status == 200 && (st == "up" || st == "embedded")
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -162,12 +160,7 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get("http://" + p.ops + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	metrics := p.metrics(t)
 
 	// At rest (issue 18): every record of every topic and every value of
 	// every Redis key, read back raw, holds no credential and no
