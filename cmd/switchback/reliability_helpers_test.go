@@ -846,6 +846,7 @@ func checkTally(t *testing.T, fault string, tl tally) {
 // faultLoads are the two loads of the loss-counting fault tests and the
 // ledger of the changes they make.
 type faultLoads struct {
+	sk *sink
 	l  *ledger
 	pl *pushLoad
 	cl *changeRequestLoad
@@ -857,12 +858,13 @@ type faultLoads struct {
 }
 
 // warmLoads sets up both loads against the API at base (the reseller's
-// availability rule pointing at sk, the operator's push supplier, the
-// partner supplier), then runs one change of each through the whole
+// availability rule pointing at a new sink, the operator's push supplier,
+// the partner supplier), then runs one change of each through the whole
 // pipeline and fails the test unless both were delivered: a fault is
 // measured on a pipeline known to work. The loads are not started.
-func warmLoads(t *testing.T, form, base string, sk *sink) *faultLoads {
+func warmLoads(t *testing.T, form, base string) *faultLoads {
 	t.Helper()
+	sk := newSink(t)
 	op := api{base, "demo-operator", "demo-operator-secret"}
 	createAvailabilityRule(t, api{base, "demo-reseller", "demo-reseller-secret"}, sk.url+"/av")
 	push, crPlan := loadPlans(form, "rel-push", "rel-cr")
@@ -887,5 +889,43 @@ func warmLoads(t *testing.T, form, base string, sk *sink) *faultLoads {
 	if tl, _ := account(sk, "/av", l, l.all()); tl.lost > 0 {
 		t.Fatalf("warm-up: %d of %d notifications not delivered with everything up", tl.lost, tl.expected)
 	}
-	return &faultLoads{l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/", pushSupplier: push.sid, pushProduct: push.pid}
+	return &faultLoads{sk: sk, l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/", pushSupplier: push.sid, pushProduct: push.pid}
+}
+
+// start starts both loads from their second change (warmLoads made the
+// first).
+func (fl *faultLoads) start() {
+	fl.pl.start(1)
+	fl.cl.start(1)
+}
+
+// endPhase moves the ledger on to phase next (halting both loads when
+// there is none: "final"), waits until every change made was delivered
+// and returns how long that took and the tally of phase.
+func (fl *faultLoads) endPhase(t *testing.T, phase, next string, within time.Duration) (time.Duration, tally) {
+	t.Helper()
+	if next == "" {
+		next = "final"
+	}
+	fl.l.setPhase(next)
+	if next == "final" {
+		fl.pl.halt(t)
+		fl.cl.halt(t)
+	}
+	caught := waitDelivered(fl.sk, "/av", fl.l, within)
+	tl, _ := account(fl.sk, "/av", fl.l, fl.l.of(phase))
+	return caught, tl
+}
+
+// checkTotal logs the tally of every change made under fault (with
+// detail) and fails the test on a loss, a duplicate or a delivery id for
+// no change made.
+func (fl *faultLoads) checkTotal(t *testing.T, fault, detail string) {
+	t.Helper()
+	tl, strangers := account(fl.sk, "/av", fl.l, fl.l.all())
+	relLog(t, fault, tl, detail)
+	checkTally(t, "total", tl)
+	if len(strangers) > 0 {
+		t.Errorf("delivery ids for no change made: %v", strangers)
+	}
 }
