@@ -294,6 +294,19 @@ func (b *consoleBrowser) shot(name string) {
 	}
 }
 
+// session runs f as the subtest name signed in as key (wantRole), signing
+// out after, and reports whether the test may go on: nothing failed so
+// far.
+func (b *consoleBrowser) session(t *testing.T, name, key, secret, wantRole string, f func(t *testing.T)) bool {
+	t.Run(name, func(t *testing.T) {
+		b.t = t
+		b.signIn(key, secret, wantRole)
+		f(t)
+		b.signOut()
+	})
+	return !t.Failed()
+}
+
 // signIn signs in with the keyboard only: type the key, Tab, the secret,
 // Enter.
 func (b *consoleBrowser) signIn(key, secret, wantRole string) {
@@ -417,9 +430,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	b.set("#sign-key", "")
 	b.set("#sign-secret", "")
 
-	t.Run("reseller", func(t *testing.T) {
-		b.t = t
-		b.signIn(resKey, resSecret, "reseller")
+	if !b.session(t, "reseller", resKey, resSecret, "reseller", func(t *testing.T) {
 		b.waitFor("the rules", `document.querySelector('tr[data-type="channelbinding"] td.actions button') !== null`, 20*time.Second)
 
 		// A rule the API refuses names its field.
@@ -588,15 +599,11 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		// Nothing is bound to this channel yet.
 		b.view("catalog")
 		b.waitFor("the empty catalog", `document.querySelector('[data-catalog="empty"]') !== null`, 20*time.Second)
-		b.signOut()
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
-	t.Run("operator", func(t *testing.T) {
-		b.t = t
-		b.signIn("demo-operator", "demo-operator-secret", "operator")
+	if !b.session(t, "operator", "demo-operator", "demo-operator-secret", "operator", func(t *testing.T) {
 		b.waitFor("the suppliers", `document.querySelector('tr[data-supplier="S1"]') !== null && document.querySelector('tr[data-supplier="demo-alpine"]') !== null`, 30*time.Second)
 		// S1's first synchronization left a cron report; wait for it if the
 		// demo is still starting.
@@ -683,9 +690,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 			b.fail("the report with errors is not S2's: %s", rep)
 		}
 		b.shot("operator-cron")
-		b.signOut()
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
@@ -718,9 +723,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		return
 	}
 
-	t.Run("reseller sees its channel only", func(t *testing.T) {
-		b.t = t
-		b.signIn(resKey, resSecret, "reseller")
+	if !b.session(t, "reseller sees its channel only", resKey, resSecret, "reseller", func(t *testing.T) {
 		b.view("catalog")
 		b.waitFor("the bound product", `document.querySelector('tr[data-product="demo-glacier"]') !== null`, 20*time.Second)
 		cat := b.text("main")
@@ -744,15 +747,11 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		pageEval[bool](b, `(document.querySelector('table.deliveries').scrollIntoView(), true)`)
 		b.shot("phone-deliveries")
 		b.do("desktop viewport", chromedp.EmulateViewport(1280, 800))
-		b.signOut()
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
-	t.Run("another channel's reseller sees none of it", func(t *testing.T) {
-		b.t = t
-		b.signIn("demo-reseller", "demo-reseller-secret", "reseller")
+	b.session(t, "another channel's reseller sees none of it", "demo-reseller", "demo-reseller-secret", "reseller", func(t *testing.T) {
 		b.waitFor("the rules", `document.querySelector('tr[data-type="channelbinding"] td.actions button') !== null`, 20*time.Second)
 		if txt := b.text("main"); strings.Contains(txt, sk.url) || strings.Contains(txt, rulesID(t, reseller)) {
 			b.fail("demo-reseller's rules show the console reseller's rule")
@@ -769,14 +768,10 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		if strings.Contains(b.text("main"), "Console channel") {
 			b.fail("demo-reseller's catalog names the console channel")
 		}
-		b.signOut()
 	})
 
-	t.Run("an admin gets the operator's views over every supplier", func(t *testing.T) {
-		b.t = t
-		b.signIn("demo-admin", "demo-admin-secret", "admin")
+	b.session(t, "an admin gets the operator's views over every supplier", "demo-admin", "demo-admin-secret", "admin", func(t *testing.T) {
 		b.waitFor("every supplier", `['S1', 'S2', 'demo-alpine'].every((id) => document.querySelector('tr[data-supplier="' + id + '"]'))`, 30*time.Second)
-		b.signOut()
 	})
 
 	// What the page did: only the binary's address, no secret in any URL,
