@@ -43,19 +43,7 @@ func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 
 	// The binding reaches the query tier's view through the catalog
 	// processor: poll until the product is visible.
-	var status int
-	var body map[string]any
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		status, body, _ = reseller.do("GET", list, "")
-		if status == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if status != 200 {
-		t.Fatalf("list availabilities: %d %v", status, body)
-	}
+	body := reseller.awaitGet("list availabilities", list, 20*time.Second)
 	byRate, _ := body["availabilities"].(map[string]any)["byRate"].(map[string]any)
 	if len(byRate) != 2 || byRate["rate-a"] == nil || byRate["rate-b"] == nil {
 		t.Fatalf("byRate = %v, want exactly the bound rate-a and rate-b", byRate)

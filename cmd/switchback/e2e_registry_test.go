@@ -208,6 +208,24 @@ func (c client) must(method, path, body string, want int) map[string]any {
 	return obj
 }
 
+// awaitGet repeats GET path until it answers 200 (the binding or change
+// it waits for reached the query tier's view) and fails the test with the
+// last answer when within passes first.
+func (c client) awaitGet(what, path string, within time.Duration) map[string]any {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		status, body, _ := c.do("GET", path, "")
+		if status == 200 {
+			return body
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: %d %v", what, status, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // step is one setup call of an e2e test, which has to answer 201.
 type step struct{ method, path, body string }
 

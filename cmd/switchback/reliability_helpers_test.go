@@ -791,18 +791,8 @@ func (c *cluster) kill(name string) {
 // waitAPI polls until the query tier's API listener answers.
 func (c *cluster) waitAPI() {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + c.api + "/v1.2/nothing")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("query tier API not up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	q := c.procs["query"]
+	waitAPI(c.t, "query tier", c.api, 60*time.Second, nil, q.stderr)
 }
 
 // relLog prints the one-line, greppable figures of a fault

@@ -77,18 +77,7 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2)
 	avail := fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", sup, prod, day.Format(time.RFC3339), day.AddDate(0, 0, 1).Format(time.RFC3339))
-	var status int
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		status, _, _ = reseller.do("GET", avail, "")
-		if status == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if status != 200 {
-		t.Fatalf("availability read: %d", status)
-	}
+	reseller.awaitGet("availability read", avail, 20*time.Second)
 	// The partner now refuses our credentials: an error path that must not
 	// echo them either.
 	sim.Update(func(c *partnersim.Config) { c.APISecret = "rotated" })

@@ -31,11 +31,7 @@ func startTier(t *testing.T, name, command string, env ...string) *tierProc {
 	p := &tierProc{name: name, ops: freeAddr(t), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(buildBinary(t), command)
 	p.cmd.Env = append(os.Environ(), append([]string{"SWITCHBACK_OPS_ADDR=" + p.ops}, env...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
+	spawn(t, p.cmd, p.stdout, p.stderr, p.exited)
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Signal(os.Interrupt)
