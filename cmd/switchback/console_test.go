@@ -372,25 +372,15 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		t.Fatalf("create channel: %d %v", st, ch)
 	}
 	channelID, _ := ch["id"].(string)
-	st, pr, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Console reseller","channelId":"`+channelID+`"}`)
-	if st != 201 {
-		t.Fatalf("create reseller: %d %v", st, pr)
-	}
-	resKey, _ := pr["key"].(string)
-	resSecret, _ := pr["secret"].(string)
-	reseller := client{t: t, base: base, key: resKey, secret: resSecret}
+	reseller, _ := admin.principal(`{"role":"reseller","name":"Console reseller","channelId":"` + channelID + `"}`)
+	resKey, resSecret := reseller.key, reseller.secret
 	sk := newSink(t)
 	const hookPath = "/hooks/channelbinding"
 	// Reseller C, on the same channel, whose endpoint always fails: the
 	// operator's binding changes fill its backlog and the dispatcher sets
 	// its disableAll, which its console explains.
-	st, pc, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Failing reseller","channelId":"`+channelID+`"}`)
-	if st != 201 {
-		t.Fatalf("create reseller C: %d %v", st, pc)
-	}
-	failKey, _ := pc["key"].(string)
-	failSecret, _ := pc["secret"].(string)
-	failing := client{t: t, base: base, key: failKey, secret: failSecret}
+	failing, _ := admin.principal(`{"role":"reseller","name":"Failing reseller","channelId":"` + channelID + `"}`)
+	failKey, failSecret := failing.key, failing.secret
 	sk.script("/hooks/failing", 503)
 	if st, body, _ := failing.do("POST", "/registry/v1.1/channelbindings", `{"url":"`+sk.url+`/hooks/failing"}`); st != 201 {
 		t.Fatalf("reseller C's rule: %d %v", st, body)

@@ -17,13 +17,12 @@ import (
 // updated; a reseller of another channel receives nothing and sees nothing.
 func TestE2E_CatalogBindingsNotifySubscribers(t *testing.T) {
 	d := startDemo(t)
-	p, sk, api, admin, operator, reseller := d.p, d.sk, d.api, d.admin, d.operator, d.reseller
+	p, sk, admin, operator, reseller := d.p, d.sk, d.admin, d.operator, d.reseller
 
 	// A second reseller on a second channel, subscribed to product updates.
 	ch := admin.must("POST", "/admin/v1/channels", `{"name":"Other channel","companyName":"Other Co"}`, 201)
 	otherChannel := nestedString(ch, "id")
-	other := admin.must("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":"Other","channelId":%q}`, otherChannel), 201)
-	otherReseller := client{t, api, other["key"].(string), other["secret"].(string)}
+	otherReseller, _ := admin.principal(fmt.Sprintf(`{"role":"reseller","name":"Other","channelId":%q}`, otherChannel))
 
 	rules := map[string]string{}
 	for _, r := range []struct {
@@ -35,10 +34,7 @@ func TestE2E_CatalogBindingsNotifySubscribers(t *testing.T) {
 		{otherReseller, "/registry/v1.1/product", "/other-product"},
 		{otherReseller, "/registry/v1.1/channelbindings", "/other-cb"},
 	} {
-		status, rule, _ := r.c.do("POST", r.path, fmt.Sprintf(`{"url":%q}`, sk.url+r.sink))
-		if status != 201 {
-			t.Fatalf("create rule %s: %d %v", r.path, status, rule)
-		}
+		rule := r.c.must("POST", r.path, fmt.Sprintf(`{"url":%q}`, sk.url+r.sink), 201)
 		rules[r.sink] = rule["securityKey"].(string)
 	}
 

@@ -27,9 +27,8 @@ func TestE2E_ChangeNotificationRefreshesAndNotifies(t *testing.T) {
 	ps := serve(t, sim)
 
 	d := startDemo(t)
-	p, sk, api, admin, operator, reseller := d.p, d.sk, d.api, d.admin, d.operator, d.reseller
-	other := admin.must("POST", "/admin/v1/principals", `{"role":"operator","name":"Other operator"}`, 201)
-	otherOp := client{t, api, other["key"].(string), other["secret"].(string)}
+	p, sk, admin, operator, reseller := d.p, d.sk, d.admin, d.operator, d.reseller
+	otherOp, _ := admin.principal(`{"role":"operator","name":"Other operator"}`)
 
 	const sup, prod = "sup-cn", "prod-cn"
 	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod

@@ -25,10 +25,7 @@ func TestE2E_AvailabilityAndPriceChangesNotifyWithTheRightWindow(t *testing.T) {
 		{"availability", `{"maxLookAheadDays":3,"vacanciesUnder":5}`},
 		{"priceschedule", `{"maxLookAheadDays":5}`},
 	} {
-		status, rule, _ := reseller.do("POST", "/registry/v1.1/"+r.path, fmt.Sprintf(`{"url":%q,"config":%s}`, sk.url+"/"+r.path, r.config))
-		if status != 201 {
-			t.Fatalf("create %s rule: %d %v", r.path, status, rule)
-		}
+		rule := reseller.must("POST", "/registry/v1.1/"+r.path, fmt.Sprintf(`{"url":%q,"config":%s}`, sk.url+"/"+r.path, r.config), 201)
 		keys[r.path] = rule["securityKey"].(string)
 	}
 	const sup, prod = "sup-chg", "prod-chg"

@@ -208,6 +208,17 @@ func (c client) must(method, path, body string, want int) map[string]any {
 	return obj
 }
 
+// principal has the admin c create a principal (body: its role, name
+// and channelId) and returns a client of it and the answer (id, key,
+// secret).
+func (c client) principal(body string) (client, map[string]any) {
+	c.t.Helper()
+	got := c.must("POST", "/admin/v1/principals", body, 201)
+	key, _ := got["key"].(string)
+	secret, _ := got["secret"].(string)
+	return client{c.t, c.base, key, secret}, got
+}
+
 // awaitGet repeats GET path until it answers 200 (the binding or change
 // it waits for reached the query tier's view) and fails the test with the
 // last answer when within passes first.
@@ -432,11 +443,7 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		if status, ch, _ := admin.do("POST", "/admin/v1/channels", `{"id":"channel-down","name":"Down channel","companyName":"Down Co"}`); status != 201 {
 			t.Fatalf("create channel: %d %v", status, ch)
 		}
-		status, created, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Down subscriber","channelId":"channel-down"}`)
-		if status != 201 {
-			t.Fatalf("create reseller: %d %v", status, created)
-		}
-		down := client{t, api, created["key"].(string), created["secret"].(string)}
+		down, created := admin.principal(`{"role":"reseller","name":"Down subscriber","channelId":"channel-down"}`)
 		downID := created["id"].(string)
 		sk.script("/down", 500)
 		if status, body, _ := down.do("POST", "/registry/v1.1/supplier", fmt.Sprintf(`{"url":%q}`, sk.url+"/down")); status != 201 {

@@ -138,11 +138,8 @@ func runSSRF(t *testing.T, allow bool) {
 	admin := client{t, api, "demo-admin", "demo-admin-secret"}
 	subscriber := func(label string) (client, string) {
 		t.Helper()
-		status, got, _ := admin.do("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, label, app.DemoChannelID))
-		if status != 201 {
-			t.Fatalf("create reseller: %d %v", status, got)
-		}
-		return client{t, api, got["key"].(string), got["secret"].(string)}, got["id"].(string)
+		c, got := admin.principal(fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, label, app.DemoChannelID))
+		return c, got["id"].(string)
 	}
 
 	t.Run("registration", func(t *testing.T) {

@@ -41,11 +41,7 @@ func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
 
 	api := "http://" + p.api
 	admin := client{t, api, "demo-admin", "demo-admin-secret"}
-	status, op, _ := admin.do("POST", "/admin/v1/principals", `{"role":"operator","name":"Fresh operator"}`)
-	if status != 201 {
-		t.Fatalf("create operator: %d %v", status, op)
-	}
-	operator := client{t, api, op["key"].(string), op["secret"].(string)}
+	operator, op := admin.principal(`{"role":"operator","name":"Fresh operator"}`)
 	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
 	status, rule, _ := reseller.do("POST", "/registry/v1.1/supplier", `{"url":"http://127.0.0.1:9/supplier"}`)
 	if status != 201 {

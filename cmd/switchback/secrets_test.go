@@ -45,12 +45,9 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	ch := admin.must("POST", "/admin/v1/channels", `{"name":"Secret channel","companyName":"Co"}`, 201)
 	mk := func(body string) client {
 		t.Helper()
-		status, got, _ := admin.do("POST", "/admin/v1/principals", body)
-		if status != 201 {
-			t.Fatalf("create principal: %d %v", status, got)
-		}
-		secrets = append(secrets, got["secret"].(string))
-		return client{t, api, got["key"].(string), got["secret"].(string)}
+		c, _ := admin.principal(body)
+		secrets = append(secrets, c.secret)
+		return c
 	}
 	operator := mk(`{"role":"operator","name":"Sec operator"}`)
 	reseller := mk(fmt.Sprintf(`{"role":"reseller","name":"Sec reseller","channelId":%q}`, ch["id"]))
