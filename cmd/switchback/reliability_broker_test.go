@@ -33,8 +33,7 @@ func TestReliability_BrokerRestartedUnderLoad(t *testing.T) {
 	down := byForm(form, 3*time.Second, 10*time.Second)
 	redisURL := testharness.Redis(t)
 	began := time.Now()
-	c := startCluster(t, redisURL)
-	fl := warmLoads(t, form, "http://"+c.api)
+	c, fl := clusterUnderLoad(t, form, redisURL)
 	sk, l, pl := fl.sk, fl.l, fl.pl
 	fl.start()
 	pushKeys, crKeys := fl.pushKeys, fl.crKeys

@@ -722,6 +722,14 @@ type cluster struct {
 	commands  map[string]string
 }
 
+// clusterUnderLoad starts the tiers apart on the Redis at redisURL and
+// warms both loads on them (not started).
+func clusterUnderLoad(t *testing.T, form, redisURL string) (*cluster, *faultLoads) {
+	t.Helper()
+	c := startCluster(t, redisURL)
+	return c, warmLoads(t, form, "http://"+c.api)
+}
+
 func startCluster(t *testing.T, redisURL string, extra ...string) *cluster {
 	t.Helper()
 	c := &cluster{t: t, kafka: freeAddr(t), brokerDir: filepath.Join(t.TempDir(), "var"), api: freeAddr(t),

@@ -27,8 +27,7 @@ func TestReliability_EachTierKilledUnderLoad(t *testing.T) {
 	rounds := byForm(form, 1, 3)
 	redisURL := testharness.Redis(t)
 	began := time.Now()
-	c := startCluster(t, redisURL)
-	fl := warmLoads(t, form, "http://"+c.api)
+	c, fl := clusterUnderLoad(t, form, redisURL)
 	sk, l, pl := fl.sk, fl.l, fl.pl
 	t.Logf("cluster up and warm in %s", time.Since(began).Round(100*time.Millisecond))
 	fl.start()
