@@ -11,14 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -27,22 +25,6 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
-
-// consoleChromium finds Debian's chromium (or another Chrome on PATH); the
-// browser tests skip without one unless SWITCHBACK_REQUIRE_INTEGRATION=1.
-func consoleChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {
-		t.Fatal("chromium not installed (Debian package chromium) and SWITCHBACK_REQUIRE_INTEGRATION=1")
-	}
-	t.Skip("chromium not installed (Debian package chromium)")
-	return ""
-}
 
 // consoleOutputDir is where the console's screenshots go: the test output
 // folder (SWITCHBACK_TEST_OUTDIR, default bin/test-output), console/.
@@ -111,35 +93,12 @@ type consoleBrowser struct {
 
 func newConsoleBrowser(t *testing.T, chrome, base string) *consoleBrowser {
 	t.Helper()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 800),
-	)
+	alloc, cancelAlloc := chromiumAllocator(context.Background(), t, chrome, 1280, 800, chromedp.Flag("hide-scrollbars", true))
+	t.Cleanup(cancelAlloc)
 	b := &consoleBrowser{t: t, base: base, log: &pageLog{}, out: consoleOutputDir()}
-	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(b.log.listen))
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	tab, cancelTab := openTab(t, alloc, b.log.listen)
+	t.Cleanup(cancelTab)
 	b.tab = tab
-	if err := chromedp.Do(tab); err != nil { // starts the browser, attaches the tab
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(tab, log.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
 	b.do("1280x800 viewport", chromedp.EmulateViewport(1280, 800))
 	if err := os.MkdirAll(b.out, 0o755); err != nil {
 		t.Fatal(err)
@@ -347,7 +306,7 @@ func (b *consoleBrowser) signOut() {
 // the README). No request leaves the binary's address, no secret is in a
 // URL, the page or the binary's logs, and no script fails.
 func TestBinary_ConsoleInChromium(t *testing.T) {
-	chrome := consoleChromium(t)
+	chrome := findChromium(t)
 	// A backlog bound of 2 and retries every 2 s let a failing subscriber
 	// be disabled automatically within seconds (reseller C below).
 	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP=true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true",
