@@ -26,16 +26,10 @@ func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 	p, operator, reseller := d.p, d.operator, d.reseller
 
 	const sup, prod = "sup-av", "prod-av"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
 	supplier := partnerSupplier(sup, "Avail Tours", "AV", "partner-key", "partner-secret", ps.URL)
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-b", "Child")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-c", "Senior")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a","rate-b"]}`},
-	})
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Canyon ride", "A ride"),
+		catalogtest.RateBody("rate-a", "Adult"), catalogtest.RateBody("rate-b", "Child"), catalogtest.RateBody("rate-c", "Senior"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a","rate-b"]}`, 201)
 
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2)
 	list := fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", sup, prod,

@@ -26,14 +26,10 @@ func TestE2E_HoldBookCancelAndTicketsAddedWebhooks(t *testing.T) {
 	p, sk, operator, reseller := d.p, d.sk, d.operator, d.reseller
 
 	const sup, prod = "sup-bk", "prod-bk"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
 	supplier := partnerSupplier(sup, "Booking Tours", "BK", "partner-key", "partner-secret", ps.URL)
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a"]}`},
-	})
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Canyon ride", "A ride"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a"]}`, 201)
 	rule := reseller.must("POST", "/registry/v1.1/booking", fmt.Sprintf(`{"url":%q}`, sk.url+"/booking"), 201)
 	key, _ := rule["securityKey"].(string)
 

@@ -39,13 +39,8 @@ func TestE2E_CatalogBindingsNotifySubscribers(t *testing.T) {
 	}
 
 	const sup, prod = "sup-e2e", "prod-e2e"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "E2E Tours", "E2E", "partner-key", "partner-secret")},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Glacier walk", "A walk on the glacier")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-b", "Child")},
-	})
+	base := createProduct(operator, sup, prod, catalogtest.SupplierBody(sup, "E2E Tours", "E2E", "partner-key", "partner-secret"), catalogtest.ProductBody(prod, "Glacier walk", "A walk on the glacier"),
+		catalogtest.RateBody("rate-a", "Adult"), catalogtest.RateBody("rate-b", "Child"))
 	if status, _, _ := reseller.do("GET", "/v1.2/suppliers/"+sup, ""); status != 404 {
 		t.Errorf("unbound supplier visible to the reseller: %d", status)
 	}

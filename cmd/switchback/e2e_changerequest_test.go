@@ -31,14 +31,10 @@ func TestE2E_ChangeNotificationRefreshesAndNotifies(t *testing.T) {
 	otherOp, _ := admin.principal(`{"role":"operator","name":"Other operator"}`)
 
 	const sup, prod = "sup-cn", "prod-cn"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
 	supplier := partnerSupplier(sup, "Change Tours", "CN", "pk", "ps", ps.URL)
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Fjord", "d")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{}`},
-	})
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Fjord", "d"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{}`, 201)
 	rule := reseller.must("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"), 201)
 
 	q := fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s", sup, prod)
@@ -129,15 +125,10 @@ func TestE2E_ChangeNotificationFromABookingSystem(t *testing.T) {
 	// The simulator's names: supplier S1, product S1-P1 (START_TIME),
 	// options S1-P1-O1 and -O2 (our rates).
 	const sup, prod = "S1", "S1-P1"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
 	supplier := `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"` + bs.URL + `","credentials":{"bearerToken":"bs-token"}}}`
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Glacier", "d")},
-		{"POST", base + "/rates", catalogtest.RateBody("S1-P1-O1", "Option 1")},
-		{"POST", base + "/rates", catalogtest.RateBody("S1-P1-O2", "Option 2")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{}`},
-	})
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Glacier", "d"),
+		catalogtest.RateBody("S1-P1-O1", "Option 1"), catalogtest.RateBody("S1-P1-O2", "Option 2"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{}`, 201)
 	rule := reseller.must("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"), 201)
 	q := fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s", sup, prod)
 	request := func() {

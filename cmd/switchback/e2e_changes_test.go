@@ -29,13 +29,9 @@ func TestE2E_AvailabilityAndPriceChangesNotifyWithTheRightWindow(t *testing.T) {
 		keys[r.path] = rule["securityKey"].(string)
 	}
 	const sup, prod = "sup-chg", "prod-chg"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Change Tours", "CHG", "k", "s")},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Lake cruise", "A cruise")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"rateIds":["rate-a"]}`},
-	})
+	base := createProduct(operator, sup, prod, catalogtest.SupplierBody(sup, "Change Tours", "CHG", "k", "s"), catalogtest.ProductBody(prod, "Lake cruise", "A cruise"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"rateIds":["rate-a"]}`, 201)
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	window := func(d, h int) (string, string) {
 		s := day.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)

@@ -247,13 +247,9 @@ func setupPartnerKindWith(t *testing.T, w *contractWorld, cfg partnersim.TxConfi
 		sim = wrap(sim)
 	}
 	ps := serve(t, sim)
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	w.operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", partnerSupplier(sup, "Canyon Tours", "CT", "pk", "ps", ps.URL)},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride down the canyon")},
-		{"POST", base + "/rates", contractRate(rate)},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE"}`},
-	})
+	base := createProduct(w.operator, sup, prod, partnerSupplier(sup, "Canyon Tours", "CT", "pk", "ps", ps.URL), catalogtest.ProductBody(prod, "Canyon ride", "A ride down the canyon"),
+		contractRate(rate))
+	w.operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE"}`, 201)
 	if push {
 		day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 		body := fmt.Sprintf(`{"availabilities":[{"id":"c0ffee00-4444-4555-8666-777777777777","start":%q,"end":%q,"capacity":6,"maxCapacity":10}]}`,

@@ -248,6 +248,20 @@ func (c client) mustAll(steps []step) {
 	}
 }
 
+// createProduct has the operator op create supplier sup (body supplier),
+// its product prod (body product) and the product's rates (their bodies),
+// each answering 201, and returns the product's channel API path.
+func createProduct(op client, sup, prod, supplier, product string, rates ...string) string {
+	op.t.Helper()
+	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
+	steps := []step{{"POST", "/channel/v1.2/suppliers", supplier}, {"POST", "/channel/v1.2/suppliers/" + sup + "/products", product}}
+	for _, r := range rates {
+		steps = append(steps, step{"POST", base + "/rates", r})
+	}
+	op.mustAll(steps)
+	return base
+}
+
 // demo is the binary with local webhooks allowed (the sink listens on
 // loopback), a sink, and clients of the demo principals: how most e2e
 // tests begin.

@@ -53,14 +53,10 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	reseller := mk(fmt.Sprintf(`{"role":"reseller","name":"Sec reseller","channelId":%q}`, ch["id"]))
 
 	const sup, prod = "sup-sec", "prod-sec"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
 	supplier := partnerSupplier(sup, "Secret Tours", "SEC", partnerKey, partnerSecret, ps.URL)
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Vault tour", "d")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + ch["id"].(string), `{"rateIds":["rate-a"]}`},
-	})
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Vault tour", "d"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+ch["id"].(string), `{"rateIds":["rate-a"]}`, 201)
 	// The supplier as the operator reads it: credentials never in clear.
 	if _, body, _ := operator.do("GET", "/channel/v1.2/suppliers/"+sup, ""); strings.Contains(fmt.Sprint(body), partnerSecret) || strings.Contains(fmt.Sprint(body), partnerKey) {
 		t.Errorf("supplier read shows the partner credentials: %v", body)
@@ -89,12 +85,8 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	bsim := bookingsim.New(bookingsim.Config{APIKey: bsToken})
 	bs := serve(t, bsim)
 	const bsSup, bsProd = "S1", "S1-P1"
-	bsBase := "/channel/v1.2/suppliers/" + bsSup + "/products/" + bsProd
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"` + bs.URL + `","credentials":{"bearerToken":"` + bsToken + `"}}}`},
-		{"POST", "/channel/v1.2/suppliers/" + bsSup + "/products", catalogtest.ProductBody(bsProd, "Glacier", "d")},
-		{"POST", bsBase + "/rates", catalogtest.RateBody("S1-P1-O1", "Option 1")},
-	})
+	createProduct(operator, bsSup, bsProd, `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"`+bs.URL+`","credentials":{"bearerToken":"`+bsToken+`"}}}`, catalogtest.ProductBody(bsProd, "Glacier", "d"),
+		catalogtest.RateBody("S1-P1-O1", "Option 1"))
 	if _, body, _ := operator.do("GET", "/channel/v1.2/suppliers/"+bsSup, ""); strings.Contains(fmt.Sprint(body), bsToken) {
 		t.Errorf("supplier read shows the booking system's token: %v", body)
 	}

@@ -156,13 +156,8 @@ func TestTiersApart_SameJobAsRunAndNoDuplicateNotifications(t *testing.T) {
 	rule := reseller.must("POST", "/registry/v1.1/channelbindings", fmt.Sprintf(`{"url":%q}`, sk.url+"/cb"), 201)
 	key := rule["securityKey"].(string)
 	const sup, prod = "sup-apart", "prod-apart"
-	pbase := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	operator.mustAll([]step{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Apart Tours", "AP", "k", "s")},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Ridge walk", "A walk")},
-		{"POST", pbase + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", pbase + "/rates", catalogtest.RateBody("rate-b", "Child")},
-	})
+	pbase := createProduct(operator, sup, prod, catalogtest.SupplierBody(sup, "Apart Tours", "AP", "k", "s"), catalogtest.ProductBody(prod, "Ridge walk", "A walk"),
+		catalogtest.RateBody("rate-a", "Adult"), catalogtest.RateBody("rate-b", "Child"))
 	steps := []struct {
 		method, path, body string
 		want               int
