@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchbackhq/switchback/dispatcher"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -38,7 +39,7 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 
 	n := note("sub-a", schemas.TypeRate, "R1")
 	e.publish(n)
-	eventually(t, 15*time.Second, "delivery", func() bool { return len(s.requests()) == 1 })
+	testharness.Eventually(t, 15*time.Second, "delivery", func() bool { return len(s.requests()) == 1 })
 
 	got := s.requests()[0]
 	if got.id != n.ID {
@@ -65,7 +66,7 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 		t.Errorf("signature timestamp %d is not now", sig.Timestamp)
 	}
 
-	eventually(t, 10*time.Second, "delivered in history", func() bool {
+	testharness.Eventually(t, 10*time.Second, "delivered in history", func() bool {
 		as := e.attempts()[n.ID]
 		return len(as) == 1 && as[0].Outcome == schemas.OutcomeDelivered
 	})
@@ -73,10 +74,10 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 	if a.Attempt != 1 || a.Status != 200 || a.Subscriber != "sub-a" || a.Type != schemas.TypeRate {
 		t.Errorf("history record %+v", a)
 	}
-	eventually(t, 5*time.Second, "metric", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_deliveries_total", map[string]string{"type": "rate", "outcome": "delivered"}) == 1
+	testharness.Eventually(t, 5*time.Second, "metric", func() bool {
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_deliveries_total", map[string]string{"type": "rate", "outcome": "delivered"}) == 1
 	})
-	if got := metricValue(t, r.reg, "switchback_dispatcher_attempt_seconds", map[string]string{"type": "rate"}); got != 1 {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_attempt_seconds", map[string]string{"type": "rate"}); got != 1 {
 		t.Errorf("attempt_seconds observations = %v, want 1 (one POST)", got)
 	}
 }
@@ -97,7 +98,7 @@ func TestDispatcher_ThrottleDelaySpacesOneSubscribersSendsOnly(t *testing.T) {
 		ns = append(ns, note("unthrottled", schemas.TypeSupplier, "S"+string(rune('a'+i))))
 	}
 	e.publish(ns...)
-	eventually(t, 20*time.Second, "all sends", func() bool { return len(slow.requests()) == 3 && len(fast.requests()) == 3 })
+	testharness.Eventually(t, 20*time.Second, "all sends", func() bool { return len(slow.requests()) == 3 && len(fast.requests()) == 3 })
 
 	sr := slow.requests()
 	for i := 1; i < len(sr); i++ {
@@ -126,7 +127,7 @@ func TestDispatcher_RetriesAfter500sWithTheSameDeliveryID(t *testing.T) {
 	})
 	n := note("sub", schemas.TypeBooking, "B1")
 	e.publish(n)
-	eventually(t, 15*time.Second, "delivered after 3 failures", func() bool { return s.deliveredIDs()[n.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "delivered after 3 failures", func() bool { return s.deliveredIDs()[n.ID] == 1 })
 
 	reqs := s.requests()
 	if len(reqs) != 4 {
@@ -147,7 +148,7 @@ func TestDispatcher_RetriesAfter500sWithTheSameDeliveryID(t *testing.T) {
 	if len(tokens) != 4 {
 		t.Errorf("%d distinct tokens over 4 attempts, want a new token per attempt", len(tokens))
 	}
-	eventually(t, 10*time.Second, "history of 4 attempts", func() bool { return len(e.attempts()[n.ID]) == 4 })
+	testharness.Eventually(t, 10*time.Second, "history of 4 attempts", func() bool { return len(e.attempts()[n.ID]) == 4 })
 	var outcomes []string
 	for i, a := range e.attempts()[n.ID] {
 		outcomes = append(outcomes, a.Outcome)
@@ -158,7 +159,7 @@ func TestDispatcher_RetriesAfter500sWithTheSameDeliveryID(t *testing.T) {
 	if want := []string{"retry", "retry", "retry", "delivered"}; !slices.Equal(outcomes, want) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
-	if got := metricValue(t, r.reg, "switchback_dispatcher_retries_total", map[string]string{"type": "booking"}); got != 3 {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_retries_total", map[string]string{"type": "booking"}); got != 3 {
 		t.Errorf("retries_total = %v, want 3", got)
 	}
 }
@@ -173,7 +174,7 @@ func TestDispatcher_GivesUpAfterTheLastAttemptAndRecordsTheNotification(t *testi
 	})
 	n := note("sub", schemas.TypeProduct, "P1")
 	e.publish(n)
-	eventually(t, 15*time.Second, "failed in history", func() bool {
+	testharness.Eventually(t, 15*time.Second, "failed in history", func() bool {
 		as := e.attempts()[n.ID]
 		return len(as) == 3 && as[2].Outcome == schemas.OutcomeFailed
 	})
@@ -202,7 +203,7 @@ func TestDispatcher_HonoursRetryAfter(t *testing.T) {
 	e.start(func(o *dispatcher.Options) { o.Schedule = []time.Duration{10 * time.Millisecond} })
 	n := note("sub", schemas.TypeSupplier, "S1")
 	e.publish(n)
-	eventually(t, 15*time.Second, "delivered", func() bool { return s.deliveredIDs()[n.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "delivered", func() bool { return s.deliveredIDs()[n.ID] == 1 })
 	reqs := s.requests()
 	if gap := reqs[1].at.Sub(reqs[0].at); gap < time.Second {
 		t.Errorf("retry %v after a 429 with Retry-After: 1, want >= 1s (schedule step was 10ms)", gap)
@@ -223,10 +224,10 @@ func TestDispatcher_DisableAllSuppressesAndRecordsAtIntakeAndAtSendTime(t *testi
 	flip1, flip2 := note("flip", schemas.TypeSupplier, "S1"), note("flip", schemas.TypeSupplier, "S2")
 	e.publish(off1, off2, flip1, flip2)
 	// flip2 waits for the throttle: disableAll set meanwhile applies to it.
-	eventually(t, 15*time.Second, "first send of flip", func() bool { return s.deliveredIDs()[flip1.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "first send of flip", func() bool { return s.deliveredIDs()[flip1.ID] == 1 })
 	e.subs.setDisableAll("flip", true)
 
-	eventually(t, 15*time.Second, "three suppressed", func() bool { return len(e.suppressed()) == 3 })
+	testharness.Eventually(t, 15*time.Second, "three suppressed", func() bool { return len(e.suppressed()) == 3 })
 	sup := e.suppressed()
 	for _, n := range []schemas.Notification{off1, off2, flip2} {
 		got, ok := sup[n.ID]
@@ -279,7 +280,7 @@ func TestDispatcher_DisabledOrDeletedRuleIsNotSent(t *testing.T) {
 		e.publish(n)
 	}
 	e.start(nil)
-	eventually(t, 15*time.Second, "every outcome recorded", func() bool {
+	testharness.Eventually(t, 15*time.Second, "every outcome recorded", func() bool {
 		as := e.attempts()
 		for _, id := range ids {
 			if len(as[id]) == 0 {
@@ -324,13 +325,13 @@ func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppresse
 	e.publish(first...)
 	// All six are attempted and fail: the subscriber is failing with 6
 	// pending, past the bound of 3.
-	eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
+	testharness.Eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
 	later := []schemas.Notification{note("flood", schemas.TypeRate, "Rx"), note("flood", schemas.TypeRate, "Ry")}
 	e.publish(later...)
 	calm := note("calm", schemas.TypeRate, "R1")
 	e.publish(calm)
 
-	eventually(t, 15*time.Second, "every later notification suppressed", func() bool {
+	testharness.Eventually(t, 15*time.Second, "every later notification suppressed", func() bool {
 		sup := e.suppressed()
 		for _, n := range later {
 			if _, ok := sup[n.ID]; !ok {
@@ -353,7 +354,7 @@ func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppresse
 	}
 	// Their retries were an hour away: once the subscriber is disabled
 	// they are suppressed at once (replayable), not when due.
-	eventually(t, 15*time.Second, "the pending retries suppressed", func() bool {
+	testharness.Eventually(t, 15*time.Second, "the pending retries suppressed", func() bool {
 		sup := e.suppressed()
 		for _, n := range first {
 			if _, ok := sup[n.ID]; !ok {
@@ -368,8 +369,8 @@ func TestDispatcher_FailingSubscriberAtTheBoundIsDisabledOnceAndTheRestSuppresse
 	if got := e.subs.disableCallsOf("calm"); got != 0 {
 		t.Errorf("another subscriber was disabled")
 	}
-	eventually(t, 10*time.Second, "calm subscriber still served", func() bool { return len(e.attempts()[calm.ID]) > 0 })
-	if got := metricValue(t, r.reg, "switchback_dispatcher_auto_disabled_total", nil); got != 1 {
+	testharness.Eventually(t, 10*time.Second, "calm subscriber still served", func() bool { return len(e.attempts()[calm.ID]) > 0 })
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_auto_disabled_total", nil); got != 1 {
 		t.Errorf("auto_disabled_total = %v, want 1", got)
 	}
 	alerts := e.history(schemas.HistorySubscriberAutoDisabled)
@@ -405,7 +406,7 @@ func TestDispatcher_ReplayAfterAutoDisableDeliversEverySuppressedNotification(t 
 	}
 	e.publish(ns...)
 	// limit queued then suppressed at send time, the rest at intake.
-	eventually(t, 15*time.Second, "every notification suppressed", func() bool { return len(e.suppressed()) == len(ns) })
+	testharness.Eventually(t, 15*time.Second, "every notification suppressed", func() bool { return len(e.suppressed()) == len(ns) })
 	if got := e.subs.disableCallsOf("down"); got != 1 {
 		t.Fatalf("DisableAll called %d times, want 1", got)
 	}
@@ -422,7 +423,7 @@ func TestDispatcher_ReplayAfterAutoDisableDeliversEverySuppressedNotification(t 
 	if err != nil || count != len(ns) {
 		t.Fatalf("Replay = %d, %v; want %d", count, err, len(ns))
 	}
-	eventually(t, 15*time.Second, "every replayed notification delivered", func() bool {
+	testharness.Eventually(t, 15*time.Second, "every replayed notification delivered", func() bool {
 		got := s.deliveredIDs()
 		for _, n := range ns {
 			if got[n.ID] == 0 {
@@ -453,7 +454,7 @@ func TestDispatcher_PendingReplaysDoNotCountAgainstTheBoundAfterARebuild(t *test
 	if _, err := dispatcher.Replay(t.Context(), e.prod, "sub", schemas.TypeRate, time.Time{}, time.Time{}, replay); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "replays attempted", func() bool {
+	testharness.Eventually(t, 15*time.Second, "replays attempted", func() bool {
 		as := e.attempts()
 		for _, n := range replay {
 			if len(as[n.ID]) == 0 {
@@ -462,14 +463,14 @@ func TestDispatcher_PendingReplaysDoNotCountAgainstTheBoundAfterARebuild(t *test
 		}
 		return true
 	})
-	rebuilds := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil)
+	rebuilds := testharness.MetricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil)
 	e.mr.FlushAll() // the schedule is rebuilt from the deliveries topic
-	eventually(t, 15*time.Second, "schedule rebuilt", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil) > rebuilds
+	testharness.Eventually(t, 15*time.Second, "schedule rebuilt", func() bool {
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil) > rebuilds
 	})
 	fresh := note("sub", schemas.TypeRate, "F")
 	e.publish(fresh)
-	eventually(t, 15*time.Second, "fresh notification recorded", func() bool {
+	testharness.Eventually(t, 15*time.Second, "fresh notification recorded", func() bool {
 		_, suppressed := e.suppressed()[fresh.ID]
 		return suppressed || len(e.attempts()[fresh.ID]) > 0
 	})
@@ -493,16 +494,16 @@ func TestDispatcher_BacklogBoundDisablesAgainAfterTheSubscriberReEnabled(t *test
 		first = append(first, note("flood", schemas.TypeRate, fmt.Sprintf("A%d", i)))
 	}
 	e.publish(first...)
-	eventually(t, 15*time.Second, "queued ones attempted", func() bool {
+	testharness.Eventually(t, 15*time.Second, "queued ones attempted", func() bool {
 		as := e.attempts()
 		return len(as[first[0].ID]) > 0 && len(as[first[1].ID]) > 0
 	})
 	e.publish(note("flood", schemas.TypeRate, "A-over"))
-	eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
+	testharness.Eventually(t, 15*time.Second, "bound reached", func() bool { return e.subs.disableCallsOf("flood") == 1 })
 	// The disabled subscriber's backlog is drained (suppressed) before it
 	// is re-enabled: re-enabling first would race the drain, and the test
 	// would depend on which won (it failed once in CI that way).
-	eventually(t, 15*time.Second, "first backlog suppressed", func() bool {
+	testharness.Eventually(t, 15*time.Second, "first backlog suppressed", func() bool {
 		sup := e.suppressed()
 		_, a0 := sup[first[0].ID]
 		_, a1 := sup[first[1].ID]
@@ -517,13 +518,13 @@ func TestDispatcher_BacklogBoundDisablesAgainAfterTheSubscriberReEnabled(t *test
 		second = append(second, note("flood", schemas.TypeRate, fmt.Sprintf("B%d", i)))
 	}
 	e.publish(second...)
-	eventually(t, 15*time.Second, "second backlog attempted", func() bool {
+	testharness.Eventually(t, 15*time.Second, "second backlog attempted", func() bool {
 		as := e.attempts()
 		return len(as[second[0].ID]) > 0 && len(as[second[1].ID]) > 0
 	})
 	over := note("flood", schemas.TypeRate, "B-over")
 	e.publish(over)
-	eventually(t, 15*time.Second, "over the bound again: suppressed", func() bool { _, ok := e.suppressed()[over.ID]; return ok })
+	testharness.Eventually(t, 15*time.Second, "over the bound again: suppressed", func() bool { _, ok := e.suppressed()[over.ID]; return ok })
 	if got := e.subs.disableCallsOf("flood"); got != 2 {
 		t.Errorf("DisableAll called %d times, want 2: a notification suppressed by the bound while disableAll is false", got)
 	}
@@ -548,7 +549,7 @@ func TestDispatcher_KeepsOneEntitysOrderWhileItIsRetried(t *testing.T) {
 		o.Schedule = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
 	})
 	e.publish(append(e1, other)...)
-	eventually(t, 15*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == 5 })
+	testharness.Eventually(t, 15*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == 5 })
 
 	reqs := s.requests()
 	var order []string
@@ -597,7 +598,7 @@ func TestDispatcher_AtLeastOnceAcrossRestart(t *testing.T) {
 		ns = append(ns, note([]string{"a", "b"}[i%2], schemas.TypeSupplier, "S"+string(rune('a'+i))))
 	}
 	e.publish(ns...)
-	eventually(t, 15*time.Second, "first attempts", func() bool { return len(s.requests()) >= 20 })
+	testharness.Eventually(t, 15*time.Second, "first attempts", func() bool { return len(s.requests()) >= 20 })
 	if err := first.stop(); err != nil {
 		t.Fatalf("first dispatcher: %v", err)
 	}
@@ -613,7 +614,7 @@ func TestDispatcher_AtLeastOnceAcrossRestart(t *testing.T) {
 
 	e.start(schedule)
 	all := append(ns, more...)
-	eventually(t, 20*time.Second, "everything delivered at least once", func() bool {
+	testharness.Eventually(t, 20*time.Second, "everything delivered at least once", func() bool {
 		got := s.deliveredIDs()
 		for _, n := range all {
 			if got[n.ID] == 0 {
@@ -659,7 +660,7 @@ func TestDispatcher_RebuildsScheduleFromDeliveriesTopicAfterRedisFlush(t *testin
 
 	first := e.start(schedule)
 	e.publish(append(append(okOnes, failOnes...), queued)...)
-	eventually(t, 15*time.Second, "ok ones delivered, failing ones tried", func() bool {
+	testharness.Eventually(t, 15*time.Second, "ok ones delivered, failing ones tried", func() bool {
 		got := s.deliveredIDs()
 		for _, n := range okOnes {
 			if got[n.ID] != 1 {
@@ -685,7 +686,7 @@ func TestDispatcher_RebuildsScheduleFromDeliveriesTopicAfterRedisFlush(t *testin
 	s.setRespond(func(string, int) (int, http.Header) { return 200, nil })
 	second := e.start(schedule)
 
-	eventually(t, 20*time.Second, "failing ones and the queued one delivered", func() bool {
+	testharness.Eventually(t, 20*time.Second, "failing ones and the queued one delivered", func() bool {
 		got := s.deliveredIDs()
 		for _, n := range append(failOnes, queued) {
 			if got[n.ID] == 0 {
@@ -710,35 +711,8 @@ func TestDispatcher_RebuildsScheduleFromDeliveriesTopicAfterRedisFlush(t *testin
 	if !slices.Equal(order, []string{failOnes[0].ID, queued.ID}) {
 		t.Errorf("entity order after rebuild %v", order)
 	}
-	if got := metricValue(t, second.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got != 1 {
+	if got := testharness.MetricValue(t, second.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got != 1 {
 		t.Errorf("rebuilds_total = %v, want 1", got)
-	}
-}
-
-func TestDispatcher_RebuildsWhenRedisIsFlushedWhileRunning(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	healthy := make(chan struct{})
-	s := newSink(t, func(string, int) (int, http.Header) {
-		select {
-		case <-healthy:
-			return 200, nil
-		default:
-			return 500, nil
-		}
-	})
-	e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
-	r := e.start(func(o *dispatcher.Options) {
-		o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-	})
-	n := note("sub", schemas.TypeBooking, "B1")
-	e.publish(n)
-	eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
-	e.mr.FlushAll()
-	close(healthy)
-	eventually(t, 20*time.Second, "delivered after the flush", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
-	if got := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < 1 {
-		t.Errorf("rebuilds_total = %v, want >= 1", got)
 	}
 }
 
@@ -750,7 +724,7 @@ func TestReplay_RedeliversWithTheSameIDs(t *testing.T) {
 	e.start(nil)
 	n := note("sub", schemas.TypeSupplier, "S1")
 	e.publish(n)
-	eventually(t, 15*time.Second, "delivered", func() bool { return s.deliveredIDs()[n.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "delivered", func() bool { return s.deliveredIDs()[n.ID] == 1 })
 	// A redelivered duplicate (same id, not a replay) is filtered.
 	e.publish(n)
 
@@ -764,7 +738,7 @@ func TestReplay_RedeliversWithTheSameIDs(t *testing.T) {
 	if err != nil || count != 1 {
 		t.Fatalf("Replay = %d, %v; want 1", count, err)
 	}
-	eventually(t, 30*time.Second, "replayed", func() bool { return s.deliveredIDs()[n.ID] == 2 })
+	testharness.Eventually(t, 30*time.Second, "replayed", func() bool { return s.deliveredIDs()[n.ID] == 2 })
 	if len(s.requests()) != 2 {
 		t.Errorf("%d requests, want 2 (the duplicate filtered, the replay sent)", len(s.requests()))
 	}
@@ -785,9 +759,9 @@ func TestDispatcher_DeadLettersUnusableRecordsAndGoesOn(t *testing.T) {
 	}
 	n := note("sub", schemas.TypeSupplier, "S1")
 	e.publish(n)
-	eventually(t, 15*time.Second, "good one delivered", func() bool { return s.deliveredIDs()[n.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "good one delivered", func() bool { return s.deliveredIDs()[n.ID] == 1 })
 	var dl []stream.Message
-	eventually(t, 10*time.Second, "dead letters", func() bool {
+	testharness.Eventually(t, 10*time.Second, "dead letters", func() bool {
 		dl = dl[:0]
 		_ = stream.ReadAll(t.Context(), e.brokers, schemas.TopicDeadLetter, func(m stream.Message) error {
 			dl = append(dl, m)
@@ -810,12 +784,12 @@ func TestDispatcher_UnreadableSettingsOfOneSubscriberDoNotBlockOthers(t *testing
 	e.start(nil)
 	stuck, ok := note("broken", schemas.TypeSupplier, "S1"), note("fine", schemas.TypeSupplier, "S1")
 	e.publish(stuck, ok)
-	eventually(t, 15*time.Second, "other subscriber served", func() bool { return s.deliveredIDs()[ok.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "other subscriber served", func() bool { return s.deliveredIDs()[ok.ID] == 1 })
 	if s.deliveredIDs()[stuck.ID] != 0 {
 		t.Fatal("sent without knowing the subscriber's disableAll")
 	}
 	e.subs.setFailSettings("broken", false)
-	eventually(t, 15*time.Second, "sent once the registry answers", func() bool { return s.deliveredIDs()[stuck.ID] == 1 })
+	testharness.Eventually(t, 15*time.Second, "sent once the registry answers", func() bool { return s.deliveredIDs()[stuck.ID] == 1 })
 }
 
 // viewsEpoch is the Redis views' epoch as a test sets it.
@@ -832,46 +806,66 @@ func (v *viewsEpoch) Epoch(context.Context) (string, error) {
 
 func (v *viewsEpoch) set(e string) { v.mu.Lock(); v.e = e; v.mu.Unlock() }
 
-// TestDispatcher_RebuildsWhenTheViewsEpochChanges: Redis restarted from
-// its append-only file lost the last schedule writes but kept the
-// schedule's marker; the views guard rebuilt the other views under a new
-// epoch, and the dispatcher, whose marker recorded the old one, rebuilds
-// its schedule too, so the delivery whose schedule entry was lost is sent.
-func TestDispatcher_RebuildsWhenTheViewsEpochChanges(t *testing.T) {
+// TestDispatcher_RebuildsItsScheduleWhenItIsLost: a delivery waiting for
+// its retry is sent although its schedule entry was lost, because the
+// dispatcher rebuilds its schedule, when Redis is flushed while it runs,
+// and when Redis restarted from its append-only file lost the last
+// schedule writes but kept the schedule's marker (the views guard rebuilt
+// the other views under a new epoch, and the dispatcher, whose marker
+// recorded the old one, rebuilds its schedule too).
+func TestDispatcher_RebuildsItsScheduleWhenItIsLost(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	healthy := make(chan struct{})
-	s := newSink(t, func(string, int) (int, http.Header) {
-		select {
-		case <-healthy:
-			return 200, nil
-		default:
-			return 500, nil
-		}
-	})
-	e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
-	views := &viewsEpoch{e: "e1"}
-	r := e.start(func(o *dispatcher.Options) {
-		o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-		o.Views = views
-	})
-	n := note("sub", schemas.TypeBooking, "B1")
-	e.publish(n)
-	eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
-	// The restart: every schedule key but the marker is gone.
-	keys, err := e.rdb.Keys(t.Context(), dispatcher.DefaultKeyPrefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name     string
+		views    bool // the dispatcher follows the views' epoch
+		lose     func(t *testing.T, e *env, views *viewsEpoch)
+		rebuilds float64 // at least
+	}{
+		{"Redis flushed while running", false, func(_ *testing.T, e *env, _ *viewsEpoch) { e.mr.FlushAll() }, 1},
+		{"the views' epoch changes", true, func(t *testing.T, e *env, views *viewsEpoch) {
+			// The restart: every schedule key but the marker is gone.
+			keys, err := e.rdb.Keys(t.Context(), dispatcher.DefaultKeyPrefix+"*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if k != dispatcher.DefaultKeyPrefix+"rebuilt" {
+					e.mr.Del(k)
+				}
+			}
+			views.set("e2")
+		}, 2}, // start, new epoch
 	}
-	for _, k := range keys {
-		if k != dispatcher.DefaultKeyPrefix+"rebuilt" {
-			e.mr.Del(k)
-		}
-	}
-	views.set("e2")
-	close(healthy)
-	eventually(t, 20*time.Second, "delivered after the views' new epoch", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
-	if got := metricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < 2 {
-		t.Errorf("rebuilds_total = %v, want 2 (start, new epoch)", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			healthy := make(chan struct{})
+			s := newSink(t, func(string, int) (int, http.Header) {
+				select {
+				case <-healthy:
+					return 200, nil
+				default:
+					return 500, nil
+				}
+			})
+			e.subs.setRule("sub", schemas.TypeBooking, rule{url: s.url("/b"), key: "k"})
+			views := &viewsEpoch{e: "e1"}
+			r := e.start(func(o *dispatcher.Options) {
+				o.Schedule = []time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
+				if tt.views {
+					o.Views = views
+				}
+			})
+			n := note("sub", schemas.TypeBooking, "B1")
+			e.publish(n)
+			testharness.Eventually(t, 15*time.Second, "first attempt", func() bool { return len(s.requests()) >= 1 })
+			tt.lose(t, e, views)
+			close(healthy)
+			testharness.Eventually(t, 20*time.Second, "delivered after the loss", func() bool { return s.deliveredIDs()[n.ID] >= 1 })
+			if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_schedule_rebuilds_total", nil); got < tt.rebuilds {
+				t.Errorf("rebuilds_total = %v, want at least %v", got, tt.rebuilds)
+			}
+		})
 	}
 }

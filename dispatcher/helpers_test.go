@@ -124,27 +124,7 @@ func (e *env) start(opt func(*dispatcher.Options)) *running {
 	if err != nil {
 		e.t.Fatalf("new dispatcher: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	var once sync.Once
-	var runErr error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = fmt.Errorf("dispatcher did not stop within 30s")
-			}
-		})
-		return runErr
-	}
-	e.t.Cleanup(func() {
-		if err := stop(); err != nil {
-			e.t.Errorf("run: %v", err)
-		}
-	})
+	stop := testharness.RunInBackground(e.t, "dispatcher", 30*time.Second, d.Run)
 	return &running{d: d, reg: reg, stop: stop}
 }
 
@@ -393,49 +373,4 @@ func specSum(securityKey string, timestamp int64, token string) string {
 	mac := hmac.New(sha256.New, []byte(securityKey))
 	fmt.Fprintf(mac, "%d%s", timestamp, token)
 	return hex.EncodeToString(mac.Sum(nil))
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount()) // a histogram: its count
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/dispatcher"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/webhook"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -116,7 +117,7 @@ func TestDispatcher_KeepsEachEntitysOrderUnderConcurrencyAndRetries(t *testing.T
 		}
 	}
 	e.publish(all...)
-	eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(all) })
+	testharness.Eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(all) })
 	checkEntityOrder(t, deliveredOrder(s), byEntity)
 	if m := bs.most.Load(); m < 2 {
 		t.Errorf("at most %d request in flight: entities did not proceed in parallel", m)
@@ -148,7 +149,7 @@ func TestDispatcher_KeepsEachEntitysOrderAcrossARestart(t *testing.T) {
 		}
 	}
 	e.publish(all...)
-	eventually(t, 15*time.Second, "some delivered", func() bool { return len(s.deliveredIDs()) >= 20 })
+	testharness.Eventually(t, 15*time.Second, "some delivered", func() bool { return len(s.deliveredIDs()) >= 20 })
 	if err := first.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestDispatcher_KeepsEachEntitysOrderAcrossARestart(t *testing.T) {
 		t.Fatalf("all %d delivered before the stop: the restart proves nothing", got)
 	}
 	e.start(opt)
-	eventually(t, 30*time.Second, "all delivered after the restart", func() bool { return len(s.deliveredIDs()) == len(all) })
+	testharness.Eventually(t, 30*time.Second, "all delivered after the restart", func() bool { return len(s.deliveredIDs()) == len(all) })
 	checkEntityOrder(t, deliveredOrder(s), byEntity)
 }
 
@@ -184,8 +185,8 @@ func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
 	e.publish(flood...)
 	// The whole flood taken in (the intake is FIFO per subscriber, as
 	// the notifications topic is): from here on only the lane decides.
-	eventually(t, 30*time.Second, "the flood taken in", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_intake_total", map[string]string{"result": "scheduled"}) >= float64(len(flood))
+	testharness.Eventually(t, 30*time.Second, "the flood taken in", func() bool {
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_intake_total", map[string]string{"result": "scheduled"}) >= float64(len(flood))
 	})
 	before := len(s.requests())
 	var calm []schemas.Notification
@@ -195,7 +196,7 @@ func TestDispatcher_AFloodFromOneSupplierDoesNotHoldUpAnother(t *testing.T) {
 		calm = append(calm, n)
 	}
 	e.publish(calm...)
-	eventually(t, 30*time.Second, "B delivered", func() bool {
+	testharness.Eventually(t, 30*time.Second, "B delivered", func() bool {
 		got := s.deliveredIDs()
 		for _, n := range calm {
 			if got[n.ID] == 0 {
@@ -244,10 +245,10 @@ func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T)
 		ns = append(ns, note("slow", schemas.TypeRate, fmt.Sprintf("R%d", i)))
 	}
 	e.publish(ns...)
-	eventually(t, 15*time.Second, "the backlog is past the bound", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_subscribers_past_bound", nil) >= 1
+	testharness.Eventually(t, 15*time.Second, "the backlog is past the bound", func() bool {
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_subscribers_past_bound", nil) >= 1
 	})
-	eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(ns) })
+	testharness.Eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(ns) })
 	if got := e.subs.disableCallsOf("slow"); got != 0 {
 		t.Errorf("DisableAll called %d times for a subscriber answering 200", got)
 	}
@@ -280,16 +281,16 @@ func TestDispatcher_HoldsAtMostLaneConcurrencyWhateverTheBacklog(t *testing.T) {
 		ns = append(ns, note("hang", schemas.TypeRate, fmt.Sprintf("R%d", i)))
 	}
 	e.publish(ns...)
-	eventually(t, 15*time.Second, "the lane is full", func() bool { return bs.inflight.Load() == conc })
-	eventually(t, 15*time.Second, "the whole backlog is in the schedule", func() bool {
-		return metricValue(t, r.reg, "switchback_dispatcher_backlog", nil) == float64(len(ns))
+	testharness.Eventually(t, 15*time.Second, "the lane is full", func() bool { return bs.inflight.Load() == conc })
+	testharness.Eventually(t, 15*time.Second, "the whole backlog is in the schedule", func() bool {
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_backlog", nil) == float64(len(ns))
 	})
 	if got := bs.most.Load(); got != conc {
 		t.Errorf("%d requests in flight at most, want exactly LaneConcurrency %d", got, conc)
 	}
-	if got := metricValue(t, r.reg, "switchback_dispatcher_inflight", nil); got > conc {
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_inflight", nil); got > conc {
 		t.Errorf("inflight gauge %v above %d", got, conc)
 	}
 	close(release)
-	eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(ns) })
+	testharness.Eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(ns) })
 }

@@ -4,22 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden records under testdata/records")
-
-// goldenID stands for the envelope's id (a new UUID per record) in the
-// golden records.
-const goldenID = "00000000-0000-0000-0000-000000000000"
 
 // wireRecord is one record the dispatcher writes to a topic.
 type wireRecord struct {
@@ -63,20 +57,7 @@ func TestRecords_AreTheGoldenRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := withGoldenID(t, slow.Value)
-			path := filepath.Join("testdata", "records", name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("encoding/json wrote\n%s\nwant\n%s", got, want)
-			}
+			want := testharness.Golden(t, filepath.Join("testdata", "records", name+".json"), testharness.WithGoldenID(t, slow.Value), *update)
 			if slow.Topic != w.topic || string(slow.Key) != w.key {
 				t.Errorf("topic %q key %q, want %q %q", slow.Topic, slow.Key, w.topic, w.key)
 			}
@@ -84,7 +65,7 @@ func TestRecords_AreTheGoldenRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := withGoldenID(t, fast.Value); !bytes.Equal(got, want) {
+			if got := testharness.WithGoldenID(t, fast.Value); !bytes.Equal(got, want) {
 				t.Fatalf("by hand\n%s\nwant\n%s", got, want)
 			}
 			// The payload's type in schemas reads the golden record's data
@@ -109,18 +90,4 @@ func TestRecords_AreTheGoldenRecords(t *testing.T) {
 			}
 		})
 	}
-}
-
-// withGoldenID is value with its envelope's id (a UUID, the first key)
-// replaced by goldenID.
-func withGoldenID(t *testing.T, value []byte) []byte {
-	t.Helper()
-	const head = `{"id":"`
-	if len(value) < len(head)+36 || string(value[:len(head)]) != head {
-		t.Fatalf("record does not start with its id: %s", value)
-	}
-	if _, err := uuid.Parse(string(value[len(head) : len(head)+36])); err != nil {
-		t.Fatalf("envelope id: %v", err)
-	}
-	return append([]byte(head+goldenID), value[len(head)+36:]...)
 }

@@ -135,21 +135,7 @@ func (e *env) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if rewrite == nil {
-		e.sim.ServeHTTP(w, r)
-		return
-	}
-	rec := httptest.NewRecorder()
-	e.sim.ServeHTTP(rec, r)
-	var body any
-	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-		return
-	}
-	out, _ := json.Marshal(rewrite(r, body))
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	testharness.ServeRewritten(w, r, e.sim, rewrite)
 }
 
 func (e *env) setFault(f faultFunc)     { e.mu.Lock(); e.fault = f; e.mu.Unlock() }

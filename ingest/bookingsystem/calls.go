@@ -131,14 +131,8 @@ func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in Avai
 	if err := requireIDs("supplierId", in.SupplierID, "productId", in.ProductID, "optionId", in.OptionID); err != nil {
 		return nil, nil, err
 	}
-	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
-		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
-	}
-	if len(in.AvailabilityIDs) == 0 {
-		return nil, nil, invalid("availabilityIds", "must list the availabilities of interest")
-	}
-	if len(in.Units) == 0 {
-		return nil, nil, invalid("units", "must list the units to reserve")
+	if err := in.check(); err != nil {
+		return nil, nil, err
 	}
 	for _, u := range in.Units {
 		if u.UnitID == "" || u.Quantity < 1 {
@@ -153,6 +147,21 @@ func (c *Client) CheckAvailability(ctx context.Context, conn Connection, in Avai
 	return read(ctx, c, conn, call{op: "checkAvailability", method: fasthttp.MethodPost, body: in,
 		segments: []string{"suppliers", in.SupplierID, "availability"}},
 		func(b []byte) ([]Availability, []Problem, error) { return ParseAvailability(b, exp) })
+}
+
+// check is what both dialects require of a check: its availability
+// type, the availabilities and the units asked for.
+func (in AvailabilityCheck) check() error {
+	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
+		return invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
+	}
+	if len(in.AvailabilityIDs) == 0 {
+		return invalid("availabilityIds", "must list the availabilities of interest")
+	}
+	if len(in.Units) == 0 {
+		return invalid("units", "must list the units to reserve")
+	}
+	return nil
 }
 
 // BookingRequest is the body of POST /suppliers/{supplierId}/bookings.

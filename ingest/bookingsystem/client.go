@@ -34,7 +34,6 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/platform/domainerr"
 	"github.com/switchbackhq/switchback/internal/platform/instrument"
-	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/platform/remotecall"
 )
 
@@ -131,25 +130,10 @@ func (c Connection) system() string {
 // MaxResponseBytes bounds any answer of a booking system.
 const MaxResponseBytes = 8 << 20
 
-// Options configures NewClient.
-type Options struct {
-	// Timeout of one call. Default 5 s (booking writes are slower than
-	// the partner's availability reads).
-	Timeout time.Duration
-	// Outbound is the policy every endpoint and connection is judged by
-	// (internal/platform/outbound). The zero value is the strict one: https and
-	// public addresses only.
-	Outbound outbound.Policy
-	// BreakerFailures consecutive failures open a booking system's
-	// breaker for BreakerCooldown; then one trial call (half-open) closes
-	// or reopens it. Defaults 5 and 10 s.
-	BreakerFailures int
-	BreakerCooldown time.Duration
-	// Registerer gets the switchback_ingest_bookingsystem_* metrics.
-	Registerer prometheus.Registerer
-	// Clock for the breaker. Default time.Now.
-	Clock func() time.Time
-}
+// Options configures NewClient (remotecall's Settings): Timeout defaults
+// to 5 s (booking writes are slower than the partner's availability
+// reads); Registerer gets the switchback_ingest_bookingsystem_* metrics.
+type Options = remotecall.Settings
 
 // Client calls booking systems. Safe for concurrent use.
 type Client struct {
@@ -164,12 +148,10 @@ func NewClient(opts Options) *Client {
 	}
 	m := newMetrics(opts.Registerer)
 	return &Client{metrics: m, base: remotecall.New[Problem](remotecall.Options{
-		System:  remotecall.System{Name: "booking system"},
-		Domains: remotecall.Domains{Unavailable: ErrUnavailable, Rejected: ErrRejected, NotFound: ErrNotFound},
-		Metrics: m.calls,
-		Timeout: opts.Timeout, Outbound: opts.Outbound,
-		BreakerFailures: opts.BreakerFailures, BreakerCooldown: opts.BreakerCooldown, Clock: opts.Clock,
-		MaxResponseBytes: MaxResponseBytes, OversizeKind: KindMalformed,
+		System:   remotecall.System{Name: "booking system"},
+		Domains:  remotecall.Domains{Unavailable: ErrUnavailable, Rejected: ErrRejected, NotFound: ErrNotFound},
+		Metrics:  m.calls,
+		Settings: opts, MaxResponseBytes: MaxResponseBytes, OversizeKind: KindMalformed,
 	})}
 }
 

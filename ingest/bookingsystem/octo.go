@@ -154,14 +154,8 @@ func (c *Client) octoCheckAvailability(ctx context.Context, conn Connection, in 
 	if err := requireIDs("productId", in.ProductID, "optionId", in.OptionID); err != nil {
 		return nil, nil, err
 	}
-	if in.AvailabilityType != StartTime && in.AvailabilityType != OpeningHours {
-		return nil, nil, invalid("availabilityType", "must be START_TIME or OPENING_HOURS")
-	}
-	if len(in.AvailabilityIDs) == 0 {
-		return nil, nil, invalid("availabilityIds", "must list the availabilities of interest")
-	}
-	if len(in.Units) == 0 {
-		return nil, nil, invalid("units", "must list the units to reserve")
+	if err := in.check(); err != nil {
+		return nil, nil, err
 	}
 	if err := checkTimeZone(in.TimeZone); err != nil {
 		return nil, nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
 
@@ -135,10 +136,10 @@ func TestOCTO_NotFoundIsCountedApartFromErrors(t *testing.T) {
 	if _, _, err := e.c.Product(ctx, e.conn, "S1", "S1-P99", nil); !errors.Is(err, bookingsystem.ErrNotFound) {
 		t.Fatalf("unknown product: %v, want ErrNotFound", err)
 	}
-	if n := counterValue(t, reg, "switchback_ingest_bookingsystem_not_found_total", "getBooking"); n != 1 {
+	if n := testharness.MetricValue(t, reg, "switchback_ingest_bookingsystem_not_found_total", map[string]string{"op": "getBooking"}); n != 1 {
 		t.Fatalf("not_found_total{op=getBooking} = %v, want 1", n)
 	}
-	if n := counterValue(t, reg, "switchback_ingest_bookingsystem_not_found_total", "product"); n != 1 {
+	if n := testharness.MetricValue(t, reg, "switchback_ingest_bookingsystem_not_found_total", map[string]string{"op": "product"}); n != 1 {
 		t.Fatalf("not_found_total{op=product} = %v, want 1", n)
 	}
 	mfs, err := reg.Gather()
@@ -154,27 +155,4 @@ func TestOCTO_NotFoundIsCountedApartFromErrors(t *testing.T) {
 			}
 		}
 	}
-}
-
-// counterValue is the value of a counter vector's series with one label
-// value, read from the registry (0 when absent).
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetValue() == label {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -2,7 +2,6 @@ package cronsync
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -160,7 +159,7 @@ func (s *Scheduler) Check(ctx context.Context) (Run, error) {
 	}
 	n, start := s.slot()
 	key := s.slotKey(n)
-	token := "claim:" + randomHex()
+	token := "claim:" + redislock.Token()
 	ok, err := redislock.TryAcquire(ctx, s.o.Redis, key, token, s.o.ClaimTTL)
 	if err != nil {
 		return Run{}, fmt.Errorf("claim sync slot %d: %w", n, err)
@@ -188,7 +187,7 @@ func (s *Scheduler) Check(ctx context.Context) (Run, error) {
 // and tests), whether or not the schedule is on.
 func (s *Scheduler) RunNow(ctx context.Context) (Run, error) {
 	now := s.o.Clock().UTC()
-	return s.enqueue(ctx, "manual-"+now.Format("20060102T150405.000Z")+"-"+randomHex()[:8], TriggerManual)
+	return s.enqueue(ctx, "manual-"+now.Format("20060102T150405.000Z")+"-"+redislock.Token()[:8], TriggerManual) // 32 random bits tell two manual runs of one millisecond apart
 }
 
 // enqueue puts one request per booking-system supplier on the topic, in
@@ -322,10 +321,4 @@ func (s *Scheduler) Connected(ctx context.Context) (int, error) {
 			"from", from, "until", to)
 	}
 	return len(msgs), nil
-}
-
-func randomHex() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

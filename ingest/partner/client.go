@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchbackhq/switchback/internal/partnerapi"
-	"github.com/switchbackhq/switchback/internal/platform/outbound"
 	"github.com/switchbackhq/switchback/internal/platform/remotecall"
 )
 
@@ -57,24 +56,10 @@ func requestError(err error) *CallError {
 // Connection is how to reach one partner (internal/partnerapi's).
 type Connection = partnerapi.Connection
 
-// Options configures NewClient.
-type Options struct {
-	// Timeout of one call. Default 2 s (the partner deadline).
-	Timeout time.Duration
-	// Outbound is the policy every partner url and connection is judged
-	// by (internal/platform/outbound). The zero value is the strict one: https and
-	// public addresses only.
-	Outbound outbound.Policy
-	// BreakerFailures consecutive failures open a partner's breaker for
-	// BreakerCooldown; then one trial call (half-open) closes or reopens
-	// it. Defaults 5 and 10 s.
-	BreakerFailures int
-	BreakerCooldown time.Duration
-	// Registerer gets the switchback_ingest_partner_* metrics; nil: none.
-	Registerer prometheus.Registerer
-	// Clock for the breaker. Default time.Now.
-	Clock func() time.Time
-}
+// Options configures NewClient (remotecall's Settings): Timeout defaults
+// to 2 s (the partner deadline); Registerer gets the
+// switchback_ingest_partner_* metrics.
+type Options = remotecall.Settings
 
 // Client calls partners. Safe for concurrent use.
 type Client struct {
@@ -87,12 +72,10 @@ func NewClient(opts Options) *Client {
 		opts.Timeout = 2 * time.Second
 	}
 	return &Client{base: remotecall.New[remotecall.NoProblem](remotecall.Options{
-		System:  system(),
-		Domains: remotecall.Domains{Unavailable: ErrUnavailable, Rejected: ErrRejected, NotFound: ErrNotFound},
-		Metrics: newMetrics(opts.Registerer),
-		Timeout: opts.Timeout, Outbound: opts.Outbound,
-		BreakerFailures: opts.BreakerFailures, BreakerCooldown: opts.BreakerCooldown, Clock: opts.Clock,
-		MaxResponseBytes: MaxResponseBytes,
+		System:   system(),
+		Domains:  remotecall.Domains{Unavailable: ErrUnavailable, Rejected: ErrRejected, NotFound: ErrNotFound},
+		Metrics:  newMetrics(opts.Registerer),
+		Settings: opts, MaxResponseBytes: MaxResponseBytes,
 	})}
 }
 

@@ -1,10 +1,8 @@
 package supplierbooking
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +20,7 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/platform/outbound"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 	"github.com/switchbackhq/switchback/schemas"
@@ -162,22 +161,7 @@ func (e *env) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	rw := e.rewrite
 	e.mu.Unlock()
-	if rw == nil {
-		e.sim.ServeHTTP(w, r)
-		return
-	}
-	rec := httptest.NewRecorder()
-	e.sim.ServeHTTP(rec, r)
-	var body any
-	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
-		w.WriteHeader(rec.Code)
-		_, _ = w.Write(rec.Body.Bytes())
-		return
-	}
-	var buf bytes.Buffer
-	_ = json.NewEncoder(&buf).Encode(rw(r, body))
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(buf.Bytes())
+	testharness.ServeRewritten(w, r, e.sim, rw)
 }
 
 func (e *env) setRewrite(rw rewriter) { e.mu.Lock(); e.rewrite = rw; e.mu.Unlock() }

@@ -5,22 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden records under testdata/records")
-
-// goldenID stands for the envelope's id (a new UUID per record) in the
-// golden records.
-const goldenID = "00000000-0000-0000-0000-000000000000"
 
 // wireRequests are a request's records through its statuses, with
 // characters encoding/json escapes and times outside UTC: the records
@@ -76,20 +70,7 @@ func TestStore_CommitPublishesTheGoldenRecord(t *testing.T) {
 			if m.Topic != schemas.TopicChangeRequest || string(m.Key) != tt.req.ID || !m.Time.Equal(now) {
 				t.Errorf("topic %q key %q time %v, want %q, the request id and %v", m.Topic, m.Key, m.Time, schemas.TopicChangeRequest, now)
 			}
-			got := withGoldenID(t, m.Value)
-			path := filepath.Join("testdata", "records", name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("published\n%s\nwant\n%s", got, want)
-			}
+			want := testharness.Golden(t, filepath.Join("testdata", "records", name+".json"), testharness.WithGoldenID(t, m.Value), *update)
 			// schemas.ChangeRequest, the payload's owner, reads the golden
 			// record and writes its data back unchanged.
 			var env schemas.Envelope
@@ -128,18 +109,4 @@ func sameRequest(a, b Request) bool {
 	}
 	a.Inserted, a.BeganWorking, a.FinishedWorking = b.Inserted, b.BeganWorking, b.FinishedWorking
 	return reflect.DeepEqual(a, b)
-}
-
-// withGoldenID is value with its envelope's id (a UUID, the first key)
-// replaced by goldenID.
-func withGoldenID(t *testing.T, value []byte) []byte {
-	t.Helper()
-	const head = `{"id":"`
-	if len(value) < len(head)+36 || string(value[:len(head)]) != head {
-		t.Fatalf("record does not start with its id: %s", value)
-	}
-	if _, err := uuid.Parse(string(value[len(head) : len(head)+36])); err != nil {
-		t.Fatalf("envelope id: %v", err)
-	}
-	return append([]byte(head+goldenID), value[len(head)+36:]...)
 }

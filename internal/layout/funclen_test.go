@@ -5,12 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 	"testing"
 )
 
@@ -53,7 +49,6 @@ var longFuncs = map[string]string{
 	"internal/simulators/bookingsim.Server.serveTx":       "a simulator's router: one case per route of spec doc 3",
 	"internal/simulators/partnersim.Server.ServeHTTP":     "a simulator's handler: fault injection (latency, key, error rate) then spec doc 2's availability route",
 	"internal/simulators/partnersim.Server.serveTx":       "a simulator's router: one case per transaction route of spec doc 2",
-	"internal/platform/views.Guard.rebuildOnceCluster":    "the cluster rebuild's protocol in order (sentinels, runs, watch, publish); its steps share the sentinels and one deferred cleanup",
 	"processors/availchange.Processor.HandleBatch":        "the batch's decode, diff, publish and compare-and-set rounds share the batch's decoded records (hot path)",
 	"processors/availchange.RebuildState":                 "option defaults, one fold of the availability topic, then chunked writes conditional on the views' marker",
 	"processors/bookingchange.Processor.Messages":         "one switch over the spec's hold and booking event types, then their notifications and history",
@@ -187,67 +182,28 @@ func (t *T[P]) Long() {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tooLong(funcs, tt.allowed, 5)
-			if len(got) != len(tt.want) {
-				t.Fatalf("tooLong = %q, want %d matching %q", got, len(tt.want), tt.want)
-			}
-			for i := range got {
-				if !strings.Contains(got[i], tt.want[i]) {
-					t.Errorf("line %d = %q, want it to contain %q", i, got[i], tt.want[i])
-				}
-			}
+			checkLines(t, tooLong(funcs, tt.allowed, 5), tt.want)
 		})
 	}
 }
 
-// moduleFuncs parses every production .go file of the module (not tests,
-// not testdata/ or vendor/, not hidden folders, not a nested module such
-// as deploy/check) and returns its functions. It reports how many files
+// moduleFuncs parses every production .go file of the module
+// (walkProduction) and returns its functions. It reports how many files
 // it parsed.
 func moduleFuncs(t *testing.T) ([]funcLen, int) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
 	var funcs []funcLen
 	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			name := d.Name()
-			if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	walkProduction(t, func(path, pkg string) error {
 		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
 		files++
-		funcs = append(funcs, funcLengths(fset, filepath.ToSlash(rel), f)...)
+		funcs = append(funcs, funcLengths(fset, pkg, f)...)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return funcs, files
 }
 
@@ -273,38 +229,8 @@ var documentedEntry = regexp.MustCompile("(?m)^  - `([^`]+)`: (.*)\\.$")
 // list in docs/decisions.md ("Layout (issue 20)") the same, reasons
 // included.
 func TestModule_LongFunctionsAreTheDocumentedOnes(t *testing.T) {
-	section := layoutSection(t)
-	documented := map[string]string{}
-	for _, m := range documentedEntry.FindAllStringSubmatch(section, -1) {
-		documented[m[1]] = m[2]
+	list := docList{what: "longFuncs", entry: documentedEntry, format: "  - `%s`: %s.", entries: longFuncs}
+	for _, v := range list.mismatches(layoutSection(t)) {
+		t.Error(v)
 	}
-	for name, why := range longFuncs {
-		if got, ok := documented[name]; !ok {
-			t.Errorf("%s is in longFuncs but not in docs/decisions.md (Layout): add \"  - `%s`: %s.\"", name, name, why)
-		} else if got != why {
-			t.Errorf("%s: docs/decisions.md gives the reason %q, longFuncs %q", name, got, why)
-		}
-	}
-	for name := range documented {
-		if _, ok := longFuncs[name]; !ok {
-			t.Errorf("docs/decisions.md (Layout) lists %s, which longFuncs does not: remove it there", name)
-		}
-	}
-}
-
-// layoutSection is docs/decisions.md's "## Layout (issue 20)" section.
-func layoutSection(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile("../../docs/decisions.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(raw), "## Layout (issue 20)")
-	if !ok {
-		t.Fatal(`docs/decisions.md has no "## Layout (issue 20)" section`)
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
-	return section
 }

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"go/scanner"
 	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -57,49 +55,19 @@ func codeLines(src []byte) int {
 	return len(lines)
 }
 
-// packageLines walks the module's production .go files (as moduleFuncs)
+// packageLines reads the module's production .go files (walkProduction)
 // and returns the code lines per module-relative package folder.
 func packageLines(t *testing.T) map[string]int {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]int{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path == root {
-				return nil
-			}
-			name := d.Name()
-			if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor" {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	walkProduction(t, func(path, pkg string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		out[filepath.ToSlash(rel)] += codeLines(src)
+		out[pkg] += codeLines(src)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out
 }
 
@@ -154,15 +122,7 @@ func TestTooLarge_FlagsUnlistedLargePackagesAndStaleEntries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tooLarge(sizes, tt.allowed, 5)
-			if len(got) != len(tt.want) {
-				t.Fatalf("tooLarge = %q, want %d matching %q", got, len(tt.want), tt.want)
-			}
-			for i := range got {
-				if !strings.Contains(got[i], tt.want[i]) {
-					t.Errorf("line %d = %q, want it to contain %q", i, got[i], tt.want[i])
-				}
-			}
+			checkLines(t, tooLarge(sizes, tt.allowed, 5), tt.want)
 		})
 	}
 }
@@ -186,21 +146,8 @@ var documentedPackage = regexp.MustCompile("(?m)^  - package `([^`]+)`: (.*)\\.$
 // TestModule_LargePackagesAreTheDocumentedOnes keeps largePackages and
 // docs/decisions.md's list the same, reasons included.
 func TestModule_LargePackagesAreTheDocumentedOnes(t *testing.T) {
-	section := layoutSection(t)
-	documented := map[string]string{}
-	for _, m := range documentedPackage.FindAllStringSubmatch(section, -1) {
-		documented[m[1]] = m[2]
-	}
-	for pkg, why := range largePackages {
-		if got, ok := documented[pkg]; !ok {
-			t.Errorf("%s is in largePackages but not in docs/decisions.md (Layout): add \"  - package `%s`: %s.\"", pkg, pkg, why)
-		} else if got != why {
-			t.Errorf("%s: docs/decisions.md gives the reason %q, largePackages %q", pkg, got, why)
-		}
-	}
-	for pkg := range documented {
-		if _, ok := largePackages[pkg]; !ok {
-			t.Errorf("docs/decisions.md (Layout) lists package %s, which largePackages does not: remove it there", pkg)
-		}
+	list := docList{what: "largePackages", entry: documentedPackage, format: "  - package `%s`: %s.", entries: largePackages}
+	for _, v := range list.mismatches(layoutSection(t)) {
+		t.Error(v)
 	}
 }

@@ -47,7 +47,7 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	producer := stream.NewProducer(stream.ProducerConfig{Brokers: brokers, WriteTimeout: time.Second})
 	t.Cleanup(func() { _ = producer.Close() })
 
-	secrets := newTestKeyring(t)
+	secrets := testharness.Keyring(t)
 	reg := New(Options{Redis: rdb, Publisher: producer, Secrets: secrets})
 
 	// A second instance with its own view (Redis database 1; on a cluster,
@@ -172,7 +172,7 @@ func TestKafkaFirst_WritePathEndToEnd(t *testing.T) {
 	// would make the producer's Close wait out its retries.)
 	dead := stream.NewProducer(stream.ProducerConfig{Brokers: []string{deadAddr(t)}, WriteTimeout: time.Second})
 	t.Cleanup(func() { _ = dead.Close() })
-	down := New(Options{Redis: rdb, Publisher: dead, Secrets: newTestKeyring(t)})
+	down := New(Options{Redis: rdb, Publisher: dead, Secrets: testharness.Keyring(t)})
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer wcancel()
 	_, err = down.Create(wctx, subA, schemas.TypeProduct, ruleIn("https://hooks.example.com/p", ""))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -114,7 +113,7 @@ func Topics() []string { return []string{schemas.TopicRules, schemas.TopicMetada
 // records are logged and skipped.
 func (r *Registry) Rebuild(ctx context.Context, brokers []string) error {
 	for _, topic := range Topics() {
-		if err := stream.ReadAll(ctx, brokers, topic, r.followHandler(ctx)); err != nil {
+		if err := stream.ReadAll(ctx, brokers, topic, stream.Retrying(ctx, r.log, "registry", ErrInvalidEvent, r.HandleMessage)); err != nil {
 			return fmt.Errorf("rebuild registry: %w", err)
 		}
 	}
@@ -131,32 +130,10 @@ func (r *Registry) Rebuild(ctx context.Context, brokers []string) error {
 func (r *Registry) Follow(ctx context.Context, brokers []string) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(Topics()))
+	apply := stream.Retrying(ctx, r.log, "registry", ErrInvalidEvent, r.HandleMessage) // safe for concurrent use
 	for i, topic := range Topics() {
-		wg.Go(func() { errs[i] = stream.Follow(ctx, brokers, topic, r.followHandler(ctx), stream.FollowLogger(r.log)) })
+		wg.Go(func() { errs[i] = stream.Follow(ctx, brokers, topic, apply, stream.FollowLogger(r.log)) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func (r *Registry) followHandler(ctx context.Context) func(stream.Message) error {
-	return func(m stream.Message) error {
-		backoff := 50 * time.Millisecond
-		for {
-			err := r.HandleMessage(ctx, m)
-			switch {
-			case err == nil:
-				return nil
-			case errors.Is(err, ErrInvalidEvent):
-				r.log.Error("registry: skipping an unusable record", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
-				return nil
-			}
-			r.log.Warn("registry: applying a record failed; retrying", "topic", m.Topic, "offset", m.Offset, "err", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 5*time.Second)
-		}
-	}
 }

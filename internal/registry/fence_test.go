@@ -18,7 +18,7 @@ func TestWrite_FencedAgainstLostViews(t *testing.T) {
 		t.Run(tt.Name, func(t *testing.T) {
 			e := newEnv(t, false)
 			mustCreate(t, e.reg, "sub", "availability", ruleIn("https://hooks.example/a", ""))
-			published := len(e.pub.messages())
+			published := len(e.pub.Messages())
 			var lose func()
 			if tt.Flush {
 				lose = e.mr.FlushAll
@@ -32,7 +32,7 @@ func TestWrite_FencedAgainstLostViews(t *testing.T) {
 			if !errors.Is(err, want) {
 				t.Fatalf("Create = %v, want %v", err, want)
 			}
-			if n := len(e.pub.messages()); n != published {
+			if n := len(e.pub.Messages()); n != published {
 				t.Fatalf("%d events published, want none", n-published)
 			}
 			if tt.Flush {

@@ -1,64 +1,19 @@
 package registry
 
 import (
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/switchbackhq/switchback/internal/platform/keyring"
-	"github.com/switchbackhq/switchback/internal/platform/stream"
-	"github.com/switchbackhq/switchback/schemas"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
-// recorder is an in-memory stream.Publisher standing in for Kafka at the
-// seam; fail makes Publish fail as an unreachable broker does.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-	fail bool
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return errors.New("broker unreachable")
-	}
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-func (r *recorder) setFail(v bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fail = v
-}
-
-func (r *recorder) messages() []stream.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stream.Message(nil), r.msgs...)
-}
-
-func (r *recorder) envelopes(t *testing.T) []schemas.Envelope {
-	t.Helper()
-	var out []schemas.Envelope
-	for _, m := range r.messages() {
-		var env schemas.Envelope
-		if err := json.Unmarshal(m.Value, &env); err != nil {
-			t.Fatalf("record on %s is not an envelope: %v", m.Topic, err)
-		}
-		out = append(out, env)
-	}
-	return out
-}
+// recorder is testharness's in-memory stream.Publisher.
+type recorder = testharness.Recorder
 
 type testEnv struct {
 	reg *Registry
@@ -75,7 +30,7 @@ func newEnv(t *testing.T, strict bool) *testEnv {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	pub := &recorder{}
-	reg := New(Options{Redis: rdb, Publisher: pub, AllowHTTP: !strict, AllowPrivate: !strict, Secrets: newTestKeyring(t)})
+	reg := New(Options{Redis: rdb, Publisher: pub, AllowHTTP: !strict, AllowPrivate: !strict, Secrets: testharness.Keyring(t)})
 	reg.lockWait = 200 * time.Millisecond
 	return &testEnv{reg: reg, pub: pub, mr: mr, rdb: rdb}
 }
@@ -103,18 +58,4 @@ func fieldOf(err error) string {
 		return fe.Field
 	}
 	return ""
-}
-
-// newTestKeyring seals securityKeys with a key of the test's own.
-func newTestKeyring(t testing.TB) *keyring.Keyring {
-	t.Helper()
-	k := make([]byte, keyring.KeySize)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	r, err := keyring.New(k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -26,11 +27,11 @@ func TestCreate_PublishesTheRuleKeyedBySlotThenReadsItBack(t *testing.T) {
 	if rule.ID == "" || len(rule.SecurityKey) != 64 || rule.CreatedOn.IsZero() || !rule.CreatedOn.Equal(rule.UpdatedOn) {
 		t.Fatalf("generated fields missing: %+v", rule)
 	}
-	msgs := e.pub.messages()
+	msgs := e.pub.Messages()
 	if len(msgs) != 1 || msgs[0].Topic != schemas.TopicRules || string(msgs[0].Key) != subA+"/availability" {
 		t.Fatalf("published %+v", msgs)
 	}
-	env := e.pub.envelopes(t)[0]
+	env := e.pub.Envelopes(t)[0]
 	if env.Type != schemas.RegistryRuleCreated || env.Key != schemas.RuleKey(subA, "availability") || env.Version <= 0 || env.Deleted {
 		t.Fatalf("envelope %+v", env)
 	}
@@ -64,7 +65,7 @@ func TestCreate_SecondOfTypeIs409(t *testing.T) {
 	// Another type, and the same type of another subscriber, are fine.
 	mustCreate(t, e.reg, subA, schemas.TypeRate, ruleIn("https://hooks.example.com/r", ""))
 	mustCreate(t, e.reg, subB, schemas.TypeBooking, ruleIn("https://hooks.example.com/b", ""))
-	if n := len(e.pub.messages()); n != 3 {
+	if n := len(e.pub.Messages()); n != 3 {
 		t.Fatalf("%d events published, want 3 (the refused create publishes nothing)", n)
 	}
 }
@@ -93,14 +94,14 @@ func TestCreate_ConcurrentCreatesOfOneTypeExactlyOneWins(t *testing.T) {
 			t.Fatalf("unexpected error %v", err)
 		}
 	}
-	if won != 1 || len(e.pub.messages()) != 1 {
-		t.Fatalf("%d creates won and %d events were published, want 1 and 1", won, len(e.pub.messages()))
+	if won != 1 || len(e.pub.Messages()) != 1 {
+		t.Fatalf("%d creates won and %d events were published, want 1 and 1", won, len(e.pub.Messages()))
 	}
 }
 
 func TestCreate_PublishFailureIsUnavailableAndChangesNothing(t *testing.T) {
 	e := newEnv(t, false)
-	e.pub.setFail(true)
+	e.pub.SetFail(true)
 	_, err := e.reg.Create(t.Context(), subA, schemas.TypeSupplier, ruleIn("https://hooks.example.com/s", ""))
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("create with Kafka down: %v, want ErrUnavailable", err)
@@ -112,7 +113,7 @@ func TestCreate_PublishFailureIsUnavailableAndChangesNothing(t *testing.T) {
 		t.Fatalf("Redis keys left by a failed create: %v", keys)
 	}
 	// The marker was released: a retry once Kafka is back succeeds at once.
-	e.pub.setFail(false)
+	e.pub.SetFail(false)
 	mustCreate(t, e.reg, subA, schemas.TypeSupplier, ruleIn("https://hooks.example.com/s", ""))
 }
 
@@ -125,7 +126,7 @@ func TestCreate_CrashAfterReserveLeavesOnlyAnExpiringMarker(t *testing.T) {
 	if _, err := e.reg.Rule(t.Context(), subA, schemas.TypeSupplier); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a pending marker is not a rule: %v", err)
 	}
-	if len(e.pub.messages()) != 0 {
+	if len(e.pub.Messages()) != 0 {
 		t.Fatal("nothing was published")
 	}
 	if _, err := e.reg.Create(t.Context(), subA, schemas.TypeSupplier, ruleIn("https://hooks.example.com/s", "")); !errors.Is(err, ErrConflict) {
@@ -157,7 +158,7 @@ func TestUpdate_ReplacesTheBodyKeepsKeyAndCreatedOn(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("read %+v", got)
 	}
-	envs := e.pub.envelopes(t)
+	envs := e.pub.Envelopes(t)
 	if len(envs) != 2 || envs[1].Type != schemas.RegistryRuleUpdated || envs[1].Version <= envs[0].Version {
 		t.Fatalf("events %+v", envs)
 	}
@@ -186,7 +187,7 @@ func TestUpdate_Errors(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.pub.messages()); n != 1 {
+	if n := len(e.pub.Messages()); n != 1 {
 		t.Fatalf("%d events, want only the create's", n)
 	}
 	if got, _ := e.reg.Rule(t.Context(), subA, schemas.TypeSupplier); !reflect.DeepEqual(got, rule) {
@@ -212,7 +213,7 @@ func TestDelete_RemovesTheRuleAndTheTypeCanBeCreatedAgain(t *testing.T) {
 	if err := e.reg.Delete(t.Context(), subA, schemas.TypeRate, rule.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	envs := e.pub.envelopes(t)
+	envs := e.pub.Envelopes(t)
 	if last := envs[len(envs)-1]; last.Type != schemas.RegistryRuleDeleted || !last.Deleted || last.Key != schemas.RuleKey(subA, "rate") {
 		t.Fatalf("delete event %+v", last)
 	}
@@ -229,7 +230,7 @@ func TestDelete_RemovesTheRuleAndTheTypeCanBeCreatedAgain(t *testing.T) {
 func TestUpdateAndDelete_KafkaDownChangesNothing(t *testing.T) {
 	e := newEnv(t, false)
 	rule := mustCreate(t, e.reg, subA, schemas.TypeSupplier, ruleIn("https://hooks.example.com/s", ""))
-	e.pub.setFail(true)
+	e.pub.SetFail(true)
 	in := RuleInput{ID: rule.ID, URL: "https://hooks.example.com/new"}
 	if _, err := e.reg.Update(t.Context(), subA, schemas.TypeSupplier, in); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("update: %v", err)
@@ -248,7 +249,7 @@ func TestUpdateAndDelete_KafkaDownChangesNothing(t *testing.T) {
 	if !reflect.DeepEqual(got, rule) || md != DefaultMetadata() {
 		t.Fatalf("changed while Kafka was down: %+v %+v", got, md)
 	}
-	e.pub.setFail(false)
+	e.pub.SetFail(false)
 	if _, err := e.reg.Update(t.Context(), subA, schemas.TypeSupplier, in); err != nil {
 		t.Fatalf("update after Kafka is back (locks released): %v", err)
 	}
@@ -288,7 +289,7 @@ func TestMetadata_DefaultsThenPartialUpdates(t *testing.T) {
 	if fieldOf(err) != "throttleDelay" {
 		t.Fatalf("negative throttleDelay: %v", err)
 	}
-	msgs := e.pub.messages()
+	msgs := e.pub.Messages()
 	if len(msgs) != 2 || msgs[0].Topic != schemas.TopicMetadata || string(msgs[0].Key) != subA {
 		t.Fatalf("metadata events %+v", msgs)
 	}
@@ -299,7 +300,7 @@ func TestSetDisableAll_PublishesTheReasonAndIsANoOpWhenUnchanged(t *testing.T) {
 	if err := e.reg.SetDisableAll(t.Context(), subA, false, "nothing"); err != nil {
 		t.Fatal(err)
 	}
-	if len(e.pub.messages()) != 0 {
+	if len(e.pub.Messages()) != 0 {
 		t.Fatal("setting the current value publishes nothing")
 	}
 	if err := e.reg.SetDisableAll(t.Context(), subA, true, "backlog of 10000 reached"); err != nil {
@@ -310,7 +311,7 @@ func TestSetDisableAll_PublishesTheReasonAndIsANoOpWhenUnchanged(t *testing.T) {
 		t.Fatalf("metadata %+v", md)
 	}
 	var ev schemas.MetadataEvent
-	if err := json.Unmarshal(e.pub.envelopes(t)[0].Data, &ev); err != nil || ev.Reason != "backlog of 10000 reached" {
+	if err := json.Unmarshal(e.pub.Envelopes(t)[0].Data, &ev); err != nil || ev.Reason != "backlog of 10000 reached" {
 		t.Fatalf("event %+v %v", ev, err)
 	}
 }
@@ -422,7 +423,7 @@ func TestApply_ReplayingThePublishedEventsRebuildsTheSameView(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := readView(t, e.reg, subs)
-	msgs := e.pub.messages()
+	msgs := e.pub.Messages()
 
 	replays := []struct {
 		name  string
@@ -460,7 +461,7 @@ func TestApply_OlderEventDoesNotOverwriteOrResurrect(t *testing.T) {
 	if _, err := e.reg.Update(t.Context(), subA, schemas.TypeSupplier, RuleInput{ID: rule.ID, URL: "https://hooks.example.com/s2"}); err != nil {
 		t.Fatal(err)
 	}
-	envs := e.pub.envelopes(t)
+	envs := e.pub.Envelopes(t)
 	// A redelivered create (older) leaves the update in place.
 	if err := e.reg.Apply(t.Context(), envs[0]); err != nil {
 		t.Fatal(err)
@@ -551,7 +552,7 @@ func TestRegistry_RedisDownIsUnavailable(t *testing.T) {
 	// No retries, so that the test does not wait out go-redis's backoff.
 	rdb := redis.NewClient(&redis.Options{Addr: e.mr.Addr(), MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
-	e.reg = New(Options{Redis: rdb, Publisher: e.pub, Secrets: newTestKeyring(t)})
+	e.reg = New(Options{Redis: rdb, Publisher: e.pub, Secrets: testharness.Keyring(t)})
 	e.mr.Close()
 	ctx := t.Context()
 	if _, err := e.reg.Rule(ctx, subA, schemas.TypeSupplier); !errors.Is(err, ErrUnavailable) {
@@ -566,7 +567,7 @@ func TestRegistry_RedisDownIsUnavailable(t *testing.T) {
 	if _, err := e.reg.Create(ctx, subA, schemas.TypeSupplier, ruleIn("https://hooks.example.com/s", "")); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Create: %v", err)
 	}
-	if len(e.pub.messages()) != 0 {
+	if len(e.pub.Messages()) != 0 {
 		t.Fatal("nothing is published when the slot cannot be reserved")
 	}
 }

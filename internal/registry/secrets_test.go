@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -22,7 +23,7 @@ func TestSecurityKey_IsSealedAtRestAndOpenedForItsReaders(t *testing.T) {
 	if len(key) != 64 {
 		t.Fatalf("securityKey %q", key)
 	}
-	for _, env := range e.pub.envelopes(t) {
+	for _, env := range e.pub.Envelopes(t) {
 		if strings.Contains(string(env.Data), key) || !strings.Contains(string(env.Data), `"securityKey":"sb:v1:`) {
 			t.Fatalf("event %s carries the securityKey in clear (or not sealed): %s", env.Type, env.Data)
 		}
@@ -51,7 +52,7 @@ func TestSecurityKey_IsSealedAtRestAndOpenedForItsReaders(t *testing.T) {
 	}
 	// Replayed on an empty view by an instance with the same key.
 	e.mr.FlushAll()
-	for _, env := range e.pub.envelopes(t) {
+	for _, env := range e.pub.Envelopes(t) {
 		if err := e.reg.Apply(ctx, env); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestSecurityKey_IsSealedAtRestAndOpenedForItsReaders(t *testing.T) {
 		t.Fatalf("after the replay: %v", err)
 	}
 	// Another key cannot open it.
-	other := New(Options{Redis: e.rdb, Secrets: newTestKeyring(t)})
+	other := New(Options{Redis: e.rdb, Secrets: testharness.Keyring(t)})
 	if _, err := other.Rule(ctx, "sub-1", schemas.TypeSupplier); !errors.Is(err, keyring.ErrUnreadable) {
 		t.Fatalf("another installation's key: %v", err)
 	}

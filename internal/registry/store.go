@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -166,45 +167,55 @@ func (r *Registry) lock(ctx context.Context, subscriber, field string, mode lock
 		return slotLock{}, err
 	}
 	token := redislock.Token()
-	deadline := time.Now().Add(r.lockWait)
-	backoff := 5 * time.Millisecond
-	for {
-		res, err := lockScript.Run(ctx, r.rdb, r.keys.all(subscriber, field),
-			field, string(mode), token, lockTTL.Milliseconds()).StringSlice()
-		if err != nil {
-			return slotLock{}, fmt.Errorf("reserve %s: %w: %w", field, ErrUnavailable, err)
+	var l slotLock
+	err = redislock.Poll(ctx, r.lockWait, 5*time.Millisecond, 100*time.Millisecond, func() (bool, error) {
+		var err error
+		l, err = r.reserve(ctx, subscriber, field, mode, token)
+		return l.token != "", err
+	})
+	switch {
+	case err == nil:
+		l.epoch = epoch
+		return l, nil
+	case errors.Is(err, redislock.ErrBusy):
+		// Another write of this slot stayed between reserve and commit.
+		if mode == modeCreate {
+			// A create of this type is pending (or its writer died
+			// and the marker has not expired yet).
+			return slotLock{}, fmt.Errorf("%s rule: a create of this type is in progress: %w", field, ErrConflict)
 		}
-		switch res[0] {
-		case "exists":
-			return slotLock{}, fmt.Errorf("%s rule: %w", field, ErrConflict)
-		case "missing":
-			return slotLock{}, fmt.Errorf("%s rule: %w", field, ErrNotFound)
-		case "ok":
-			if len(res) != 3 {
-				return slotLock{}, fmt.Errorf("reserve %s: unexpected reply %q", field, res)
-			}
-			v, err := strconv.ParseInt(res[1], 10, 64)
-			if err != nil {
-				return slotLock{}, fmt.Errorf("reserve %s: version %q: %w", field, res[1], err)
-			}
-			return slotLock{field: field, token: token, version: v, current: res[2], epoch: epoch}, nil
-		}
-		// busy: another write of this slot is between reserve and commit.
-		if time.Now().After(deadline) {
-			if mode == modeCreate {
-				// A create of this type is pending (or its writer died
-				// and the marker has not expired yet).
-				return slotLock{}, fmt.Errorf("%s rule: a create of this type is in progress: %w", field, ErrConflict)
-			}
-			return slotLock{}, fmt.Errorf("%s: another change is in progress: %w", field, ErrUnavailable)
-		}
-		select {
-		case <-ctx.Done():
-			return slotLock{}, fmt.Errorf("reserve %s: %w: %w", field, ErrUnavailable, ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 100*time.Millisecond)
+		return slotLock{}, fmt.Errorf("%s: another change is in progress: %w", field, ErrUnavailable)
+	case err == ctx.Err(): // Poll's own: reserve's errors are wrapped
+		return slotLock{}, fmt.Errorf("reserve %s: %w: %w", field, ErrUnavailable, err)
+	default:
+		return slotLock{}, err
 	}
+}
+
+// reserve runs the lock script once: a held lock, a zero slotLock while
+// another write holds the slot, or the error that ends the wait.
+func (r *Registry) reserve(ctx context.Context, subscriber, field string, mode lockMode, token string) (slotLock, error) {
+	res, err := lockScript.Run(ctx, r.rdb, r.keys.all(subscriber, field),
+		field, string(mode), token, lockTTL.Milliseconds()).StringSlice()
+	if err != nil {
+		return slotLock{}, fmt.Errorf("reserve %s: %w: %w", field, ErrUnavailable, err)
+	}
+	switch res[0] {
+	case "exists":
+		return slotLock{}, fmt.Errorf("%s rule: %w", field, ErrConflict)
+	case "missing":
+		return slotLock{}, fmt.Errorf("%s rule: %w", field, ErrNotFound)
+	case "ok":
+		if len(res) != 3 {
+			return slotLock{}, fmt.Errorf("reserve %s: unexpected reply %q", field, res)
+		}
+		v, err := strconv.ParseInt(res[1], 10, 64)
+		if err != nil {
+			return slotLock{}, fmt.Errorf("reserve %s: version %q: %w", field, res[1], err)
+		}
+		return slotLock{field: field, token: token, version: v, current: res[2]}, nil
+	}
+	return slotLock{}, nil // busy
 }
 
 // release drops a lock whose write did not happen. It runs even if ctx is

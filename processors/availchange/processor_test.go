@@ -13,7 +13,6 @@ import (
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/registry"
@@ -193,29 +192,10 @@ func TestRun_EndToEndThroughTheBroker(t *testing.T) {
 	rdb := redisClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	broker, err := kafkabroker.Start(ctx, kafkabroker.Options{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(broker.Close)
-	brokers := []string{broker.Addr()}
-	var topics []schemas.Topic
-	for _, tp := range schemas.Topics() {
-		if tp.Name == schemas.TopicAvailability || tp.Name == schemas.TopicNotifications || tp.Name == schemas.TopicHistory {
-			topics = append(topics, tp)
-		}
-	}
-	if err := stream.EnsureTopics(ctx, brokers, topics); err != nil {
-		t.Fatal(err)
-	}
-	producer := stream.NewProducer(stream.ProducerConfig{Brokers: brokers, WriteTimeout: 5 * time.Second})
-	t.Cleanup(func() { _ = producer.Close() })
+	brokers, producer := startStreams(t, ctx)
 	p := availchange.New(availchange.Options{Brokers: brokers, Redis: rdb, Bindings: world{}, Subscribers: world{}, Rules: world{},
 		Publisher: producer, Clock: func() time.Time { return t0 }})
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	testharness.RunInBackground(t, "processor", 30*time.Second, p.Run)
 
 	var mu sync.Mutex
 	var got []schemas.Notification

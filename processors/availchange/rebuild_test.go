@@ -90,7 +90,7 @@ func TestRun_NotifiesAChangeThatStraddlesAFlush(t *testing.T) {
 			consumed := func() float64 {
 				return metricSum(t, reg, "switchback_stream_consumed_total")
 			}
-			waitFor(t, 20*time.Second, "the first snapshot handled and committed", func() bool {
+			testharness.Eventually(t, 20*time.Second, "the first snapshot handled and committed", func() bool {
 				n, _ := rdb.Exists(ctx, "sb:avstate:{S1}:P1:R1").Result()
 				return n == 1 && committed(t, brokers) == 1
 			})
@@ -112,13 +112,13 @@ func TestRun_NotifiesAChangeThatStraddlesAFlush(t *testing.T) {
 				if err := producer.Publish(ctx, snapshotMsg(t, "R1", t0.Add(time.Minute), 1)); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, 20*time.Second, "the second snapshot fetched (and held by the fence)", func() bool { return consumed() >= 2 })
+				testharness.Eventually(t, 20*time.Second, "the second snapshot fetched (and held by the fence)", func() bool { return consumed() >= 2 })
 				if c := committed(t, brokers); c != 1 {
 					t.Fatalf("committed offset %d while the views are rebuilt, want 1", c)
 				}
 				release()
 			} else {
-				waitFor(t, 20*time.Second, "the views rebuilt", func() bool {
+				testharness.Eventually(t, 20*time.Second, "the views rebuilt", func() bool {
 					e, err := guard.Epoch(ctx)
 					return err == nil && e != "" && guard.Ready()
 				})
@@ -126,7 +126,7 @@ func TestRun_NotifiesAChangeThatStraddlesAFlush(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, 20*time.Second, "the change notified", func() bool {
+			testharness.Eventually(t, 20*time.Second, "the change notified", func() bool {
 				got.mu.Lock()
 				defer got.mu.Unlock()
 				return len(got.subs) >= 2
@@ -156,7 +156,7 @@ func TestRebuildState_WritesNothingOnceTheViewsAreComplete(t *testing.T) {
 	if err := producer.Publish(ctx, snapshotMsg(t, "R1", t0, 5)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the snapshot committed", func() bool { return committed(t, brokers) == 1 })
+	testharness.Eventually(t, 20*time.Second, "the snapshot committed", func() bool { return committed(t, brokers) == 1 })
 	const key = "sb:avstate:{S1}:P1:R1"
 	tests := []struct {
 		name      string
@@ -288,17 +288,6 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // fixedEpoch is a views fence that always answers the same epoch.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,8 +219,7 @@ func TestNotifications_RedeliveryGivesTheSameIDs(t *testing.T) {
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	seedProduct(op)
 	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	h.drain(t)
 	first, firstHist := splitTopics(t, h.notes.Messages())
@@ -247,8 +247,7 @@ func TestNotifications_StaleEventIsAppliedButNotifiesNobody(t *testing.T) {
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
 	h.p.opts.Clock = func() time.Time { return time.Now().Add(8 * 24 * time.Hour) }
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	seedProduct(op)
 	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	if got := h.drain(t); len(got) != 0 {
 		t.Fatalf("week-old events notified %q", got)
@@ -347,10 +346,7 @@ func TestNotifications_RateCreatedBeforeTheBindingIsNotABindingUpdate(t *testing
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	seedProduct(op, "r1", "r2")
 	op.CreateBinding("s1", "p1", "chan-a", `{"rateIds":["r1"]}`)
 	op.CreateProduct("s1", catalogtest.ProductBody("p2", "P2", "d"))
 	op.CreateRate("s1", "p2", catalogtest.RateBody("r3", "R3"))
@@ -391,8 +387,7 @@ func TestNotifications_RateCreatedUnderABindingUsesTheWriteTimeBindings(t *testi
 	h.rules.set(e.Reseller1.ID, schemas.TypeChannelBinding, registry.Config{})
 	h.rules.set(e.Reseller2.ID, schemas.TypeChannelBinding, registry.Config{})
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	seedProduct(op)
 	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	op.CreateBinding("s1", "p1", "chan-b", `{}`)
 	h.drain(t)
@@ -436,5 +431,15 @@ func TestNotifications_RateCreatedUnderABindingUsesTheWriteTimeBindings(t *testi
 	}
 	if got, want := h.summary(t), []string{"R1 channelbinding updated s1/p1"}; !slices.Equal(got, want) {
 		t.Errorf("older event: notifications %q, want %q", got, want)
+	}
+}
+
+// seedProduct creates supplier s1 and its product p1 with the rates named
+// (rate "r1" is named "R1"), as most tests of the package begin.
+func seedProduct(op catalogtest.Writer, rates ...string) {
+	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
+	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
+	for _, r := range rates {
+		op.CreateRate("s1", "p1", catalogtest.RateBody(r, strings.ToUpper(r)))
 	}
 }

@@ -87,15 +87,7 @@ func (s *sink) waitFor(t *testing.T, from int, names map[string]string, want ...
 
 func runProcessor(t *testing.T, p *Processor) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	})
+	testharness.RunInBackground(t, "processor", 30*time.Second, p.Run)
 }
 
 func TestComponent_BindingLifecycleReachesTheNotificationTopic(t *testing.T) {
@@ -120,10 +112,7 @@ func TestComponent_BindingLifecycleReachesTheNotificationTopic(t *testing.T) {
 	names := map[string]string{e.Reseller1.ID: "R1", e.Reseller1b.ID: "R1b", e.Reseller2.ID: "R2"}
 
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	seedProduct(op, "r1", "r2")
 
 	op.CreateBinding("s1", "p1", "chan-a", `{"rateIds":["r1"]}`)
 	n := s.waitFor(t, 0, names, "R1 channelbinding created s1/p1")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
-	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -73,10 +72,7 @@ func TestPriceSchedule_NotifiesBoundSubscribersInsideTheirLookAhead(t *testing.T
 	h.rules.set(e.Reseller1b.ID, schemas.TypePriceSchedule, registry.Config{RateIDs: []string{"r2"}})
 	h.rules.set(e.Reseller2.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 30})
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	seedProduct(op, "r1", "r2")
 	op.CreateBinding("s1", "p1", "chan-a", `{"rateIds":["r1"]}`)
 	op.CreateBinding("s1", "p1", "chan-b", `{"priceTags":["b2b"]}`)
 	h.drain(t)
@@ -122,9 +118,7 @@ func TestPriceSchedule_HistoryRowsPerChangedPrice(t *testing.T) {
 	h := newHarness(t)
 	e := h.e
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
+	seedProduct(op, "r1")
 	body := func(a, b string) string {
 		return `{"entries":[{"from":"2027-01-01","until":"2027-01-31","prices":[{"id":"a","retail":{"amount":` + a +
 			`,"currency":"EUR"}},{"id":"b","retail":{"amount":` + b + `,"currency":"EUR"},"net":{"amount":1,"currency":"EUR"}}]}]}`
@@ -167,10 +161,7 @@ func TestPriceSchedule_OneNotificationPerProductAndWindowOfABatch(t *testing.T) 
 	e := h.e
 	h.rules.set(e.Reseller1.ID, schemas.TypePriceSchedule, registry.Config{MaxLookAheadDays: 7})
 	op := e.As(t, e.Operator)
-	op.CreateSupplier(catalogtest.SupplierBody("s1", "One", "S1", "k", "s"))
-	op.CreateProduct("s1", catalogtest.ProductBody("p1", "P1", "d"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r1", "R1"))
-	op.CreateRate("s1", "p1", catalogtest.RateBody("r2", "R2"))
+	seedProduct(op, "r1", "r2")
 	op.CreateBinding("s1", "p1", "chan-a", `{}`)
 	h.drain(t)
 	today := time.Now().UTC().Truncate(24 * time.Hour)

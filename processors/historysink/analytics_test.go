@@ -341,7 +341,7 @@ func loadNames(t *testing.T, e *env) {
 		done <- NewNames(NamesOptions{Brokers: e.brokers, Conn: e.conn, FlushInterval: 50 * time.Millisecond}).Run(rctx)
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	eventually(t, 30*time.Second, "principals and channels loaded", func() bool {
+	testharness.Eventually(t, 30*time.Second, "principals and channels loaded", func() bool {
 		return query(t, e.conn, "SELECT count() FROM principals FINAL")[0][0] == "2" && query(t, e.conn, "SELECT count() FROM channels FINAL")[0][0] == "2"
 	})
 }

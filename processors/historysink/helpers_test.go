@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -122,27 +121,7 @@ func runSink(t *testing.T, brokers []string, conn driver.Conn, opts Options) *ru
 		opts.Logger = testharness.Logger(t)
 	}
 	s := NewSink(opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	var once sync.Once
-	var err error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				err = fmt.Errorf("sink did not stop within 30s")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("sink: %v", err)
-		}
-	})
+	stop := testharness.RunInBackground(t, "sink", 30*time.Second, s.Run)
 	return &running{sink: s, reg: reg, stop: stop}
 }
 
@@ -150,7 +129,7 @@ func runSink(t *testing.T, brokers []string, conn driver.Conn, opts Options) *ru
 // topic: every event published so far is inserted.
 func waitCommitted(t *testing.T, brokers []string, group, topic string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, "group "+group+" to commit the whole topic", func() bool {
+	testharness.Eventually(t, timeout, "group "+group+" to commit the whole topic", func() bool {
 		end, committed := offsets(t, brokers, group, topic)
 		for p, o := range end {
 			// An empty partition has nothing to commit.
@@ -206,18 +185,6 @@ func committedTotal(t *testing.T, brokers []string, group, topic string) int64 {
 		n += max(o, 0)
 	}
 	return n
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // query runs q and returns its rows as strings (see cell).

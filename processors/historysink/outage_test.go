@@ -64,7 +64,7 @@ func TestSink_ClickHouseOutageLosesNothingAndCatchesUp(t *testing.T) {
 		t.Fatalf("stop clickhouse-server: %v", err)
 	}
 	e.publish(t, during)
-	eventually(t, 30*time.Second, "failed inserts during the outage", func() bool {
+	testharness.Eventually(t, 30*time.Second, "failed inserts during the outage", func() bool {
 		return counterValue(t, run.reg, "switchback_history_insert_errors_total", nil) >= 3
 	})
 	if got := committedTotal(t, brokers, GroupID, topic); got != int64(len(before)) {

@@ -112,7 +112,7 @@ func TestSink_RetentionDropsOldPartitions(t *testing.T) {
 	old := now.AddDate(-3, 0, 0)
 	seedMonths(t, e.conn, old, now)
 	run := runSink(t, e.brokers, e.conn, Options{RetentionMonths: 24})
-	eventually(t, 30*time.Second, "old partitions dropped", func() bool {
+	testharness.Eventually(t, 30*time.Second, "old partitions dropped", func() bool {
 		return counterValue(t, run.reg, "switchback_history_partitions_dropped_total", nil) == 2
 	})
 	if got := query(t, e.conn, "SELECT count() FROM history_deliveries FINAL"); got[0][0] != "1" {

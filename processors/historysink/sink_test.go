@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -191,11 +192,11 @@ func TestSink_BatchesAreBoundedBySizeAndTime(t *testing.T) {
 			}
 			e.publish(t, envs)
 			run := runSink(t, e.brokers, e.conn, Options{BatchSize: tt.batchSize, FlushInterval: tt.interval})
-			eventually(t, 30*time.Second, "inserts", func() bool {
+			testharness.Eventually(t, 30*time.Second, "inserts", func() bool {
 				return counterValue(t, run.reg, "switchback_history_rows_inserted_total", nil) >= float64(tt.wantInserted)
 			})
 			// Nothing more comes: the rest is neither full nor old enough.
-			eventually(t, 10*time.Second, "commits", func() bool {
+			testharness.Eventually(t, 10*time.Second, "commits", func() bool {
 				return committedTotal(t, e.brokers, GroupID, e.topic) == int64(tt.wantInserted)
 			})
 			time.Sleep(300 * time.Millisecond) // a window for a wrong extra flush to show
@@ -222,7 +223,7 @@ func TestSink_StopInsertsWhatItHolds(t *testing.T) {
 	}
 	e.publish(t, envs)
 	run := runSink(t, e.brokers, e.conn, Options{BatchSize: 1000, FlushInterval: time.Hour})
-	eventually(t, 30*time.Second, "events fetched", func() bool {
+	testharness.Eventually(t, 30*time.Second, "events fetched", func() bool {
 		return counterValue(t, run.reg, "switchback_history_pending_events", nil) == 7
 	})
 	if err := run.stop(); err != nil {

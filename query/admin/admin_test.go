@@ -6,44 +6,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
 
-// recorder is an in-memory stream.Publisher; fail makes Publish fail.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-	fail bool
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return errors.New("broker unreachable")
-	}
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-func (r *recorder) setFail(v bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fail = v
-}
+// recorder is testharness's in-memory stream.Publisher.
+type recorder = testharness.Recorder
 
 type cred struct{ key, secret string }
 
@@ -257,7 +235,7 @@ func TestCreatePrincipal_RejectsBadBodiesWith400(t *testing.T) {
 
 func TestCreatePrincipal_BrokerDownIs503AndNothingIsCreated(t *testing.T) {
 	e := start(t)
-	e.pub.setFail(true)
+	e.pub.SetFail(true)
 	status, b := e.do(t, http.MethodPost, "/admin/v1/principals", e.admin, `{"role":"admin"}`)
 	if status != http.StatusServiceUnavailable || !bytes.Contains(b, []byte(`"code":"UNAVAILABLE"`)) || bytes.Contains(b, []byte("broker unreachable")) {
 		t.Errorf("%d %s, want 503 UNAVAILABLE without the internal cause", status, b)

@@ -1,13 +1,11 @@
 package apidocs_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -16,16 +14,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/switchbackhq/switchback/internal/platform/stream"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apidocs"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas/openapi"
 )
-
-type discard struct{}
-
-func (discard) Publish(context.Context, ...stream.Message) error { return nil }
 
 func start(t *testing.T) string {
 	t.Helper()
@@ -34,25 +27,12 @@ func start(t *testing.T) string {
 
 func startWith(t *testing.T, load func() (*openapi.Documents, error)) string {
 	t.Helper()
-	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(discard{})})
+	store, _ := querytest.Principals(t)
+	s := httpapi.New(httpapi.Options{Principals: store})
 	if err := apidocs.Register(s, load); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		<-done
-	})
-	return "http://" + ln.Addr().String()
+	return querytest.Serve(t, s)
 }
 
 type answer struct {

@@ -1,10 +1,7 @@
 package availapi
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,9 +10,11 @@ import (
 	"github.com/switchbackhq/switchback/ingest/partner"
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/availcache/availcachetest"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // allowLoopback is the fixture's outbound policy, short for these tests.
@@ -46,35 +45,23 @@ func (auth) Authenticate(key, _ []byte) (principals.Principal, bool) {
 	return principals.Principal{}, false
 }
 
-func serve(t *testing.T, svc *availcache.Service) string {
+// serve serves the availability routes of svc; the answer calls them.
+func serve(t *testing.T, svc *availcache.Service) *querytest.Client {
 	t.Helper()
 	srv := httpapi.New(httpapi.Options{Principals: auth{}})
 	Register(srv, svc)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	return "http://" + ln.Addr().String()
+	return querytest.NewClient(t, querytest.Serve(t, srv))
 }
 
-func get(t *testing.T, url, key string) (int, map[string]any) {
+// get calls path as the principal of key and decodes the JSON answer.
+func get(t *testing.T, api *querytest.Client, path, key string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("X-API-Key", key)
-	req.Header.Set("X-API-Secret", "x")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	status, b := api.Do(t, http.MethodGet, path, catalogtest.Cred{Key: key, Secret: "x"}, "")
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s: body %s", url, b)
+		t.Fatalf("%s: body %s", path, b)
 	}
-	return resp.StatusCode, m
+	return status, m
 }
 
 func TestHTTP_AvailabilityReads(t *testing.T) {
@@ -101,7 +88,7 @@ func TestHTTP_AvailabilityReads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body := get(t, base+tt.path, tt.key)
+			status, body := get(t, base, tt.path, tt.key)
 			if status != tt.status {
 				t.Fatalf("status %d, want %d: %v", status, tt.status, body)
 			}
@@ -116,7 +103,7 @@ func TestHTTP_AvailabilityReads(t *testing.T) {
 			}
 		})
 	}
-	_, list := get(t, base+"/v1.2"+prod+"/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
+	_, list := get(t, base, "/v1.2"+prod+"/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
 	av := list["availabilities"].(map[string]any)
 	byRate := av["byRate"].(map[string]any)
 	if len(byRate) != 2 || byRate["R3"] != nil || av["expires"] == nil || av["retrieved"] == nil || av["productId"] != "P1" {
@@ -131,7 +118,7 @@ func TestHTTP_SingleIsNotBookableWhenQuantityExceedsCapacity(t *testing.T) {
 	e := newEnv(t)
 	e.Sim.Update(func(c *partnersim.Config) { c.MaxCapacity = 5 })
 	base := serve(t, e.service(2*time.Second))
-	status, body := get(t, base+"/v1.2/suppliers/S1/products/P1/availability?at=2026-11-22T09:30:00Z&qty=6&rate_id=R1", "reseller")
+	status, body := get(t, base, "/v1.2/suppliers/S1/products/P1/availability?at=2026-11-22T09:30:00Z&qty=6&rate_id=R1", "reseller")
 	if status != 200 || body["bookable"] != false {
 		t.Fatalf("status %d body %v", status, body)
 	}
@@ -160,7 +147,7 @@ func TestHTTP_PartnerFailureWithoutEntryIs503WithoutPartnerDetails(t *testing.T)
 	e := newEnv(t)
 	e.Sim.Update(func(c *partnersim.Config) { c.ErrorRate = 1 })
 	base := serve(t, e.service(time.Second))
-	status, body := get(t, base+"/v1.2/suppliers/S1/products/P1/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
+	status, body := get(t, base, "/v1.2/suppliers/S1/products/P1/availabilities?start=2026-11-22T00:00:00Z&end=2026-11-23T00:00:00Z", "reseller")
 	if status != 503 || body["code"] != "UNAVAILABLE" {
 		t.Fatalf("status %d body %v", status, body)
 	}

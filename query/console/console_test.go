@@ -4,14 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path"
@@ -21,39 +19,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchbackhq/switchback/internal/platform/stream"
-	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
-
-type discard struct{}
-
-func (discard) Publish(context.Context, ...stream.Message) error { return nil }
 
 // serve starts an API server with the console and one authenticated
 // route, rate-limited to one request: the console's files must not count.
 func serve(t *testing.T) string {
 	t.Helper()
-	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(discard{}), RateLimit: 1, RateBurst: 1})
+	store, _ := querytest.Principals(t)
+	s := httpapi.New(httpapi.Options{Principals: store, RateLimit: 1, RateBurst: 1})
 	if err := Register(s); err != nil {
 		t.Fatal(err)
 	}
 	s.Group(httpapi.BaseAdminV1).Handle(http.MethodGet, "/ping", nil, func(r *httpapi.Request) error {
 		return r.JSON(http.StatusOK, map[string]bool{"ok": true})
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-done
-	})
-	return "http://" + ln.Addr().String()
+	return querytest.Serve(t, s)
 }
 
 // client sends no Accept-Encoding of its own (so that gzip is asked for

@@ -98,10 +98,11 @@ type Delivery struct {
 	At         time.Time `json:"at"`
 }
 
-type deliveriesResponse struct {
+// listResponse is the answer of a list route: a page of items.
+type listResponse[T any] struct {
 	httpapi.Meta `json:"meta"`
-	Items        []Delivery `json:"items"`
-	Paging       Paging     `json:"paging"`
+	Items        []T    `json:"items"`
+	Paging       Paging `json:"paging"`
 }
 
 func (h handlers) deliveries(r *httpapi.Request) error {
@@ -109,17 +110,16 @@ func (h handlers) deliveries(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	if h.store.conn == nil {
-		return errParked
-	}
 	f.subscriber = r.Principal.ID
-	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
-	defer cancel()
-	items, more, err := h.store.deliveries(ctx, f)
-	if err != nil {
-		return unavailable(err)
+	var items []Delivery
+	var more bool
+	if err := h.run(r, func(ctx context.Context) (err error) {
+		items, more, err = h.store.deliveries(ctx, f)
+		return err
+	}); err != nil {
+		return err
 	}
-	return r.JSON(http.StatusOK, &deliveriesResponse{Items: items, Paging: f.page.paging(len(items), more)})
+	return r.JSON(http.StatusOK, &listResponse[Delivery]{Items: items, Paging: f.page.paging(len(items), more)})
 }
 
 // AvailabilityChange is one row of an operator's availability change log.
@@ -137,12 +137,6 @@ type AvailabilityChange struct {
 	At           time.Time `json:"at"`
 }
 
-type availabilityResponse struct {
-	httpapi.Meta `json:"meta"`
-	Items        []AvailabilityChange `json:"items"`
-	Paging       Paging               `json:"paging"`
-}
-
 func (h handlers) availability(r *httpapi.Request) error {
 	f, err := parseAvailabilityFilter(r.Ctx.QueryArgs())
 	if err != nil {
@@ -152,16 +146,30 @@ func (h handlers) availability(r *httpapi.Request) error {
 	if err := h.owned(r, f.supplierID); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
-	defer cancel()
+	var items []AvailabilityChange
+	var more bool
+	if err := h.run(r, func(ctx context.Context) (err error) {
+		items, more, err = h.store.availability(ctx, f)
+		return err
+	}); err != nil {
+		return err
+	}
+	return r.JSON(http.StatusOK, &listResponse[AvailabilityChange]{Items: items, Paging: f.page.paging(len(items), more)})
+}
+
+// run runs the query q of a validated request: errParked while no
+// ClickHouse is configured, q bounded by queryTimeout, and its failure
+// answered as unavailable.
+func (h handlers) run(r *httpapi.Request, q func(ctx context.Context) error) error {
 	if h.store.conn == nil {
 		return errParked
 	}
-	items, more, err := h.store.availability(ctx, f)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
+	defer cancel()
+	if err := q(ctx); err != nil {
 		return unavailable(err)
 	}
-	return r.JSON(http.StatusOK, &availabilityResponse{Items: items, Paging: f.page.paging(len(items), more)})
+	return nil
 }
 
 // unavailable turns a ClickHouse failure into a 503 with our own message;

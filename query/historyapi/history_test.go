@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,29 +13,25 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/platform/warehouse"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
 // One clickhouse-server for the package, a database per test.
 func TestMain(m *testing.M) { testharness.Main(m) }
 
-// discard is a stream.Publisher that accepts everything: the principals
-// store publishes before it applies.
-type discard struct{}
-
-func (discard) Publish(context.Context, ...stream.Message) error { return nil }
-
-type cred struct{ key, secret string }
+// cred is a test principal; querytest.Principals gives it its secret.
+type cred = querytest.Principal
 
 var (
-	resellerA = cred{"reseller-a", "reseller-a-secret-0123456789"}
-	resellerB = cred{"reseller-b", "reseller-b-secret-0123456789"}
-	operator  = cred{"operator-1", "operator-1-secret-0123456789"}
+	resellerA = cred{Key: "reseller-a", Role: principals.RoleReseller, Channel: "ch-a"}
+	resellerB = cred{Key: "reseller-b", Role: principals.RoleReseller, Channel: "ch-b"}
+	operator  = cred{Key: "operator-1", Role: principals.RoleOperator}
 )
 
 // ownership owns the suppliers listed for each operator id; err fails it.
@@ -59,8 +53,8 @@ func (o ownership) OwnsSupplier(_ context.Context, operatorID, supplierID string
 }
 
 type env struct {
-	url      string
-	client   *http.Client
+	*querytest.Client
+	creds    map[cred]catalogtest.Cred
 	ids      map[cred]string // principal id by credential
 	replayer *recordingReplayer
 }
@@ -69,18 +63,10 @@ type env struct {
 // and own, and the three test principals.
 func serve(t *testing.T, conn driver.Conn, own func(ids map[cred]string) Ownership) *env {
 	t.Helper()
-	store := principals.NewStore(discard{})
-	e := &env{client: &http.Client{Timeout: 15 * time.Second}, ids: map[cred]string{}, replayer: &recordingReplayer{}}
-	for _, p := range []struct {
-		c       cred
-		role    principals.Role
-		channel string
-	}{{resellerA, principals.RoleReseller, "ch-a"}, {resellerB, principals.RoleReseller, "ch-b"}, {operator, principals.RoleOperator, ""}} {
-		pr, err := store.EnsureFixed(context.Background(), p.c.key, p.c.secret, p.role, p.c.key, p.channel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.ids[p.c] = pr.ID
+	store, creds := querytest.Principals(t, resellerA, resellerB, operator)
+	e := &env{creds: map[cred]catalogtest.Cred{}, ids: map[cred]string{}, replayer: &recordingReplayer{}}
+	for i, c := range []cred{resellerA, resellerB, operator} {
+		e.creds[c], e.ids[c] = creds[i], creds[i].ID
 	}
 	s := httpapi.New(httpapi.Options{Principals: store, Logger: testharness.Logger(t)})
 	var o Ownership
@@ -88,50 +74,19 @@ func serve(t *testing.T, conn driver.Conn, own func(ids map[cred]string) Ownersh
 		o = own(e.ids)
 	}
 	Register(s, conn, o, e.replayer)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	e.url = "http://" + ln.Addr().String()
-	t.Cleanup(func() {
-		e.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-done
-	})
+	e.Client = querytest.NewClient(t, querytest.Serve(t, s))
+	e.HTTP.Timeout = 15 * time.Second
 	return e
 }
 
 func (e *env) get(t *testing.T, c cred, path string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
-	req.Header.Set("X-API-Key", c.key)
-	req.Header.Set("X-API-Secret", c.secret)
-	res, err := e.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
+	return e.Do(t, http.MethodGet, path, e.creds[c], "")
 }
 
-type errorBody struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Data    map[string]string `json:"data"`
-}
-
-func decodeError(t *testing.T, b []byte) errorBody {
+func (e *env) post(t *testing.T, c cred, path, body string) (int, []byte) {
 	t.Helper()
-	var eb errorBody
-	if err := json.Unmarshal(b, &eb); err != nil {
-		t.Fatalf("error body %s: %v", b, err)
-	}
-	return eb
+	return e.Do(t, http.MethodPost, path, e.creds[c], body)
 }
 
 func openClickHouse(t *testing.T) driver.Conn {
@@ -303,7 +258,7 @@ func TestAvailability_ListsOnlyOwnedSuppliers(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", status, tt.wantStatus, body)
 			}
 			if status != http.StatusOK {
-				if eb := decodeError(t, body); eb.Code != tt.want {
+				if eb := querytest.DecodeError(t, body); string(eb.Code) != tt.want {
 					t.Fatalf("code %s, want %s", eb.Code, tt.want)
 				}
 				return
@@ -369,8 +324,8 @@ func TestRoutes_ScopeAndParkingWithoutClickHouse(t *testing.T) {
 			if status != tt.wantStatus {
 				t.Fatalf("status %d, want %d: %s", status, tt.wantStatus, body)
 			}
-			eb := decodeError(t, body)
-			if eb.Code != tt.wantCode || eb.Data["field"] != tt.wantField {
+			eb := querytest.DecodeError(t, body)
+			if string(eb.Code) != tt.wantCode || eb.Data["field"] != tt.wantField {
 				t.Fatalf("error %+v, want code %s field %q", eb, tt.wantCode, tt.wantField)
 			}
 			if tt.wantStatus == 503 && !strings.Contains(eb.Message, "no ClickHouse is configured") {
@@ -397,7 +352,7 @@ func TestDeliveries_ClickHouseDownIs503(t *testing.T) {
 	if status != http.StatusServiceUnavailable {
 		t.Fatalf("status %d: %s", status, body)
 	}
-	if eb := decodeError(t, body); eb.Code != "UNAVAILABLE" || strings.Contains(eb.Message, "history_deliveries") {
+	if eb := querytest.DecodeError(t, body); eb.Code != "UNAVAILABLE" || strings.Contains(eb.Message, "history_deliveries") {
 		t.Fatalf("error %+v: want UNAVAILABLE without internals", eb)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -71,20 +71,6 @@ func insertAttempt(t *testing.T, conn driver.Conn, eventID, deliveryID, subscrib
 	if err := b.Send(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func (e *env) post(t *testing.T, c cred, path, body string) (int, []byte) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
-	req.Header.Set("X-API-Key", c.key)
-	req.Header.Set("X-API-Secret", c.secret)
-	res, err := e.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
 }
 
 func TestReplay_ResendsOnlyTheCallersUndeliveredNotificationsOfTheType(t *testing.T) {
@@ -155,7 +141,7 @@ func TestReplay_ValidationParkingAndBrokerDown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, raw := e.post(t, resellerA, "/registry/v1.1/deliveries/replay", tt.body)
-			eb := decodeError(t, raw)
+			eb := querytest.DecodeError(t, raw)
 			if status != http.StatusBadRequest || eb.Data["field"] != tt.wantField {
 				t.Fatalf("= %d %s, want 400 naming %s", status, raw, tt.wantField)
 			}
@@ -163,7 +149,7 @@ func TestReplay_ValidationParkingAndBrokerDown(t *testing.T) {
 	}
 	t.Run("parked ClickHouse is 503", func(t *testing.T) {
 		status, raw := e.post(t, resellerA, "/registry/v1.1/deliveries/replay", `{"type":"rate","from":"2026-03-10T11:00:00Z","to":"2026-03-10T13:00:00Z"}`)
-		if status != http.StatusServiceUnavailable || decodeError(t, raw).Code != "UNAVAILABLE" {
+		if status != http.StatusServiceUnavailable || querytest.DecodeError(t, raw).Code != "UNAVAILABLE" {
 			t.Fatalf("= %d %s, want 503 UNAVAILABLE", status, raw)
 		}
 	})

@@ -120,15 +120,14 @@ func (h handlers) stats(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	if h.store.conn == nil {
-		return errParked
-	}
 	f.subscriber = r.Principal.ID
-	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
-	defer cancel()
-	points, totals, err := h.store.stats(ctx, f)
-	if err != nil {
-		return unavailable(err)
+	var points []StatsPoint
+	var totals Counts
+	if err := h.run(r, func(ctx context.Context) (err error) {
+		points, totals, err = h.store.stats(ctx, f)
+		return err
+	}); err != nil {
+		return err
 	}
 	return r.JSON(http.StatusOK, &statsResponse{From: f.from, To: f.to, StepSeconds: int(StatsStep / time.Second), Type: f.typ,
 		Points: points, Totals: totals})
@@ -228,14 +227,12 @@ func (h handlers) autoDisables(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	if h.store.conn == nil {
-		return errParked
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
-	defer cancel()
-	items, err := h.store.autoDisables(ctx, r.Principal.ID, n)
-	if err != nil {
-		return unavailable(err)
+	var items []AutoDisable
+	if err := h.run(r, func(ctx context.Context) (err error) {
+		items, err = h.store.autoDisables(ctx, r.Principal.ID, n)
+		return err
+	}); err != nil {
+		return err
 	}
 	return r.JSON(http.StatusOK, &autoDisablesResponse{Items: items})
 }
@@ -308,14 +305,12 @@ func (h handlers) connections(r *httpapi.Request) error {
 	if err := h.owned(r, sid); err != nil {
 		return err
 	}
-	if h.store.conn == nil {
-		return errParked
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), queryTimeout)
-	defer cancel()
-	c, err := h.store.connection(ctx, sid, h.now().UTC().Add(-ConnectionsWindow).Truncate(time.Second))
-	if err != nil {
-		return unavailable(err)
+	var c Connection
+	if err := h.run(r, func(ctx context.Context) (err error) {
+		c, err = h.store.connection(ctx, sid, h.now().UTC().Add(-ConnectionsWindow).Truncate(time.Second))
+		return err
+	}); err != nil {
+		return err
 	}
 	return r.JSON(http.StatusOK, &connectionResponse{Connection: c})
 }

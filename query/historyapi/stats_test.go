@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -281,10 +282,10 @@ func TestConnections_SummarisesTheLastDayOfOwnedSuppliersCalls(t *testing.T) {
 		path string
 	}{{operator, "?supplierId=s2"}, {resellerA, "?supplierId=s1"}} {
 		if status, raw := e.get(t, tc.who, "/operator/v2/history/connections"+tc.path); status != http.StatusForbidden {
-			t.Errorf("%s %s: %d %s, want 403", tc.who.key, tc.path, status, raw)
+			t.Errorf("%s %s: %d %s, want 403", tc.who.Key, tc.path, status, raw)
 		}
 	}
-	if status, raw := e.get(t, operator, "/operator/v2/history/connections"); status != http.StatusBadRequest || decodeError(t, raw).Data["field"] != "supplierId" {
+	if status, raw := e.get(t, operator, "/operator/v2/history/connections"); status != http.StatusBadRequest || querytest.DecodeError(t, raw).Data["field"] != "supplierId" {
 		t.Errorf("no supplierId: %d %s", status, raw)
 	}
 }
@@ -316,7 +317,7 @@ func TestDeliveries_DeliveryIdListsOneDeliverysAttempts(t *testing.T) {
 			t.Fatalf("%s: status %d %s", tt.query, status, raw)
 		}
 		if status != 200 {
-			if decodeError(t, raw).Data["field"] != "deliveryId" {
+			if querytest.DecodeError(t, raw).Data["field"] != "deliveryId" {
 				t.Errorf("%s: %s does not name deliveryId", tt.query, raw)
 			}
 			continue
@@ -358,7 +359,7 @@ func TestConsoleRoutes_ParkedWithoutClickHouseAfterValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, raw := e.get(t, tt.who, tt.path)
-			if status != tt.wantStatus || decodeError(t, raw).Data["field"] != tt.wantField {
+			if status != tt.wantStatus || querytest.DecodeError(t, raw).Data["field"] != tt.wantField {
 				t.Fatalf("= %d %s, want %d naming %q", status, raw, tt.wantStatus, tt.wantField)
 			}
 		})

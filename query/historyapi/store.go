@@ -63,31 +63,15 @@ func (s store) deliveries(ctx context.Context, f deliveryFilter) ([]Delivery, bo
 	q := `SELECT delivery_id, type, attempt, status, latency_ms, outcome, error, occurred_ms
 		FROM history_deliveries FINAL WHERE ` + w.sql() + `
 		ORDER BY occurred_ms DESC, event_id DESC` + limit(f.page)
-	rows, err := s.conn.Query(ctx, q, w.args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("query deliveries: %w", err)
-	}
-	defer rows.Close()
-	items := make([]Delivery, 0, min(f.limit, 64))
-	for rows.Next() {
+	return readPage(ctx, s.conn, "deliveries", f.page, q, w.args, func(rows driver.Rows) (Delivery, error) {
 		var d Delivery
 		var attempt, status uint16
 		var latency uint32
 		var ms int64
-		if err := rows.Scan(&d.DeliveryID, &d.Type, &attempt, &status, &latency, &d.Outcome, &d.Error, &ms); err != nil {
-			return nil, false, fmt.Errorf("read deliveries: %w", err)
-		}
+		err := rows.Scan(&d.DeliveryID, &d.Type, &attempt, &status, &latency, &d.Outcome, &d.Error, &ms)
 		d.Attempt, d.Status, d.LatencyMs, d.At = int(attempt), int(status), int64(latency), time.UnixMilli(ms).UTC()
-		items = append(items, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("read deliveries: %w", err)
-	}
-	more := len(items) > f.limit
-	if more {
-		items = items[:f.limit]
-	}
-	return items, more, nil
+		return d, err
+	})
 }
 
 func (s store) availability(ctx context.Context, f availabilityFilter) ([]AvailabilityChange, bool, error) {
@@ -101,29 +85,39 @@ func (s store) availability(ctx context.Context, f availabilityFilter) ([]Availa
 			old_status, new_status, source, occurred_ms
 		FROM history_availability_changes FINAL WHERE ` + w.sql() + `
 		ORDER BY occurred_ms DESC, event_id DESC` + limit(f.page)
-	rows, err := s.conn.Query(ctx, q, w.args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("query availability changes: %w", err)
-	}
-	defer rows.Close()
-	items := make([]AvailabilityChange, 0, min(f.limit, 64))
-	for rows.Next() {
+	return readPage(ctx, s.conn, "availability changes", f.page, q, w.args, func(rows driver.Rows) (AvailabilityChange, error) {
 		var c AvailabilityChange
 		var oldVac, newVac int32
 		var ms int64
-		if err := rows.Scan(&c.SupplierID, &c.ProductID, &c.RateID, &c.Start, &c.End, &oldVac, &newVac, &c.OldStatus, &c.NewStatus, &c.Source, &ms); err != nil {
-			return nil, false, fmt.Errorf("read availability changes: %w", err)
-		}
+		err := rows.Scan(&c.SupplierID, &c.ProductID, &c.RateID, &c.Start, &c.End, &oldVac, &newVac, &c.OldStatus, &c.NewStatus, &c.Source, &ms)
 		c.OldVacancies, c.NewVacancies, c.At = int(oldVac), int(newVac), time.UnixMilli(ms).UTC()
 		c.Start, c.End = c.Start.UTC(), c.End.UTC()
-		items = append(items, c)
+		return c, err
+	})
+}
+
+// readPage runs q (a page's query, see limit) and scans each row with
+// scan: the page's items, and whether another page follows.
+func readPage[T any](ctx context.Context, conn driver.Conn, what string, p page, q string, args []any, scan func(driver.Rows) (T, error)) ([]T, bool, error) {
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("query %s: %w", what, err)
+	}
+	defer rows.Close()
+	items := make([]T, 0, min(p.limit, 64))
+	for rows.Next() {
+		x, err := scan(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("read %s: %w", what, err)
+		}
+		items = append(items, x)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("read availability changes: %w", err)
+		return nil, false, fmt.Errorf("read %s: %w", what, err)
 	}
-	more := len(items) > f.limit
+	more := len(items) > p.limit
 	if more {
-		items = items[:f.limit]
+		items = items[:p.limit]
 	}
 	return items, more, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/httpapi"
 )
@@ -31,11 +32,11 @@ func TestAccessLog_LevelSetting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &catalogtest.SyncBuffer{}
 			s := httpapi.New(httpapi.Options{
 				Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: tt.logger})),
 				AccessLogLevel: tt.access,
-				Principals:     principals.NewStore(&recorder{}),
+				Principals:     principals.NewStore(&catalogtest.Recorder{}),
 			})
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {

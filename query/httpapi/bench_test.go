@@ -120,19 +120,7 @@ func BenchmarkAuthenticatedRoute(b *testing.B) {
 			s, key, secret := benchServerWith(b, bc.opts)
 			var ctx fasthttp.RequestCtx
 			ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				ctx.Request.Reset()
-				ctx.Response.Reset()
-				ctx.Request.SetRequestURI("/v1.3/suppliers/sup-1")
-				ctx.Request.Header.Set(HeaderAPIKey, key)
-				ctx.Request.Header.Set(HeaderAPISecret, secret)
-				s.serve(&ctx)
-				if ctx.Response.StatusCode() != http.StatusOK {
-					b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
-				}
-			}
+			loopServe(b, s, &ctx, key, secret, http.StatusOK)
 		})
 	}
 }
@@ -160,19 +148,25 @@ func BenchmarkRefused(b *testing.B) {
 			ctx.Request.SetRequestURI("/v1.3/suppliers/sup-1")
 			ctx.Request.Header.Set(HeaderAPIKey, key)
 			s.serve(&ctx) // spends the burst of one
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				ctx.Request.Reset()
-				ctx.Response.Reset()
-				ctx.Request.SetRequestURI("/v1.3/suppliers/sup-1")
-				ctx.Request.Header.Set(HeaderAPIKey, key)
-				ctx.Request.Header.Set(HeaderAPISecret, secret+"x")
-				s.serve(&ctx)
-				if st := ctx.Response.StatusCode(); st != bc.status {
-					b.Fatalf("status %d, want %d: %s", st, bc.status, ctx.Response.Body())
-				}
-			}
+			loopServe(b, s, &ctx, key, secret+"x", bc.status)
 		})
+	}
+}
+
+// loopServe measures s.serve of GET /v1.3/suppliers/sup-1 with key and
+// secret on ctx, failing unless it answers want.
+func loopServe(b *testing.B, s *Server, ctx *fasthttp.RequestCtx, key, secret string, want int) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.SetRequestURI("/v1.3/suppliers/sup-1")
+		ctx.Request.Header.Set(HeaderAPIKey, key)
+		ctx.Request.Header.Set(HeaderAPISecret, secret)
+		s.serve(ctx)
+		if st := ctx.Response.StatusCode(); st != want {
+			b.Fatalf("status %d, want %d: %s", st, want, ctx.Response.Body())
+		}
 	}
 }

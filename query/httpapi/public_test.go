@@ -1,17 +1,17 @@
 package httpapi_test
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // noKeepAlive leaves no idle connection for Shutdown to wait on.
@@ -19,7 +19,7 @@ var noKeepAlive = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transp
 
 // newPublic has one public route and one authenticated route.
 func newPublic() *httpapi.Server {
-	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(&recorder{}), RateLimit: 1, RateBurst: 1})
+	s := httpapi.New(httpapi.Options{Principals: principals.NewStore(&catalogtest.Recorder{}), RateLimit: 1, RateBurst: 1})
 	s.HandlePublic(http.MethodGet, "/docs/{family}", func(r *httpapi.Request) error {
 		if r.Param("family") == "nope" {
 			return apierror.New(apierror.NotFound, "no such family")
@@ -34,26 +34,10 @@ func newPublic() *httpapi.Server {
 	return s
 }
 
-// startPublic serves newPublic; the caller must send a request before it
-// ends (Shutdown before Serve started would leave Serve running).
+// startPublic serves newPublic.
 func startPublic(t *testing.T) string {
 	t.Helper()
-	s := newPublic()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		<-done
-	})
-	return "http://" + ln.Addr().String()
+	return querytest.Serve(t, newPublic())
 }
 
 func TestHandlePublic_AnswersWithoutCredentialsOrRateLimit(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/query/apierror"
 )
 
@@ -284,6 +285,6 @@ func (rf *refusal) write(ctx *fasthttp.RequestCtx, reqID string) {
 	resp.Header.Set(HeaderRetryAfter, rf.secs)
 	var id [2 + 6*maxRequestIDLen]byte // worst-case escaped id, on the stack
 	resp.AppendBody(rf.prefix)
-	resp.AppendBody(appendJSONString(id[:0], reqID))
+	resp.AppendBody(jsonwire.AppendASCII(id[:0], reqID))
 	resp.AppendBody(rf.suffix)
 }

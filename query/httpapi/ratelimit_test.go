@@ -8,15 +8,18 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // fakeClock is the server's clock in rate limit tests: refill is proven by
@@ -61,7 +64,7 @@ const (
 func startLimited(t *testing.T, opts httpapi.Options, routes ...func(*httpapi.Server)) *limitEnv {
 	t.Helper()
 	ctx := context.Background()
-	store := principals.NewStore(&recorder{})
+	store := principals.NewStore(&catalogtest.Recorder{})
 	mk := func(req principals.CreateRequest) cred {
 		p, secret, err := store.Create(ctx, req)
 		if err != nil {
@@ -89,26 +92,13 @@ func startLimited(t *testing.T, opts httpapi.Options, routes ...func(*httpapi.Se
 	}
 	e.srv = s
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	e.addr = ln.Addr().String()
+	e.addr = strings.TrimPrefix(querytest.Serve(t, s), "http://")
+	// Registered after Serve's: runs before its Shutdown.
 	t.Cleanup(func() {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for _, c := range e.clients {
 			c.CloseIdleConnections()
-		}
-		e.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("Serve returned %v after Shutdown, want nil", err)
 		}
 	})
 	return e

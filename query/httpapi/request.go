@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 )
@@ -127,7 +128,7 @@ func (r *Request) JSON(status int, v any) error {
 	}
 	var id [2 + 6*maxRequestIDLen]byte // worst-case escaped id, on the stack
 	resp.AppendBodyString(`{"meta":{"reqId":`)
-	resp.AppendBody(appendJSONString(id[:0], r.metaID()))
+	resp.AppendBody(jsonwire.AppendASCII(id[:0], r.metaID()))
 	if b[1] == '}' {
 		resp.AppendBodyString("}}")
 	} else {
@@ -207,24 +208,4 @@ func releaseEncoder(e *encoder) {
 	}
 	e.buf.Reset()
 	encoders.Put(e)
-}
-
-// appendJSONString appends s as a JSON string. Request ids are printable
-// ASCII (see saneRequestID), so only the quote and the backslash need
-// escaping; anything else is escaped as \u00XX to stay valid regardless.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20 || c > 0x7e:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }

@@ -16,7 +16,7 @@ import (
 // parse unless SecureErrorLogMessage is set (issue 18, finding 2).
 func TestMalformedRequests_NeverPutCredentialsInALogLineOrAnswer(t *testing.T) {
 	e := start(t)
-	addr := strings.TrimPrefix(e.url, "http://")
+	addr := strings.TrimPrefix(e.api.URL, "http://")
 	cases := httpapitest.MalformedRequests("/v1.3/echo", e.reseller.key, e.reseller.secret)
 	answered := 0
 	for _, c := range cases {

@@ -12,59 +12,27 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
-
-// recorder is an in-memory stream.Publisher.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type cred struct{ key, secret string }
 
 // env is a running server with three principals and a few test routes.
 type env struct {
-	url      string
-	client   *http.Client
+	api      *querytest.Client
 	store    *principals.Store
 	reg      *prometheus.Registry
-	logs     *syncBuffer
+	logs     *catalogtest.SyncBuffer
 	admin    cred
 	reseller cred
 	revoked  cred
@@ -81,8 +49,8 @@ type itemResponse struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	store := principals.NewStore(&recorder{})
-	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, ids: map[string]string{}}
+	store := principals.NewStore(&catalogtest.Recorder{})
+	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &catalogtest.SyncBuffer{}, ids: map[string]string{}}
 	mk := func(req principals.CreateRequest) cred {
 		p, secret, err := store.Create(ctx, req)
 		if err != nil {
@@ -133,25 +101,8 @@ func start(t *testing.T) *env {
 		return r.JSON(http.StatusOK, map[string]bool{"ok": true})
 	})
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	e.url = "http://" + ln.Addr().String()
-	e.client = &http.Client{Timeout: 5 * time.Second}
-	t.Cleanup(func() {
-		e.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("Serve returned %v after Shutdown, want nil", err)
-		}
-	})
+	e.api = querytest.NewClient(t, querytest.Serve(t, s))
+	e.api.HTTP.Timeout = 5 * time.Second
 	return e
 }
 
@@ -163,43 +114,18 @@ type response struct {
 
 func (e *env) do(t *testing.T, method, path string, c *cred, body []byte, hdr map[string]string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, e.url+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var as catalogtest.Cred
 	if c != nil {
-		req.Header.Set("X-API-Key", c.key)
-		req.Header.Set("X-API-Secret", c.secret)
+		as = catalogtest.Cred{Key: c.key, Secret: c.secret}
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := e.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, b := e.api.Request(t, method, path, as, bytes.NewReader(body), hdr)
 	return response{res.StatusCode, res.Header, b}
-}
-
-// errorObject is the spec's error object plus meta.
-type errorObject struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Data    map[string]string `json:"data"`
-	Meta    struct {
-		ReqID string `json:"reqId"`
-	} `json:"meta"`
 }
 
 // mustErrorObject checks the error object's shape: JSON content type,
 // exactly the keys code, message, optional data, and meta.reqId equal to
 // the X-Request-ID header.
-func mustErrorObject(t *testing.T, r response, status int, code apierror.Code) errorObject {
+func mustErrorObject(t *testing.T, r response, status int, code apierror.Code) apierror.Body {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status = %d, want %d; body %s", r.status, status, r.body)
@@ -216,9 +142,9 @@ func mustErrorObject(t *testing.T, r response, status int, code apierror.Code) e
 			t.Errorf("unexpected key %q in error object %s", k, r.body)
 		}
 	}
-	var e errorObject
+	var e apierror.Body
 	_ = json.Unmarshal(r.body, &e)
-	if e.Code != string(code) || e.Message == "" {
+	if e.Code != code || e.Message == "" {
 		t.Errorf("error object = %s, want code %s and a message", r.body, code)
 	}
 	if e.Meta.ReqID == "" || e.Meta.ReqID != r.header.Get("X-Request-ID") {
@@ -506,7 +432,7 @@ func TestBodyLimit_OverRawTCPAnswersJSON(t *testing.T) {
 	// A client that declares a large Content-Length: fasthttp refuses before
 	// reading the body; the answer must still be the error object.
 	e := start(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.api.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,7 +464,7 @@ func TestNew_WithoutPrincipalsPanics(t *testing.T) {
 }
 
 func TestShutdown_LetsTheRequestInFlightFinish(t *testing.T) {
-	store := principals.NewStore(&recorder{})
+	store := principals.NewStore(&catalogtest.Recorder{})
 	p, secret, err := store.Create(context.Background(), principals.CreateRequest{Role: principals.RoleAdmin})
 	if err != nil {
 		t.Fatal(err)

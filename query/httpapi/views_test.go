@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -13,9 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 )
 
 // fakeViews is the views guard as the server sees it: a generation, a
@@ -144,12 +145,12 @@ func TestServer_ViewsGuard(t *testing.T) {
 // 200, 201, 404, 400 and 409; each handler calls hook first.
 func startGuarded(t *testing.T, v httpapi.Views, hook func(r *httpapi.Request)) *env {
 	t.Helper()
-	store := principals.NewStore(&recorder{})
+	store := principals.NewStore(&catalogtest.Recorder{})
 	p, secret, err := store.Create(context.Background(), principals.CreateRequest{Role: principals.RoleReseller, ChannelID: "ch-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, reseller: cred{p.Key, secret}}
+	e := &env{store: store, reg: prometheus.NewRegistry(), logs: &catalogtest.SyncBuffer{}, reseller: cred{p.Key, secret}}
 	s := httpapi.New(httpapi.Options{Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Registry: e.reg, Principals: store, Views: v})
 	g := s.Group(httpapi.BaseResellerV13)
 	route := func(method, path string, answer func(r *httpapi.Request) error) {
@@ -163,18 +164,7 @@ func startGuarded(t *testing.T, v httpapi.Views, hook func(r *httpapi.Request)) 
 	route(http.MethodGet, "/invalid", func(*httpapi.Request) error { return apierror.Invalid("channelId", "is not a channel") })
 	route(http.MethodPost, "/created", func(r *httpapi.Request) error { return r.JSON(http.StatusCreated, map[string]string{"id": "x"}) })
 	route(http.MethodPost, "/conflict", func(*httpapi.Request) error { return apierror.ErrConflict })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(ln) }()
-	e.url = "http://" + ln.Addr().String()
-	e.client = &http.Client{Timeout: 5 * time.Second}
-	t.Cleanup(func() {
-		e.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
+	e.api = querytest.NewClient(t, querytest.Serve(t, s))
+	e.api.HTTP.Timeout = 5 * time.Second
 	return e
 }

@@ -29,8 +29,7 @@ func FuzzTestBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ string, body []byte) {
 		in, err := parseTestBody(body)
 		if err != nil {
-			var ae *apierror.Error
-			if !errors.As(err, &ae) || (ae.Code != apierror.MalformedJSON && ae.Code != apierror.InvalidField) {
+			if !isBadRequest(err) {
 				t.Fatalf("%q: decode error %v is not a 400 error object", body, err)
 			}
 			return
@@ -63,8 +62,7 @@ func FuzzMetadataBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		in, err := parseMetadataBody(body)
 		if err != nil {
-			var ae *apierror.Error
-			if !errors.As(err, &ae) || (ae.Code != apierror.MalformedJSON && ae.Code != apierror.InvalidField) {
+			if !isBadRequest(err) {
 				t.Fatalf("%q: error %v is not a 400 error object", body, err)
 			}
 			return
@@ -75,4 +73,11 @@ func FuzzMetadataBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// isBadRequest says whether err is a 400 error object: malformed JSON or
+// an invalid field.
+func isBadRequest(err error) bool {
+	var ae *apierror.Error
+	return errors.As(err, &ae) && (ae.Code == apierror.MalformedJSON || ae.Code == apierror.InvalidField)
 }

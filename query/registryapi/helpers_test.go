@@ -8,13 +8,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,42 +21,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
-	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/registry"
+	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
+	"github.com/switchbackhq/switchback/query/querytest"
 	"github.com/switchbackhq/switchback/schemas"
 )
-
-// recorder is an in-memory stream.Publisher standing in for Kafka at the
-// seam; fail makes Publish fail as an unreachable broker does.
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-	fail bool
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return errors.New("broker unreachable")
-	}
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-func (r *recorder) setFail(v bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fail = v
-}
-
-func (r *recorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.msgs)
-}
 
 // received is one POST the sink got.
 type received struct {
@@ -131,18 +99,14 @@ func (p postSender) SendTest(ctx context.Context, rule registry.Rule, n schemas.
 	return res.StatusCode, nil
 }
 
-type cred struct{ key, secret string }
-
 type env struct {
-	url    string
-	client *http.Client
-	reg    *registry.Registry
-	pub    *recorder
-	mr     *miniredis.Miniredis
-	sink   *sink
+	*querytest.Client
+	reg  *registry.Registry
+	pub  *catalogtest.Recorder
+	mr   *miniredis.Miniredis
+	sink *sink
 	// a and b are two resellers (two subscribers); op is an operator.
-	a, b, op cred
-	aID, bID string
+	a, b, op catalogtest.Cred
 }
 
 type envOptions struct {
@@ -152,30 +116,16 @@ type envOptions struct {
 
 func start(t *testing.T, o envOptions) *env {
 	t.Helper()
-	ctx := context.Background()
-	store := principals.NewStore(&recorder{})
-	e := &env{
-		a:  cred{"reseller-a", "reseller-a-secret-0123"},
-		b:  cred{"reseller-b", "reseller-b-secret-0123"},
-		op: cred{"operator-x", "operator-x-secret-0123"},
-	}
-	pa, err := store.EnsureFixed(ctx, e.a.key, e.a.secret, principals.RoleReseller, "A", "chan-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := store.EnsureFixed(ctx, e.b.key, e.b.secret, principals.RoleReseller, "B", "chan-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.EnsureFixed(ctx, e.op.key, e.op.secret, principals.RoleOperator, "Op", ""); err != nil {
-		t.Fatal(err)
-	}
-	e.aID, e.bID = pa.ID, pb.ID
+	store, creds := querytest.Principals(t,
+		querytest.Principal{Key: "reseller-a", Role: principals.RoleReseller, Channel: "chan-a"},
+		querytest.Principal{Key: "reseller-b", Role: principals.RoleReseller, Channel: "chan-b"},
+		querytest.Principal{Key: "operator-x", Role: principals.RoleOperator})
+	e := &env{a: creds[0], b: creds[1], op: creds[2]}
 
 	e.mr = miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: e.mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	e.pub = &recorder{}
+	e.pub = &catalogtest.Recorder{}
 	e.reg = registry.New(registry.Options{Redis: rdb, Publisher: e.pub, AllowHTTP: !o.strict, AllowPrivate: !o.strict,
 		Secrets: catalogtest.NewKeyring(t)})
 	e.sink = newSink(t)
@@ -188,41 +138,8 @@ func start(t *testing.T, o envOptions) *env {
 		sender = postSender{client: sc}
 	}
 	Register(s, e.reg, sender)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ln) }()
-	e.url = "http://" + ln.Addr().String() + httpapi.BaseRegistryV11
-	e.client = &http.Client{Timeout: 10 * time.Second}
-	t.Cleanup(func() {
-		e.client.CloseIdleConnections()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-		<-done
-	})
+	e.Client = querytest.NewClient(t, querytest.Serve(t, s)+httpapi.BaseRegistryV11)
 	return e
-}
-
-func (e *env) do(t *testing.T, method, path string, c cred, body string) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.key != "" {
-		req.Header.Set("X-API-Key", c.key)
-		req.Header.Set("X-API-Secret", c.secret)
-	}
-	res, err := e.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
 }
 
 // wireRule is a Rule as the API renders it.
@@ -254,33 +171,8 @@ func decodeRules(t *testing.T, b []byte) []wireRule {
 	return r
 }
 
-type errBody struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Data    map[string]string `json:"data"`
-	Meta    struct {
-		ReqID string `json:"reqId"`
-	} `json:"meta"`
-}
-
-func decodeErr(t *testing.T, b []byte) errBody {
-	t.Helper()
-	var e errBody
-	if err := json.Unmarshal(b, &e); err != nil || e.Code == "" {
-		t.Fatalf("not an error object: %s", b)
-	}
-	return e
-}
-
 // expectErr checks status, code and (if not empty) data.field.
-func expectErr(t *testing.T, status int, b []byte, wantStatus int, code, field string) errBody {
+func expectErr(t *testing.T, status int, b []byte, wantStatus int, code, field string) apierror.Body {
 	t.Helper()
-	if status != wantStatus {
-		t.Fatalf("status %d %s, want %d %s", status, b, wantStatus, code)
-	}
-	e := decodeErr(t, b)
-	if e.Code != code || e.Data["field"] != field || e.Meta.ReqID == "" {
-		t.Fatalf("error %s, want code %s field %q", b, code, field)
-	}
-	return e
+	return querytest.MustError(t, status, b, wantStatus, apierror.Code(code), field)
 }

@@ -128,31 +128,27 @@ func (h handlers) list(r *httpapi.Request) error {
 }
 
 func (h handlers) create(r *httpapi.Request) error {
-	in, err := parseRuleBody(r.Ctx.PostBody())
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
-	defer cancel()
-	rule, err := h.reg.Create(ctx, r.Principal.ID, h.typ, in)
-	if err != nil {
-		return err
-	}
-	return r.JSON(http.StatusCreated, rule)
+	return h.write(r, http.StatusCreated, h.reg.Create)
 }
 
 func (h handlers) update(r *httpapi.Request) error {
+	return h.write(r, http.StatusOK, h.reg.Update)
+}
+
+// write stores the rule of the request's body with op (the registry's
+// Create or Update) and answers status with the stored rule.
+func (h handlers) write(r *httpapi.Request, status int, op func(ctx context.Context, subscriber, typ string, in registry.RuleInput) (registry.Rule, error)) error {
 	in, err := parseRuleBody(r.Ctx.PostBody())
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), writeTimeout)
 	defer cancel()
-	rule, err := h.reg.Update(ctx, r.Principal.ID, h.typ, in)
+	rule, err := op(ctx, r.Principal.ID, h.typ, in)
 	if err != nil {
 		return err
 	}
-	return r.JSON(http.StatusOK, rule)
+	return r.JSON(status, rule)
 }
 
 func (h handlers) delete(r *httpapi.Request) error {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -119,13 +120,13 @@ func TestRegistry_EveryEndpointOfEveryType(t *testing.T) {
 			hook := e.sink.srv.URL + "/hooks/" + tc.typ
 
 			// GET with no rule: 200 [].
-			status, b := e.do(t, http.MethodGet, tc.crud, e.a, "")
+			status, b := e.Do(t, http.MethodGet, tc.crud, e.a, "")
 			if status != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
 				t.Fatalf("GET without a rule: %d %s, want 200 []", status, b)
 			}
 
 			// POST: 201 with the generated fields and the config.
-			status, b = e.do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("", hook, false, tc.config))
+			status, b = e.Do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("", hook, false, tc.config))
 			if status != http.StatusCreated {
 				t.Fatalf("POST: %d %s", status, b)
 			}
@@ -143,18 +144,18 @@ func TestRegistry_EveryEndpointOfEveryType(t *testing.T) {
 			}
 
 			// A second rule of the type: 409.
-			status, b = e.do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("", hook, false, ""))
+			status, b = e.Do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("", hook, false, ""))
 			expectErr(t, status, b, http.StatusConflict, "CONFLICT", "")
 
 			// GET: 200 [rule].
-			status, b = e.do(t, http.MethodGet, tc.crud, e.a, "")
+			status, b = e.Do(t, http.MethodGet, tc.crud, e.a, "")
 			if list := decodeRules(t, b); status != http.StatusOK || len(list) != 1 || !reflect.DeepEqual(list[0], created) {
 				t.Fatalf("GET: %d %s, want [created]", status, b)
 			}
 
 			// PUT: 200, key and createdOn kept; a securityKey sent is ignored.
 			body := `{"id":"` + created.ID + `","url":"` + hook + `/v2","disabled":true,"securityKey":"mine","config":{}}`
-			status, b = e.do(t, http.MethodPut, tc.crud, e.a, body)
+			status, b = e.Do(t, http.MethodPut, tc.crud, e.a, body)
 			if status != http.StatusOK {
 				t.Fatalf("PUT: %d %s", status, b)
 			}
@@ -165,22 +166,22 @@ func TestRegistry_EveryEndpointOfEveryType(t *testing.T) {
 			}
 
 			// PUT back what GET answered: accepted as is.
-			_, b = e.do(t, http.MethodGet, tc.crud, e.a, "")
+			_, b = e.Do(t, http.MethodGet, tc.crud, e.a, "")
 			roundTrip, _ := json.Marshal(decodeRules(t, b)[0])
-			if status, b := e.do(t, http.MethodPut, tc.crud, e.a, string(roundTrip)); status != http.StatusOK {
+			if status, b := e.Do(t, http.MethodPut, tc.crud, e.a, string(roundTrip)); status != http.StatusOK {
 				t.Fatalf("PUT of a rule as read: %d %s", status, b)
 			}
 
 			// PUT without id: 400 naming id; with an unknown id: 404.
-			status, b = e.do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON("", hook, false, ""))
+			status, b = e.Do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON("", hook, false, ""))
 			expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
-			status, b = e.do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON("no-such-rule", hook, false, ""))
+			status, b = e.Do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON("no-such-rule", hook, false, ""))
 			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
 
 			// Test (the rule is disabled now: a test still sends): 200, no body,
 			// and the subscriber got one signed notification.
 			before := len(e.sink.received())
-			status, b = e.do(t, http.MethodPost, tc.test+created.ID, e.a, tc.testBody)
+			status, b = e.Do(t, http.MethodPost, tc.test+created.ID, e.a, tc.testBody)
 			if status != http.StatusOK || len(b) != 0 {
 				t.Fatalf("test: %d %s, want 200 and no body", status, b)
 			}
@@ -196,28 +197,28 @@ func TestRegistry_EveryEndpointOfEveryType(t *testing.T) {
 				t.Fatalf("payload %v, want %s", payload, tc.wantPayload)
 			}
 			// Doc 1 lists 400 and 500 for the test endpoints.
-			status, b = e.do(t, http.MethodPost, tc.test+"no-such-rule", e.a, tc.testBody)
+			status, b = e.Do(t, http.MethodPost, tc.test+"no-such-rule", e.a, tc.testBody)
 			expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
 
 			// DELETE: unknown id 404; the rule's id 200 without body; then gone.
-			status, b = e.do(t, http.MethodDelete, tc.crud+"/no-such-rule", e.a, "")
+			status, b = e.Do(t, http.MethodDelete, tc.crud+"/no-such-rule", e.a, "")
 			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
-			status, b = e.do(t, http.MethodDelete, tc.crud+"/"+created.ID, e.a, "")
+			status, b = e.Do(t, http.MethodDelete, tc.crud+"/"+created.ID, e.a, "")
 			if status != http.StatusOK || len(b) != 0 {
 				t.Fatalf("DELETE: %d %s, want 200 and no body", status, b)
 			}
-			if status, b = e.do(t, http.MethodGet, tc.crud, e.a, ""); status != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
+			if status, b = e.Do(t, http.MethodGet, tc.crud, e.a, ""); status != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
 				t.Fatalf("GET after DELETE: %d %s", status, b)
 			}
-			status, b = e.do(t, http.MethodDelete, tc.crud+"/"+created.ID, e.a, "")
+			status, b = e.Do(t, http.MethodDelete, tc.crud+"/"+created.ID, e.a, "")
 			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
-			status, b = e.do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON(created.ID, hook, false, ""))
+			status, b = e.Do(t, http.MethodPut, tc.crud, e.a, ruleBodyJSON(created.ID, hook, false, ""))
 			expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
-			status, b = e.do(t, http.MethodPost, tc.test+created.ID, e.a, tc.testBody)
+			status, b = e.Do(t, http.MethodPost, tc.test+created.ID, e.a, tc.testBody)
 			expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
 
 			// The type can be registered again, with a client-chosen id.
-			status, b = e.do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("my-"+tc.typ, hook, false, ""))
+			status, b = e.Do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("my-"+tc.typ, hook, false, ""))
 			if status != http.StatusCreated || decodeRule(t, b).ID != "my-"+tc.typ {
 				t.Fatalf("POST with an id: %d %s", status, b)
 			}
@@ -241,7 +242,7 @@ func TestRegistry_PathsAreExactlyTheSpecs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			if status, b := e.do(t, tt.method, tt.path, e.a, ""); status != tt.status {
+			if status, b := e.Do(t, tt.method, tt.path, e.a, ""); status != tt.status {
 				t.Fatalf("%d %s, want %d", status, b, tt.status)
 			}
 		})
@@ -251,11 +252,11 @@ func TestRegistry_PathsAreExactlyTheSpecs(t *testing.T) {
 func TestRegistry_OnlyAuthenticatedResellers(t *testing.T) {
 	e := start(t, envOptions{})
 	for _, path := range []string{"/supplier", "/channelbindings", "/metadata"} {
-		status, b := e.do(t, http.MethodGet, path, cred{}, "")
+		status, b := e.Do(t, http.MethodGet, path, catalogtest.Cred{}, "")
 		expectErr(t, status, b, http.StatusUnauthorized, "UNAUTHORIZED", "")
-		status, b = e.do(t, http.MethodGet, path, cred{e.a.key, "wrong-secret-000000"}, "")
+		status, b = e.Do(t, http.MethodGet, path, catalogtest.Cred{Key: e.a.Key, Secret: "wrong-secret-000000"}, "")
 		expectErr(t, status, b, http.StatusUnauthorized, "UNAUTHORIZED", "")
-		status, b = e.do(t, http.MethodGet, path, e.op, "")
+		status, b = e.Do(t, http.MethodGet, path, e.op, "")
 		expectErr(t, status, b, http.StatusForbidden, "FORBIDDEN", "")
 	}
 }
@@ -263,20 +264,20 @@ func TestRegistry_OnlyAuthenticatedResellers(t *testing.T) {
 func TestRegistry_SubscribersAreIsolated(t *testing.T) {
 	e := start(t, envOptions{})
 	hook := e.sink.srv.URL + "/a"
-	status, b := e.do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", hook, false, ""))
+	status, b := e.Do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", hook, false, ""))
 	if status != http.StatusCreated {
 		t.Fatalf("%d %s", status, b)
 	}
 	ruleA := decodeRule(t, b)
-	if status, b := e.do(t, http.MethodPut, "/metadata", e.a, `{"throttleDelay":"5s","disableAll":true}`); status != http.StatusOK {
+	if status, b := e.Do(t, http.MethodPut, "/metadata", e.a, `{"throttleDelay":"5s","disableAll":true}`); status != http.StatusOK {
 		t.Fatalf("%d %s", status, b)
 	}
 
 	// B sees nothing of A's...
-	if status, b := e.do(t, http.MethodGet, "/supplier", e.b, ""); status != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
+	if status, b := e.Do(t, http.MethodGet, "/supplier", e.b, ""); status != http.StatusOK || strings.TrimSpace(string(b)) != "[]" {
 		t.Fatalf("B's GET: %d %s", status, b)
 	}
-	status, b = e.do(t, http.MethodGet, "/metadata", e.b, "")
+	status, b = e.Do(t, http.MethodGet, "/metadata", e.b, "")
 	var md map[string]any
 	_ = json.Unmarshal(b, &md)
 	if status != http.StatusOK || md["throttleDelay"] != "0s" || md["disableAll"] != false {
@@ -284,31 +285,31 @@ func TestRegistry_SubscribersAreIsolated(t *testing.T) {
 	}
 	// ...cannot change or delete A's rule by its id (404), nor test it
 	// (400: the test endpoints' status list, the same as an unknown id)...
-	status, b = e.do(t, http.MethodPut, "/supplier", e.b, ruleBodyJSON(ruleA.ID, hook, true, ""))
+	status, b = e.Do(t, http.MethodPut, "/supplier", e.b, ruleBodyJSON(ruleA.ID, hook, true, ""))
 	expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
-	status, b = e.do(t, http.MethodDelete, "/supplier/"+ruleA.ID, e.b, "")
+	status, b = e.Do(t, http.MethodDelete, "/supplier/"+ruleA.ID, e.b, "")
 	expectErr(t, status, b, http.StatusNotFound, "NOT_FOUND", "")
-	status, b = e.do(t, http.MethodPost, "/supplier/test/"+ruleA.ID, e.b, `{"supplierID":"S1","operation":"updated"}`)
+	status, b = e.Do(t, http.MethodPost, "/supplier/test/"+ruleA.ID, e.b, `{"supplierID":"S1","operation":"updated"}`)
 	expectErr(t, status, b, http.StatusBadRequest, "INVALID_FIELD", "id")
 	if n := len(e.sink.received()); n != 0 {
 		t.Fatalf("B's test reached A's endpoint %d times", n)
 	}
 	// ...and has a supplier slot of its own (no 409 from A's rule).
-	if status, b := e.do(t, http.MethodPost, "/supplier", e.b, ruleBodyJSON("", e.sink.srv.URL+"/b", false, "")); status != http.StatusCreated {
+	if status, b := e.Do(t, http.MethodPost, "/supplier", e.b, ruleBodyJSON("", e.sink.srv.URL+"/b", false, "")); status != http.StatusCreated {
 		t.Fatalf("B's own rule: %d %s", status, b)
 	}
 	// A's rule and metadata are unchanged.
-	_, b = e.do(t, http.MethodGet, "/supplier", e.a, "")
+	_, b = e.Do(t, http.MethodGet, "/supplier", e.a, "")
 	if list := decodeRules(t, b); len(list) != 1 || !reflect.DeepEqual(list[0], ruleA) {
 		t.Fatalf("A's rules changed: %s", b)
 	}
-	_, b = e.do(t, http.MethodGet, "/metadata", e.a, "")
+	_, b = e.Do(t, http.MethodGet, "/metadata", e.a, "")
 	_ = json.Unmarshal(b, &md)
 	if md["throttleDelay"] != "5s" || md["disableAll"] != true {
 		t.Fatalf("A's metadata changed: %s", b)
 	}
 	// Storage is per subscriber too.
-	for _, sub := range []string{e.aID, e.bID} {
+	for _, sub := range []string{e.a.ID, e.b.ID} {
 		rules, err := e.reg.Rules(t.Context(), sub)
 		if err != nil || len(rules) != 1 {
 			t.Fatalf("%s has %d rules (%v)", sub, len(rules), err)
@@ -323,7 +324,7 @@ func TestCreateRule_ConcurrentCreatesOfOneTypeGiveExactlyOne201(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			statuses[i], _ = e.do(t, http.MethodPost, "/booking", e.a, ruleBodyJSON("", e.sink.srv.URL+"/b", false, ""))
+			statuses[i], _ = e.Do(t, http.MethodPost, "/booking", e.a, ruleBodyJSON("", e.sink.srv.URL+"/b", false, ""))
 		})
 	}
 	wg.Wait()
@@ -334,8 +335,8 @@ func TestCreateRule_ConcurrentCreatesOfOneTypeGiveExactlyOne201(t *testing.T) {
 	if counts[http.StatusCreated] != 1 || counts[http.StatusConflict] != n-1 {
 		t.Fatalf("statuses %v, want one 201 and %d 409", counts, n-1)
 	}
-	if e.pub.count() != 1 {
-		t.Fatalf("%d events published, want 1", e.pub.count())
+	if len(e.pub.Messages()) != 1 {
+		t.Fatalf("%d events published, want 1", len(e.pub.Messages()))
 	}
 }
 
@@ -377,11 +378,11 @@ func TestCreateRule_RejectsInvalidBodiesWith400NamingTheField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, b := e.do(t, http.MethodPost, tt.path, e.a, tt.body)
+			status, b := e.Do(t, http.MethodPost, tt.path, e.a, tt.body)
 			expectErr(t, status, b, http.StatusBadRequest, tt.code, tt.field)
 		})
 	}
-	if e.pub.count() != 0 {
+	if len(e.pub.Messages()) != 0 {
 		t.Fatal("an invalid rule was published")
 	}
 }
@@ -402,7 +403,7 @@ func TestCreateRule_PublicHTTPSOnlyUnlessAllowed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			status, b := e.do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", tt.url, false, ""))
+			status, b := e.Do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", tt.url, false, ""))
 			if status != tt.status {
 				t.Fatalf("%d %s, want %d", status, b, tt.status)
 			}
@@ -416,9 +417,9 @@ func TestCreateRule_PublicHTTPSOnlyUnlessAllowed(t *testing.T) {
 func TestRegistry_KafkaDownIs503AndNothingChanges(t *testing.T) {
 	e := start(t, envOptions{})
 	hook := e.sink.srv.URL + "/s"
-	_, b := e.do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", hook, false, ""))
+	_, b := e.Do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", hook, false, ""))
 	rule := decodeRule(t, b)
-	e.pub.setFail(true)
+	e.pub.SetFail(true)
 	tests := []struct{ method, path, body string }{
 		{http.MethodPost, "/product", ruleBodyJSON("", hook, false, "")},
 		{http.MethodPut, "/supplier", ruleBodyJSON(rule.ID, hook+"2", false, "")},
@@ -427,30 +428,30 @@ func TestRegistry_KafkaDownIs503AndNothingChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			status, b := e.do(t, tt.method, tt.path, e.a, tt.body)
+			status, b := e.Do(t, tt.method, tt.path, e.a, tt.body)
 			eb := expectErr(t, status, b, http.StatusServiceUnavailable, "UNAVAILABLE", "")
 			if strings.Contains(eb.Message, "broker") {
 				t.Fatalf("the cause leaked: %s", b)
 			}
 		})
 	}
-	e.pub.setFail(false)
-	_, b = e.do(t, http.MethodGet, "/supplier", e.a, "")
+	e.pub.SetFail(false)
+	_, b = e.Do(t, http.MethodGet, "/supplier", e.a, "")
 	if list := decodeRules(t, b); len(list) != 1 || !reflect.DeepEqual(list[0], rule) {
 		t.Fatalf("rules changed while Kafka was down: %s", b)
 	}
-	if _, b = e.do(t, http.MethodGet, "/product", e.a, ""); strings.TrimSpace(string(b)) != "[]" {
+	if _, b = e.Do(t, http.MethodGet, "/product", e.a, ""); strings.TrimSpace(string(b)) != "[]" {
 		t.Fatalf("product rule created while Kafka was down: %s", b)
 	}
 	// Reads keep working while Kafka is down; writes work again after.
-	if status, b := e.do(t, http.MethodPost, "/product", e.a, ruleBodyJSON("", hook, false, "")); status != http.StatusCreated {
+	if status, b := e.Do(t, http.MethodPost, "/product", e.a, ruleBodyJSON("", hook, false, "")); status != http.StatusCreated {
 		t.Fatalf("create after Kafka is back: %d %s", status, b)
 	}
 }
 
 func TestMetadata_DefaultsUpdatesAndValidation(t *testing.T) {
 	e := start(t, envOptions{})
-	status, b := e.do(t, http.MethodGet, "/metadata", e.a, "")
+	status, b := e.Do(t, http.MethodGet, "/metadata", e.a, "")
 	var md map[string]any
 	if err := json.Unmarshal(b, &md); err != nil || status != http.StatusOK || md["throttleDelay"] != "0s" || md["disableAll"] != false {
 		t.Fatalf("never set: %d %s, want 200 with the defaults", status, b)
@@ -470,7 +471,7 @@ func TestMetadata_DefaultsUpdatesAndValidation(t *testing.T) {
 	}
 	for _, tt := range valid {
 		t.Run("valid "+tt.body, func(t *testing.T) {
-			status, b := e.do(t, http.MethodPut, "/metadata", e.a, tt.body)
+			status, b := e.Do(t, http.MethodPut, "/metadata", e.a, tt.body)
 			if status != http.StatusOK {
 				t.Fatalf("%d %s", status, b)
 			}
@@ -478,7 +479,7 @@ func TestMetadata_DefaultsUpdatesAndValidation(t *testing.T) {
 			if err := json.Unmarshal(b, &got); err != nil || got.ThrottleDelay != tt.throttle || got.CreatedOn.IsZero() || got.UpdatedOn.IsZero() {
 				t.Fatalf("answered %s", b)
 			}
-			_, g := e.do(t, http.MethodGet, "/metadata", e.a, "")
+			_, g := e.Do(t, http.MethodGet, "/metadata", e.a, "")
 			var read registry.Metadata
 			_ = json.Unmarshal(g, &read)
 			if read != got {
@@ -502,30 +503,30 @@ func TestMetadata_DefaultsUpdatesAndValidation(t *testing.T) {
 	}
 	for _, tt := range invalid {
 		t.Run("invalid "+tt.name, func(t *testing.T) {
-			status, b := e.do(t, http.MethodPut, "/metadata", e.a, tt.body)
+			status, b := e.Do(t, http.MethodPut, "/metadata", e.a, tt.body)
 			expectErr(t, status, b, http.StatusBadRequest, tt.code, tt.field)
 		})
 	}
-	_, b = e.do(t, http.MethodGet, "/metadata", e.a, "")
+	_, b = e.Do(t, http.MethodGet, "/metadata", e.a, "")
 	_ = json.Unmarshal(b, &md)
 	if md["throttleDelay"] != "+1m" || md["disableAll"] != true {
 		t.Fatalf("rejected PUTs changed the metadata: %s", b)
 	}
 	// PUT back what GET answered (meta and timestamps included).
-	if status, b := e.do(t, http.MethodPut, "/metadata", e.a, string(b)); status != http.StatusOK {
+	if status, b := e.Do(t, http.MethodPut, "/metadata", e.a, string(b)); status != http.StatusOK {
 		t.Fatalf("PUT of metadata as read: %d %s", status, b)
 	}
 }
 
 func TestTestNotification_AnswersWithTheSubscribersStatus(t *testing.T) {
 	e := start(t, envOptions{})
-	_, b := e.do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", e.sink.srv.URL+"/s", false, ""))
+	_, b := e.Do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", e.sink.srv.URL+"/s", false, ""))
 	rule := decodeRule(t, b)
 	body := `{"supplierID":"S1","operation":"updated"}`
 	for _, answer := range []int{http.StatusNotFound, http.StatusInternalServerError, http.StatusNoContent, http.StatusAccepted} {
 		t.Run(strconv.Itoa(answer), func(t *testing.T) {
 			e.sink.status.Store(int64(answer))
-			status, b := e.do(t, http.MethodPost, "/supplier/test/"+rule.ID, e.a, body)
+			status, b := e.Do(t, http.MethodPost, "/supplier/test/"+rule.ID, e.a, body)
 			eb := expectErr(t, status, b, http.StatusInternalServerError, "INTERNAL", "")
 			if eb.Data["subscriberStatus"] != strconv.Itoa(answer) || eb.Data["deliveryId"] == "" || !strings.Contains(eb.Message, strconv.Itoa(answer)) {
 				t.Fatalf("error %s, want data.subscriberStatus %d", b, answer)
@@ -534,7 +535,7 @@ func TestTestNotification_AnswersWithTheSubscribersStatus(t *testing.T) {
 	}
 	t.Run("unreachable", func(t *testing.T) {
 		e.sink.srv.Close()
-		status, b := e.do(t, http.MethodPost, "/supplier/test/"+rule.ID, e.a, body)
+		status, b := e.Do(t, http.MethodPost, "/supplier/test/"+rule.ID, e.a, body)
 		eb := expectErr(t, status, b, http.StatusInternalServerError, "INTERNAL", "")
 		if _, ok := eb.Data["subscriberStatus"]; ok || !strings.Contains(eb.Message, "did not answer") {
 			t.Fatalf("error %s", b)
@@ -546,7 +547,7 @@ func TestTestNotification_RejectsInvalidBodiesWith400NamingTheField(t *testing.T
 	e := start(t, envOptions{})
 	ids := map[string]string{}
 	for _, tc := range typeCases {
-		_, b := e.do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("", e.sink.srv.URL+"/"+tc.typ, false, ""))
+		_, b := e.Do(t, http.MethodPost, tc.crud, e.a, ruleBodyJSON("", e.sink.srv.URL+"/"+tc.typ, false, ""))
 		ids[tc.typ] = decodeRule(t, b).ID
 	}
 	tests := []struct{ name, typ, body, code, field string }{
@@ -570,7 +571,7 @@ func TestTestNotification_RejectsInvalidBodiesWith400NamingTheField(t *testing.T
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, b := e.do(t, http.MethodPost, "/"+tt.typ+"/test/"+ids[tt.typ], e.a, tt.body)
+			status, b := e.Do(t, http.MethodPost, "/"+tt.typ+"/test/"+ids[tt.typ], e.a, tt.body)
 			expectErr(t, status, b, http.StatusBadRequest, tt.code, tt.field)
 		})
 	}
@@ -581,8 +582,8 @@ func TestTestNotification_RejectsInvalidBodiesWith400NamingTheField(t *testing.T
 
 func TestTestNotification_WithoutSenderIs503(t *testing.T) {
 	e := start(t, envOptions{noSender: true})
-	_, b := e.do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", e.sink.srv.URL+"/s", false, ""))
-	status, b := e.do(t, http.MethodPost, "/supplier/test/"+decodeRule(t, b).ID, e.a, `{"supplierID":"S1"}`)
+	_, b := e.Do(t, http.MethodPost, "/supplier", e.a, ruleBodyJSON("", e.sink.srv.URL+"/s", false, ""))
+	status, b := e.Do(t, http.MethodPost, "/supplier/test/"+decodeRule(t, b).ID, e.a, `{"supplierID":"S1"}`)
 	expectErr(t, status, b, http.StatusServiceUnavailable, "UNAVAILABLE", "")
 }
 

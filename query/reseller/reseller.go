@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogredis"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -222,7 +223,7 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 func write(r *httpapi.Request, key string, fill func(dst []byte) ([]byte, error)) error {
 	bp := buffers.Get().(*[]byte)
 	b := append((*bp)[:0], `{"meta":{"reqId":`...)
-	b = appendJSONString(b, r.ID)
+	b = jsonwire.AppendASCII(b, r.ID)
 	b = append(b, `},"`...)
 	b = append(b, key...)
 	b = append(b, `":`...)
@@ -239,23 +240,4 @@ func write(r *httpapi.Request, key string, fill func(dst []byte) ([]byte, error)
 		buffers.Put(bp)
 	}
 	return err
-}
-
-// appendJSONString appends s as a JSON string (request ids are printable
-// ASCII; anything else is escaped regardless).
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20 || c > 0x7e:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }

@@ -3,10 +3,8 @@ package catalogredis
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/switchbackhq/switchback/internal/catalog"
@@ -232,26 +230,7 @@ func DecodeMessage(m stream.Message) (schemas.Envelope, bool, error) {
 // until ctx ends.
 func (s *Store) Rebuild(ctx context.Context, brokers []string) error {
 	for _, topic := range schemas.CatalogTopics() {
-		err := stream.ReadAll(ctx, brokers, topic, func(m stream.Message) error {
-			backoff := 50 * time.Millisecond
-			for {
-				err := s.HandleMessage(ctx, m)
-				switch {
-				case err == nil:
-					return nil
-				case errors.Is(err, catalog.ErrInvalidEvent):
-					s.log.Error("catalog: skipping an unusable record", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
-					return nil
-				}
-				s.log.Warn("catalog: applying a record failed; retrying", "topic", m.Topic, "offset", m.Offset, "err", err)
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(backoff):
-				}
-				backoff = min(2*backoff, 5*time.Second)
-			}
-		})
+		err := stream.ReadAll(ctx, brokers, topic, stream.Retrying(ctx, s.log, "catalog", catalog.ErrInvalidEvent, s.HandleMessage))
 		if err != nil {
 			return fmt.Errorf("rebuild catalog: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
+	"github.com/switchbackhq/switchback/internal/platform/backoff"
 	"github.com/switchbackhq/switchback/internal/platform/redislock"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -137,7 +138,7 @@ func (s *Store) PutAvailabilities(ctx context.Context, sc catalog.Scope, sid, pi
 // none is left. When every supplier of a batch was locked by other
 // writes, it backs off before trying again.
 func (s *Store) writeAvailBatches(ctx context.Context) {
-	backoff := time.Millisecond
+	pause := backoff.New(time.Millisecond, 50*time.Millisecond)
 	for {
 		batch := s.availQ.take()
 		if len(batch) == 0 {
@@ -148,11 +149,12 @@ func (s *Store) writeAvailBatches(ctx context.Context) {
 		cancel()
 		s.availQ.putBack(retry)
 		if progressed || len(retry) == 0 {
-			backoff = time.Millisecond
+			pause.Reset()
 			continue
 		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 50*time.Millisecond)
+		// ctx is detached from the callers (WithoutCancel): the pause
+		// always runs its course, as the pushes waiting in the queue need.
+		_ = pause.Wait(ctx)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 // pushes arriving meanwhile queue behind it (the group commit's batch).
 type gatedPublisher struct {
 	recorder
+	mu      sync.Mutex // guards calls
 	once    sync.Once
 	entered chan struct{}
 	release chan struct{}
@@ -139,7 +140,7 @@ func TestPutAvailabilities_ConcurrentPushesOfOneSupplierAreWrittenInOneBatchInOr
 	}
 	// Per rate: versions 1, 2, … in the topic's order, each answer's
 	// version the one of its event, and the view holds the last.
-	envs := gp.envelopes(t)
+	envs := gp.Envelopes(t)
 	if len(envs) != pushes {
 		t.Fatalf("%d events, want %d", len(envs), pushes)
 	}
@@ -218,7 +219,7 @@ func TestPutAvailabilities_EachPushOfABatchIsAnsweredOnItsOwn(t *testing.T) {
 		})
 	}
 	// Two events: the held first push and the one change.
-	envs := gp.envelopes(t)
+	envs := gp.Envelopes(t)
 	if len(envs) != 2 {
 		t.Fatalf("%d events, want 2: %+v", len(envs), envs)
 	}
@@ -256,7 +257,7 @@ func TestPutAvailabilities_ALockedSupplierWaitsWhileOthersAreWritten(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := len(rec.envelopes(t))
+	before := len(rec.Envelopes(t))
 	s2done := make(chan error, 1)
 	go func() {
 		_, err := s.PutAvailabilities(ctx, opA, "s2", "p1", "r0", window(2))
@@ -274,7 +275,7 @@ func TestPutAvailabilities_ALockedSupplierWaitsWhileOthersAreWritten(t *testing.
 	if err := <-s2done; err != nil {
 		t.Fatalf("s2's push after the lock was released: %v", err)
 	}
-	if got := len(rec.envelopes(t)) - before; got != 2 {
+	if got := len(rec.Envelopes(t)) - before; got != 2 {
 		t.Fatalf("%d events, want 2", got)
 	}
 

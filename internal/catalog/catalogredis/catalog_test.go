@@ -2,7 +2,6 @@ package catalogredis
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,42 +16,13 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/internal/platform/keyring"
-	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-type recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-	fail bool
-}
-
-func (r *recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return errors.New("broker unreachable")
-	}
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-func (r *recorder) envelopes(t *testing.T) []schemas.Envelope {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []schemas.Envelope
-	for _, m := range r.msgs {
-		var env schemas.Envelope
-		if err := json.Unmarshal(m.Value, &env); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, env)
-	}
-	return out
-}
+// recorder is testharness's in-memory stream.Publisher.
+type recorder = testharness.Recorder
 
 var (
 	opA   = catalog.ScopeOf(principals.Principal{ID: "op-a", Role: principals.RoleOperator})
@@ -63,23 +33,9 @@ func newStore(t *testing.T) (*Store, *recorder, redis.UniversalClient) {
 	t.Helper()
 	rdb := testharness.RedisClient(t, 0)
 	rec := &recorder{}
-	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testKeyring(t)})
+	s := NewStore(Options{Redis: rdb, Publisher: rec, Secrets: testharness.Keyring(t)})
 	s.lockWait = 300 * time.Millisecond
 	return s, rec, rdb
-}
-
-// testKeyring seals with a key of the test's own.
-func testKeyring(t *testing.T) *keyring.Keyring {
-	t.Helper()
-	k := make([]byte, keyring.KeySize)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	r, err := keyring.New(k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func supplierIn(id, name string) catalog.SupplierInput {
@@ -96,7 +52,7 @@ func TestApply_IsIdempotentAndIgnoresOlderVersions(t *testing.T) {
 	if _, err := s.PutSupplier(ctx, opA, "s1", supplierIn("s1", "v2")); err != nil {
 		t.Fatal(err)
 	}
-	envs := rec.envelopes(t)
+	envs := rec.Envelopes(t)
 	if len(envs) != 2 || envs[0].Version != 1 || envs[1].Version != 2 {
 		t.Fatalf("events %+v, want versions 1 and 2", envs)
 	}
@@ -169,7 +125,7 @@ func TestDelete_OlderEventCannotResurrect(t *testing.T) {
 	if err := s.DeleteSupplier(ctx, opA, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	envs := rec.envelopes(t)
+	envs := rec.Envelopes(t)
 	if _, err := s.Apply(ctx, envs[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -213,14 +169,14 @@ func TestCreateSupplier_ConcurrentCreatesOfOneIDGiveOneWinner(t *testing.T) {
 func TestWrite_PublishFailureChangesNothingAndReleasesTheLock(t *testing.T) {
 	s, rec, _ := newStore(t)
 	ctx := context.Background()
-	rec.fail = true
+	rec.SetFail(true)
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Fatalf("create with the broker down: %v, want ErrUnavailable", err)
 	}
 	if _, err := s.Supplier(ctx, opA, "s1"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("supplier exists after a failed publish: %v", err)
 	}
-	rec.fail = false
+	rec.SetFail(false)
 	if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); err != nil {
 		t.Fatalf("create after the broker is back: %v (lock left behind?)", err)
 	}
@@ -316,7 +272,7 @@ func TestCredentials_AreStoredButNeverRendered(t *testing.T) {
 	}
 	// The topic carries them (the record of how to reach the system),
 	// sealed; Redis too (issue 18: secrets at rest).
-	if envs := rec.envelopes(t); strings.Contains(string(envs[0].Data), secret) || !strings.Contains(string(envs[0].Data), `"bearerToken":"sb:v1:`) {
+	if envs := rec.Envelopes(t); strings.Contains(string(envs[0].Data), secret) || !strings.Contains(string(envs[0].Data), `"bearerToken":"sb:v1:`) {
 		t.Errorf("event carries the credentials in clear, or not at all: %s", envs[0].Data)
 	}
 	keys, _ := testharness.Keys(ctx, rdb, "*")
@@ -356,7 +312,7 @@ func TestCredentials_WithoutASecretsKeyAreRefused(t *testing.T) {
 	if !errors.Is(err, keyring.ErrNoKey) || !strings.Contains(err.Error(), "SWITCHBACK_SECRETS_KEY") || strings.Contains(err.Error(), "tok-s1") {
 		t.Fatalf("create without a key: %v", err)
 	}
-	if n := len(rec.envelopes(t)); n != 0 {
+	if n := len(rec.Envelopes(t)); n != 0 {
 		t.Fatalf("%d events published", n)
 	}
 }

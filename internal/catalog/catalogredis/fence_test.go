@@ -23,7 +23,7 @@ func TestWrite_FencedAgainstLostViews(t *testing.T) {
 			if _, err := s.CreateSupplier(ctx, opA, supplierIn("s1", "v1")); err != nil {
 				t.Fatal(err)
 			}
-			published := len(rec.envelopes(t))
+			published := len(rec.Envelopes(t))
 			var lose func()
 			if tt.Flush {
 				lose = func() { _ = testharness.FlushAll(ctx, rdb) }
@@ -36,7 +36,7 @@ func TestWrite_FencedAgainstLostViews(t *testing.T) {
 			case !tt.Refused && !errors.Is(err, catalog.ErrConflict):
 				t.Fatalf("CreateSupplier = %v, want the 409 of an existing supplier", err)
 			}
-			if n := len(rec.envelopes(t)); n != published {
+			if n := len(rec.Envelopes(t)); n != published {
 				t.Fatalf("%d events published, want none", n-published)
 			}
 			// The lock was released: the next write goes through.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/platform/backoff"
 	"github.com/switchbackhq/switchback/internal/platform/instrument"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
@@ -198,10 +199,8 @@ func (v *View) Run(ctx context.Context) error {
 			return nil
 		}
 		v.log.Warn("catalog view: reading the topics' partitions failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, time.Second) != nil {
 			return nil
-		case <-time.After(time.Second):
 		}
 	}
 	defer probe.Close()

@@ -57,7 +57,7 @@ func newViewEnv(t *testing.T, bound time.Duration) *viewEnv {
 			t.Errorf("view: %v", err)
 		}
 	})
-	kr := testKeyring(t)
+	kr := testharness.Keyring(t)
 	e := &viewEnv{
 		writer:     NewStore(Options{Redis: rdb, Publisher: prod, Secrets: kr}),
 		redisStore: NewStore(Options{Redis: rdb, Secrets: kr}),

@@ -27,6 +27,7 @@ package catalogredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -429,29 +430,25 @@ func (s *Store) acquire(ctx context.Context, lockKey, hash, field string) (heldL
 		return heldLock{}, err
 	}
 	token := uuid.NewString()
-	deadline := time.Now().Add(s.lockWait)
-	backoff := 2 * time.Millisecond
-	for {
+	var held heldLock
+	err = redislock.Poll(ctx, s.lockWait, 2*time.Millisecond, 50*time.Millisecond, func() (bool, error) {
 		res, err := lockScript.Run(ctx, s.rdb, []string{lockKey, hash}, token, lockTTL.Milliseconds(), field).StringSlice()
-		if err != nil {
-			unlock()
-			return heldLock{}, catalog.Unavailable("lock", err)
+		if err != nil || len(res) != 2 || res[0] != "ok" {
+			return false, err
 		}
-		if len(res) == 2 && res[0] == "ok" {
-			return heldLock{key: lockKey, token: token, current: res[1], unlock: unlock, epoch: epoch}, nil
-		}
-		if time.Now().After(deadline) {
-			unlock()
-			return heldLock{}, busy
-		}
-		select {
-		case <-ctx.Done():
-			unlock()
-			return heldLock{}, catalog.Unavailable("lock", ctx.Err())
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 50*time.Millisecond)
+		held = heldLock{key: lockKey, token: token, current: res[1], unlock: unlock, epoch: epoch}
+		return true, nil
+	})
+	switch {
+	case err == nil:
+		return held, nil
+	case errors.Is(err, redislock.ErrBusy):
+		err = busy
+	default: // the script's error or ctx's
+		err = catalog.Unavailable("lock", err)
 	}
+	unlock()
+	return heldLock{}, err
 }
 
 // release drops l even if ctx is done; if that fails the lock expires.

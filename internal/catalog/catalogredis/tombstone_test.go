@@ -49,7 +49,7 @@ func TestSupplierIDs_AreTheirOperatorsForEver(t *testing.T) {
 	if err := testharness.FlushAll(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range rec.envelopes(t) {
+	for _, env := range rec.Envelopes(t) {
 		if _, err := s.Apply(ctx, env); err != nil {
 			t.Fatal(err)
 		}

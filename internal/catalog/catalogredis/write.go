@@ -327,24 +327,39 @@ func (s *Store) PutProduct(ctx context.Context, sc catalog.Scope, sid, pid strin
 // generated where absent), all validated before anything is written, all
 // published in one batch. Unchanged products are not republished.
 func (s *Store) UpsertProducts(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductInput) ([]catalog.Product, error) {
+	err := checkBulk("products", ins, func(p *catalog.ProductInput) *string { return &p.ID }, func(prefix string, in *catalog.ProductInput) error {
+		return validateProductInput(prefix, sid, in)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.upsertProducts(ctx, sc, sid, ins, modeUpsert)
+}
+
+// checkBulk checks the items of a bulk write (field what): 1 to MaxBulk
+// of them, each valid (validate, given the item's field prefix such as
+// "products[2]."), none with the id of another. An item without an id
+// gets a new one, in place.
+func checkBulk[T any](what string, ins []T, id func(*T) *string, validate func(prefix string, in *T) error) error {
 	if len(ins) == 0 || len(ins) > catalog.MaxBulk {
-		return nil, catalog.Invalidf("products", "must have 1 to %d items", catalog.MaxBulk)
+		return catalog.Invalidf(what, "must have 1 to %d items", catalog.MaxBulk)
 	}
 	seen := make(map[string]bool, len(ins))
 	for i := range ins {
-		prefix := idx("products", i) + "."
-		if err := validateProductInput(prefix, sid, &ins[i]); err != nil {
-			return nil, err
+		prefix := idx(what, i) + "."
+		if err := validate(prefix, &ins[i]); err != nil {
+			return err
 		}
-		if ins[i].ID == "" {
-			ins[i].ID = uuid.NewString()
+		p := id(&ins[i])
+		if *p == "" {
+			*p = uuid.NewString()
 		}
-		if seen[ins[i].ID] {
-			return nil, catalog.Invalid(prefix+"id", "appears twice in the request")
+		if seen[*p] {
+			return catalog.Invalid(prefix+"id", "appears twice in the request")
 		}
-		seen[ins[i].ID] = true
+		seen[*p] = true
 	}
-	return s.upsertProducts(ctx, sc, sid, ins, modeUpsert)
+	return nil
 }
 
 type writeMode int
@@ -535,22 +550,11 @@ func (s *Store) PutRate(ctx context.Context, sc catalog.Scope, sid, pid, rid str
 
 // UpsertRates is the bulk form for the rates of one product.
 func (s *Store) UpsertRates(ctx context.Context, sc catalog.Scope, sid, pid string, ins []catalog.RateInput) ([]catalog.Rate, error) {
-	if len(ins) == 0 || len(ins) > catalog.MaxBulk {
-		return nil, catalog.Invalidf("rates", "must have 1 to %d items", catalog.MaxBulk)
-	}
-	seen := make(map[string]bool, len(ins))
-	for i := range ins {
-		prefix := idx("rates", i) + "."
-		if err := validateRateInput(prefix, sid, pid, &ins[i]); err != nil {
-			return nil, err
-		}
-		if ins[i].ID == "" {
-			ins[i].ID = uuid.NewString()
-		}
-		if seen[ins[i].ID] {
-			return nil, catalog.Invalid(prefix+"id", "appears twice in the request")
-		}
-		seen[ins[i].ID] = true
+	err := checkBulk("rates", ins, func(r *catalog.RateInput) *string { return &r.ID }, func(prefix string, in *catalog.RateInput) error {
+		return validateRateInput(prefix, sid, pid, in)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s.upsertRates(ctx, sc, sid, pid, ins, modeUpsert)
 }

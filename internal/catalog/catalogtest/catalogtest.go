@@ -15,9 +15,6 @@ package catalogtest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -49,51 +46,10 @@ const (
 	ChannelB = "chan-b"
 )
 
-// Recorder is an in-memory stream.Publisher; Fail makes Publish fail as an
-// unreachable broker does.
-type Recorder struct {
-	mu   sync.Mutex
-	msgs []stream.Message
-	fail bool
-}
-
-// Publish records msgs.
-func (r *Recorder) Publish(_ context.Context, msgs ...stream.Message) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail {
-		return errors.New("broker unreachable")
-	}
-	r.msgs = append(r.msgs, msgs...)
-	return nil
-}
-
-// SetFail makes Publish fail (true) or succeed.
-func (r *Recorder) SetFail(v bool) { r.mu.Lock(); r.fail = v; r.mu.Unlock() }
-
-// Messages returns a copy of what was published.
-func (r *Recorder) Messages() []stream.Message {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]stream.Message(nil), r.msgs...)
-}
-
-// Reset forgets what was published.
-func (r *Recorder) Reset() { r.mu.Lock(); r.msgs = nil; r.mu.Unlock() }
-
-// Envelopes decodes the recorded messages.
-func (r *Recorder) Envelopes(t testing.TB) []schemas.Envelope {
-	t.Helper()
-	var out []schemas.Envelope
-	for _, m := range r.Messages() {
-		var env schemas.Envelope
-		if err := json.Unmarshal(m.Value, &env); err != nil {
-			t.Fatalf("record on %s is not an envelope: %v", m.Topic, err)
-		}
-		out = append(out, env)
-	}
-	return out
-}
+// Recorder is an in-memory stream.Publisher; SetFail makes Publish fail as
+// an unreachable broker does (testharness's, named here for the fixture's
+// users).
+type Recorder = testharness.Recorder
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writes (captured logs).
 type SyncBuffer struct {
@@ -137,19 +93,9 @@ type Env struct {
 	Admin, Operator, Operator2, Reseller1, Reseller1b, Reseller2 Cred
 }
 
-// NewKeyring is a keyring with a random key, for tests that store secrets.
-func NewKeyring(t testing.TB) *keyring.Keyring {
-	t.Helper()
-	k := make([]byte, keyring.KeySize)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	r, err := keyring.New(k, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
+// NewKeyring is a keyring with a random key, for tests that store secrets
+// (testharness.Keyring, named here for the fixture's users).
+func NewKeyring(t testing.TB) *keyring.Keyring { return testharness.Keyring(t) }
 
 // Start starts everything and registers its stop with t.Cleanup.
 func Start(t testing.TB, opts Options) *Env {

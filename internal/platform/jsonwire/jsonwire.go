@@ -77,6 +77,29 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendASCII appends s as a JSON string for a value already checked to
+// be printable ASCII (a request id): quote and backslash escaped, every
+// other byte outside 0x20-0x7e as \u00XX so the JSON stays valid
+// whatever s holds. Not encoding/json's bytes (it escapes <, > and & too;
+// the decoded string is the same), which is why it is a function of its
+// own: the request id's writers (query/httpapi's error and JSON answers,
+// query/reseller's stored bytes) write the same bytes.
+func AppendASCII(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20 || c > 0x7e:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
 // AppendTime appends t as encoding/json writes a time.Time (RFC 3339 with
 // nanoseconds, quoted); ok is false, and nothing is appended, when
 // encoding/json refuses it: a year that is not four digits, or an offset

@@ -89,3 +89,27 @@ func TestAppendTime_MatchesEncodingJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendASCII_EscapesOnlyWhatJSONNeedsAndDecodesBack(t *testing.T) {
+	tests := []struct{ name, s, want string }{
+		{"empty", "", `""`},
+		{"printable", "req-1 <&>", `"req-1 <&>"`},
+		{"quote and backslash", `a"b\c`, `"a\"b\\c"`},
+		{"controls and high bytes", "a\x00\x1f\x7f\xff", `"a\u0000\u001f\u007f\u00ff"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := AppendASCII([]byte("x"), tt.s)
+			if string(got) != "x"+tt.want {
+				t.Fatalf("AppendASCII(%q) = %s, want x%s", tt.s, got, tt.want)
+			}
+			var back string
+			if err := json.Unmarshal(got[1:], &back); err != nil {
+				t.Fatalf("%s is not a JSON string: %v", got[1:], err)
+			}
+			if tt.name != "controls and high bytes" && back != tt.s {
+				t.Fatalf("decoded %q, want %q", back, tt.s)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
 func start(t *testing.T, opts kafkabroker.Options) *kafkabroker.Broker {
@@ -142,7 +143,7 @@ func TestBroker_DataAndGroupOffsetsSurviveRestart(t *testing.T) {
 }
 
 func TestStart_ListensOnTheGivenAddress(t *testing.T) {
-	free := freePort(t)
+	free := testharness.FreeAddr(t)
 	tests := []struct {
 		name string
 		addr string
@@ -205,15 +206,4 @@ func TestStart_RefusesADataDirInUse(t *testing.T) {
 	b.Close()
 	// Closing releases the directory.
 	start(t, kafkabroker.Options{DataDir: dir})
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

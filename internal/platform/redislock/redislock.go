@@ -27,8 +27,8 @@ import (
 	"github.com/switchbackhq/switchback/internal/platform/backoff"
 )
 
-// ErrBusy is Acquire's answer when another holder kept the lock past the
-// wait.
+// ErrBusy is Acquire's (and Poll's) answer when another holder kept the
+// lock past the wait.
 var ErrBusy = errors.New("redislock: held by another writer")
 
 // ReleaseScript deletes KEYS[1] if it still holds ARGV[1]; it returns 1
@@ -107,21 +107,34 @@ func Acquire(ctx context.Context, c redis.Cmdable, key string, o Options) (*Lock
 		o.ReleaseTimeout = 2 * time.Second
 	}
 	token := Token()
-	deadline := time.Now().Add(o.Wait)
-	poll := backoff.New(o.PollMin, o.PollMax)
+	err := Poll(ctx, o.Wait, o.PollMin, o.PollMax, func() (bool, error) {
+		return TryAcquire(ctx, c, key, token, o.TTL)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{c: c, key: key, token: token, timeout: o.ReleaseTimeout}, nil
+}
+
+// Poll is Acquire's wait, for writers that take the lock in a script of
+// their own (to read atomically with it): it calls try until try reports
+// done or fails, pausing between tries (pollMin, doubling up to pollMax).
+// Once wait has passed since Poll began it returns ErrBusy (a wait of 0
+// tries once); when ctx ends during a pause it returns ctx.Err() itself,
+// not wrapped, and try's error as try returned it.
+func Poll(ctx context.Context, wait, pollMin, pollMax time.Duration, try func() (done bool, err error)) error {
+	deadline := time.Now().Add(wait)
+	pause := backoff.New(pollMin, pollMax)
 	for {
-		ok, err := TryAcquire(ctx, c, key, token, o.TTL)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return &Lock{c: c, key: key, token: token, timeout: o.ReleaseTimeout}, nil
+		done, err := try()
+		if err != nil || done {
+			return err
 		}
 		if !time.Now().Before(deadline) {
-			return nil, ErrBusy
+			return ErrBusy
 		}
-		if err := poll.Wait(ctx); err != nil {
-			return nil, err
+		if err := pause.Wait(ctx); err != nil {
+			return err
 		}
 	}
 }

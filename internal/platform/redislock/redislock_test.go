@@ -110,3 +110,49 @@ func TestTryAcquire_ExpiresWithItsTTL(t *testing.T) {
 		t.Fatalf("PTTL = %v, %v; want in (0, 100ms]", ttl, err)
 	}
 }
+
+func TestPoll_EndsWithTheFirstDoneOrErrorTheWaitOrTheContext(t *testing.T) {
+	errScript := errors.New("script failed")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		wait    time.Duration
+		answers []bool // try's answers in turn; past the end, not done
+		fail    int    // try fails on this call (1-based); 0 never
+		want    error  // nil, or matched with errors.Is
+		tries   int
+		pause   time.Duration // the first pause; a microsecond unless set
+	}{
+		{"done at once", context.Background(), time.Hour, []bool{true}, 0, nil, 1, 0},
+		{"done after busy tries", context.Background(), time.Hour, []bool{false, false, true}, 0, nil, 3, 0},
+		{"try's error as it is", context.Background(), time.Hour, []bool{false}, 2, errScript, 2, 0},
+		{"a wait of 0 tries once", context.Background(), 0, nil, 0, redislock.ErrBusy, 1, 0},
+		// An hour's pause: a pause that ends at once may win the select
+		// over the ended ctx, and try again.
+		{"ctx ended during the pause", ended, time.Hour, nil, 0, context.Canceled, 1, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tries := 0
+			pause := max(tt.pause, time.Microsecond)
+			err := redislock.Poll(tt.ctx, tt.wait, pause, max(pause, time.Millisecond), func() (bool, error) {
+				tries++
+				if tries == tt.fail {
+					return false, errScript
+				}
+				return tries <= len(tt.answers) && tt.answers[tries-1], nil
+			})
+			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
+				t.Fatalf("Poll = %v, want %v", err, tt.want)
+			}
+			if tt.want == context.Canceled && err != tt.ctx.Err() {
+				t.Fatalf("Poll = %#v, want ctx.Err() itself (callers compare it)", err)
+			}
+			if tries != tt.tries {
+				t.Fatalf("try called %d times, want %d", tries, tt.tries)
+			}
+		})
+	}
+}

@@ -177,23 +177,34 @@ func Register(reg prometheus.Registerer, m *Metrics, zeroKinds ...string) *Metri
 	return m
 }
 
-// Options configures New. Timeout, Metrics and Domains are required.
-type Options struct {
-	System  System
-	Domains Domains
-	Metrics *Metrics
-	// Timeout of one call.
+// Settings are what the user of a client sets: partner.Options and
+// bookingsystem.Options are this type (each client's NewClient documents
+// its own default timeout and names its metrics).
+type Settings struct {
+	// Timeout of one call. Required by New; each client has a default.
 	Timeout time.Duration
 	// Outbound is the policy every url and every address connected to is
-	// judged by.
+	// judged by (internal/platform/outbound). The zero value is the strict
+	// one: https and public addresses only.
 	Outbound outbound.Policy
 	// BreakerFailures consecutive failures open a system's breaker for
 	// BreakerCooldown; then one trial call (half-open) closes or reopens
 	// it. Defaults 5 and 10 s.
 	BreakerFailures int
 	BreakerCooldown time.Duration
+	// Registerer gets the client's metrics (the client registers them,
+	// Register); nil: none. New does not read it.
+	Registerer prometheus.Registerer
 	// Clock for the breaker. Default time.Now.
 	Clock func() time.Time
+}
+
+// Options configures New. Timeout, Metrics and Domains are required.
+type Options struct {
+	System  System
+	Domains Domains
+	Metrics *Metrics
+	Settings
 	// MaxResponseBytes bounds an answer's body.
 	MaxResponseBytes int
 	// OversizeKind is the kind of an answer over MaxResponseBytes:

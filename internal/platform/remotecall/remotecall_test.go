@@ -49,14 +49,16 @@ func fixture(t *testing.T, reg prometheus.Registerer, policy outbound.Policy) (*
 	}, remotecall.KindTimeout)
 	m.NotFound = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "test_remote_not_found_total"}, []string{"op"})
 	c := remotecall.New[problem](remotecall.Options{
-		System:   remotecall.System{Name: "test system"},
-		Domains:  remotecall.Domains{Unavailable: errUnavailable, Rejected: errRejected, NotFound: errNotFound},
-		Metrics:  m,
-		Timeout:  2 * time.Second,
-		Outbound: policy,
-		// One failure opens the breaker: a 4xx that counted would show.
-		BreakerFailures:  1,
-		BreakerCooldown:  time.Hour,
+		System:  remotecall.System{Name: "test system"},
+		Domains: remotecall.Domains{Unavailable: errUnavailable, Rejected: errRejected, NotFound: errNotFound},
+		Metrics: m,
+		Settings: remotecall.Settings{
+			Timeout:  2 * time.Second,
+			Outbound: policy,
+			// One failure opens the breaker: a 4xx that counted would show.
+			BreakerFailures: 1,
+			BreakerCooldown: time.Hour,
+		},
 		MaxResponseBytes: 1 << 10,
 	})
 	return c, m, srv.URL

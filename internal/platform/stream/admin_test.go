@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -68,7 +69,7 @@ func TestEnsureTopics_CreatesEveryTopicOfTheSchema(t *testing.T) {
 }
 
 func TestEnsureTopics_RetriesUntilTheContextEndsWhileBrokerIsUnreachable(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testharness.FreeAddr(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -130,7 +131,7 @@ func TestEnsureTopics_KeepsRetryingUntilALateBrokerStarts(t *testing.T) {
 
 func TestPing_ReportsWhetherABrokerAnswers(t *testing.T) {
 	b := startBroker(t, "")
-	down := freeAddr(t)
+	down := testharness.FreeAddr(t)
 	tests := []struct {
 		name    string
 		brokers []string
@@ -184,16 +185,4 @@ func describeTopic(t *testing.T, brokers []string, topic string) (int, map[strin
 		}
 	}
 	return parts, configs
-}
-
-// freeAddr is a loopback address nothing listens on (for now).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -49,7 +50,7 @@ func TestConsumer_BatchHandlerKeepsPartitionOrderAndCommitsEverything(t *testing
 		},
 	})
 	stop := runConsumer(t, c)
-	eventually(t, 15*time.Second, "all messages consumed", func() bool { return got.len() >= keys*perKey })
+	testharness.Eventually(t, 15*time.Second, "all messages consumed", func() bool { return got.len() >= keys*perKey })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -121,8 +122,8 @@ func TestConsumer_FailingBatchFallsBackToOneByOneAndDeadLettersThePoisonAlone(t 
 		},
 	})
 	stop := runConsumer(t, c)
-	eventually(t, 15*time.Second, "the messages around the poisoned one", func() bool { return handled.len() >= 4 })
-	eventually(t, 15*time.Second, "the commit past the poisoned one", func() bool {
+	testharness.Eventually(t, 15*time.Second, "the messages around the poisoned one", func() bool { return handled.len() >= 4 })
+	testharness.Eventually(t, 15*time.Second, "the commit past the poisoned one", func() bool {
 		return committedOffsets(t, brokers, "batch-dlq", topic, 1)[0] == 5
 	})
 	if err := stop(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -59,7 +60,7 @@ func TestProducerConsumer_RoundTripKeepsPerKeyOrder(t *testing.T) {
 		},
 	})
 	stop := runConsumer(t, c)
-	eventually(t, 15*time.Second, "all messages consumed", func() bool { return got.len() >= keys*perKey })
+	testharness.Eventually(t, 15*time.Second, "all messages consumed", func() bool { return got.len() >= keys*perKey })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -85,17 +86,17 @@ func TestProducerConsumer_RoundTripKeepsPerKeyOrder(t *testing.T) {
 		t.Errorf("got %d keys, want %d", len(next), keys)
 	}
 
-	produced := metricValue(t, reg, "switchback_stream_produced_total", map[string]string{"topic": events})
+	produced := testharness.MetricValue(t, reg, "switchback_stream_produced_total", map[string]string{"topic": events})
 	if want := float64(perKey * 6); produced != want {
 		t.Errorf("produced_total{topic=events} = %v, want %v", produced, want)
 	}
 	for part := range 3 {
-		lag := metricValue(t, reg, "switchback_stream_lag_messages", map[string]string{"topic": events, "partition": strconv.Itoa(part), "group": "roundtrip"})
+		lag := testharness.MetricValue(t, reg, "switchback_stream_lag_messages", map[string]string{"topic": events, "partition": strconv.Itoa(part), "group": "roundtrip"})
 		if lag != 0 {
 			t.Errorf("lag of partition %d = %v after consuming everything, want 0", part, lag)
 		}
 	}
-	consumed := metricValue(t, reg, "switchback_stream_consumed_total", map[string]string{"topic": other, "group": "roundtrip"})
+	consumed := testharness.MetricValue(t, reg, "switchback_stream_consumed_total", map[string]string{"topic": other, "group": "roundtrip"})
 	if want := float64(perKey * 2); consumed != want {
 		t.Errorf("consumed_total{topic=other} = %v, want %v", consumed, want)
 	}
@@ -151,7 +152,7 @@ func TestConsumer_AfterCrashAndBrokerRestartSkipsNothingAndRedeliversOnlyUncommi
 		},
 	})
 	stop := runConsumer(t, c2)
-	eventually(t, 10*time.Second, "the rest consumed (a skipped message never arrives)", func() bool { return second.len() >= total-crashAfter })
+	testharness.Eventually(t, 10*time.Second, "the rest consumed (a skipped message never arrives)", func() bool { return second.len() >= total-crashAfter })
 	if err := stop(); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
@@ -208,7 +209,7 @@ func TestConsumer_DeadLettersAfterMaxAttemptsAndMovesOn(t *testing.T) {
 		},
 	})
 	stop := runConsumer(t, c)
-	eventually(t, 15*time.Second, "the messages after the poisoned one", func() bool { return handled.len() == 4 })
+	testharness.Eventually(t, 15*time.Second, "the messages after the poisoned one", func() bool { return handled.len() == 4 })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -243,10 +244,10 @@ func TestConsumer_DeadLettersAfterMaxAttemptsAndMovesOn(t *testing.T) {
 	if string(m.Key) != "k" || string(m.Value) != "v2" {
 		t.Errorf("dead-lettered key/value = %q/%q, want the original k/v2", m.Key, m.Value)
 	}
-	if got := metricValue(t, reg, "switchback_stream_dead_lettered_total", map[string]string{"topic": topic, "group": "dlq"}); got != 1 {
+	if got := testharness.MetricValue(t, reg, "switchback_stream_dead_lettered_total", map[string]string{"topic": topic, "group": "dlq"}); got != 1 {
 		t.Errorf("dead_lettered_total = %v, want 1", got)
 	}
-	if got := metricValue(t, reg, "switchback_stream_handler_failures_total", map[string]string{"topic": topic, "group": "dlq"}); got != 3 {
+	if got := testharness.MetricValue(t, reg, "switchback_stream_handler_failures_total", map[string]string{"topic": topic, "group": "dlq"}); got != 3 {
 		t.Errorf("handler_failures_total = %v, want 3", got)
 	}
 }
@@ -281,7 +282,7 @@ func TestConsumer_RetrySucceedsOnSecondAttemptWithoutDeadLetter(t *testing.T) {
 		},
 	})
 	stop := runConsumer(t, c)
-	eventually(t, 15*time.Second, "both messages handled", func() bool { return handled.len() == 2 })
+	testharness.Eventually(t, 15*time.Second, "both messages handled", func() bool { return handled.len() == 2 })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -330,7 +331,7 @@ func TestConsumer_WithoutDeadLetterKeepsRetryingAndCommitsNothingPastTheFailure(
 	})
 	stop := runConsumer(t, c)
 	// Well past MaxAttempts: it keeps retrying instead of giving up.
-	eventually(t, 15*time.Second, "retries beyond MaxAttempts", func() bool {
+	testharness.Eventually(t, 15*time.Second, "retries beyond MaxAttempts", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return badAttempts >= 10
@@ -368,36 +369,4 @@ func TestConsumer_RunRejectsIncompleteConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-// metricValue is the value of one counter or gauge series of a registered metric
-// (0 when absent).
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -126,7 +127,7 @@ func TestConsumer_FenceChangedDuringHandlingHandlesAgainWithoutDeadLettering(t *
 			}
 			stop := runConsumer(t, stream.NewConsumer(cfg))
 
-			eventually(t, 15*time.Second, "v1 handled while the views were lost", func() bool {
+			testharness.Eventually(t, 15*time.Second, "v1 handled while the views were lost", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return flushed
@@ -134,7 +135,7 @@ func TestConsumer_FenceChangedDuringHandlingHandlesAgainWithoutDeadLettering(t *
 			// The views are rebuilt under a new epoch: the consumer,
 			// polling meanwhile, handles v1 again.
 			fence.set("e2")
-			eventually(t, 15*time.Second, "every message handled after the rebuild", func() bool {
+			testharness.Eventually(t, 15*time.Second, "every message handled after the rebuild", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return calls["v1"] >= 2 && calls["v2"] >= 1
@@ -149,7 +150,7 @@ func TestConsumer_FenceChangedDuringHandlingHandlesAgainWithoutDeadLettering(t *
 			if got := committedOffsets(t, brokers, "fenced", topic, 1)[0]; got != 3 {
 				t.Errorf("committed offset = %d, want 3", got)
 			}
-			if got := metricValue(t, reg, "switchback_stream_fenced_total", map[string]string{"topic": topic, "group": "fenced"}); got != 1 {
+			if got := testharness.MetricValue(t, reg, "switchback_stream_fenced_total", map[string]string{"topic": topic, "group": "fenced"}); got != 1 {
 				t.Errorf("fenced_total = %v, want 1", got)
 			}
 			mu.Lock()
@@ -184,10 +185,10 @@ func TestConsumer_FenceMissingWaitsBeforeHandling(t *testing.T) {
 		Handler: func(_ context.Context, m stream.Message) error { handled.add(m); return nil },
 	}))
 	labels := map[string]string{"topic": topic, "group": "waits"}
-	eventually(t, 15*time.Second, "the message fetched", func() bool {
-		return metricValue(t, reg, "switchback_stream_consumed_total", labels) == 1
+	testharness.Eventually(t, 15*time.Second, "the message fetched", func() bool {
+		return testharness.MetricValue(t, reg, "switchback_stream_consumed_total", labels) == 1
 	})
-	eventually(t, 5*time.Second, "the consumer polling the fence", func() bool {
+	testharness.Eventually(t, 5*time.Second, "the consumer polling the fence", func() bool {
 		fence.mu.Lock()
 		defer fence.mu.Unlock()
 		return fence.reads >= 2
@@ -196,7 +197,7 @@ func TestConsumer_FenceMissingWaitsBeforeHandling(t *testing.T) {
 		t.Fatal("handled while the views were being rebuilt")
 	}
 	fence.set("e1")
-	eventually(t, 15*time.Second, "the message handled once the views are complete", func() bool { return handled.len() == 1 })
+	testharness.Eventually(t, 15*time.Second, "the message handled once the views are complete", func() bool { return handled.len() == 1 })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -232,7 +233,7 @@ func TestReadCommitted_ReadsWhatTheGroupCommittedOnly(t *testing.T) {
 		Brokers: brokers, GroupID: "committed", Topics: []string{topic}, CommitInterval: -1,
 		Handler: func(_ context.Context, m stream.Message) error { handled.add(m); return nil },
 	}))
-	eventually(t, 15*time.Second, "the first records handled", func() bool { return handled.len() == 10 })
+	testharness.Eventually(t, 15*time.Second, "the first records handled", func() bool { return handled.len() == 10 })
 	if err := stop(); err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -53,13 +54,13 @@ func TestFollow_SeesExistingThenNewRecords(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 10*time.Second, "existing records", func() bool { return len(snapshot()) == 10 })
+	testharness.Eventually(t, 10*time.Second, "existing records", func() bool { return len(snapshot()) == 10 })
 
 	publish(t, p,
 		stream.Message{Topic: topic, Key: []byte("p3"), Value: []byte("v2")},
 		stream.Message{Topic: topic, Key: []byte("new"), Value: []byte("v1")},
 	)
-	eventually(t, 10*time.Second, "new records", func() bool {
+	testharness.Eventually(t, 10*time.Second, "new records", func() bool {
 		v := snapshot()
 		return v["p3"] == "v2" && v["new"] == "v1"
 	})
@@ -184,10 +185,10 @@ func TestFollow_OutlivesABrokerRestartWithoutSkippingOrRepeating(t *testing.T) {
 		}, stream.FollowLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	}()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	eventually(t, 10*time.Second, "the records before the restart", func() bool { return count() == 10 })
+	testharness.Eventually(t, 10*time.Second, "the records before the restart", func() bool { return count() == 10 })
 
 	b.Close()
-	eventually(t, 10*time.Second, "the follower noticing the broker is gone", func() bool {
+	testharness.Eventually(t, 10*time.Second, "the follower noticing the broker is gone", func() bool {
 		return strings.Contains(logs.String(), "the broker failed; retrying")
 	})
 	b2, err := kafkabroker.Start(t.Context(), kafkabroker.Options{Addr: addr, DataDir: dir})
@@ -196,7 +197,7 @@ func TestFollow_OutlivesABrokerRestartWithoutSkippingOrRepeating(t *testing.T) {
 	}
 	t.Cleanup(b2.Close)
 	publishRange(10, 20)
-	eventually(t, 30*time.Second, "the records after the restart", func() bool { return count() == 20 })
+	testharness.Eventually(t, 30*time.Second, "the records after the restart", func() bool { return count() == 20 })
 
 	select {
 	case err := <-done:

@@ -77,18 +77,6 @@ func runConsumer(t *testing.T, c *stream.Consumer) (stop func() error) {
 	return stop
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // committedOffsets returns the group's committed offset per partition
 // (-1 when none).
 func committedOffsets(t *testing.T, brokers []string, group, topic string, partitions int) map[int]int64 {

@@ -407,6 +407,17 @@ func freeLoopbackPort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreeAddr is a loopback address nothing listens on (for now: another
+// process may take the port before the test does).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	port, err := freeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(port)
+}
+
 // spawner starts the servers from one goroutine locked to its OS thread
 // for the life of the test binary: Pdeathsig fires when the thread that
 // forked the child exits, and the Go runtime may retire the threads of

@@ -15,6 +15,9 @@
 // Main, one server per test. A server is shared because clickhouse-server
 // is the slow part of a test run (18.16 starts in well under a second here,
 // current releases take several); a database per test keeps tests apart.
+//
+// It also holds the test doubles that several packages' tests need
+// (Recorder, FlushingFence), so that each is written once.
 package testharness
 
 import (

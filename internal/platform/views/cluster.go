@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -285,119 +284,60 @@ func (g *Guard) rebuildOnceCluster(ctx context.Context, cs *clusterState, lost b
 	published := false
 	defer func() {
 		if !published {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			p := g.rdb.Pipeline()
-			for _, s := range sentinels {
-				p.Del(dctx, s)
-			}
-			_, _ = p.Exec(dctx)
-			cancel()
+			g.dropSentinels(ctx, sentinels...)
 		}
 	}()
-	cur, err := g.Epoch(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	switch {
-	case cur == "":
-		lost = true
-	case lost:
-		return cur, "adopted", nil
-	}
+	return g.rebuildViews(ctx, lost, sentinels, func(lost bool) (string, string, error) {
+		if !slices.Equal(prefixes(), runs) {
+			return "", "", errLostAgain // a node restarted or failed over during the rebuild
+		}
+		set, err := g.publishCluster(ctx, keys, sentinels, runs, lost)
+		published = true // the publish scripts ran: they delete the sentinels themselves
+		if err != nil {
+			return "", "", err
+		}
+		e, err := g.Epoch(ctx)
+		if err != nil {
+			return "", "", err
+		}
+		if e == "" {
+			return "", "", errLostAgain
+		}
+		if set {
+			return e, "rebuilt", nil
+		}
+		return e, "adopted", nil
+	})
+}
 
-	wctx, cancel := context.WithCancelCause(ctx)
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		g.watchCluster(wctx, cancel, sentinels, lost)
-	}()
-	err = g.runViews(wctx, lost)
-	cancel(nil)
-	<-watchDone
-	if cause := context.Cause(wctx); err != nil && ctx.Err() == nil {
-		switch {
-		case errors.Is(cause, errSuperseded):
-			e, eerr := g.Epoch(ctx)
-			if eerr == nil && e != "" {
-				return e, "adopted", nil
-			}
-			return "", "", errLostAgain
-		case errors.Is(cause, errLostAgain):
-			return "", "", errLostAgain
-		}
-	}
-	if err != nil {
-		return "", "", err
-	}
-	if !slices.Equal(prefixes(), runs) {
-		return "", "", errLostAgain // a node restarted or failed over during the rebuild
-	}
+// publishCluster runs publishScript on every shard in one pipeline, as
+// the end of rebuildOnceCluster: each shard's marker of its run is adopted,
+// a missing one set (set says whether any was). A shard whose sentinel is
+// gone (lost) or whose marker went missing (redo) fails the attempt.
+func (g *Guard) publishCluster(ctx context.Context, keys, sentinels, runs []string, lost bool) (set bool, err error) {
 	lostArg := "0"
 	if lost {
 		lostArg = "1"
 	}
 	nonce := randomHex(16)
-	pipe = g.rdb.Pipeline()
+	pipe := g.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(keys))
 	for i, k := range keys {
 		cmds[i] = publishScript.Eval(ctx, pipe, []string{k, sentinels[i]}, runs[i]+nonce, runs[i], lostArg)
 	}
 	_, _ = pipe.Exec(ctx)
-	published = true
-	set := false
 	for _, c := range cmds {
 		res, err := c.StringSlice()
 		if err != nil {
-			return "", "", fmt.Errorf("views: publish the epoch: %w", err)
+			return false, fmt.Errorf("views: publish the epoch: %w", err)
 		}
 		switch res[0] {
 		case "set":
 			set = true
 		case "adopt":
 		default:
-			return "", "", errLostAgain // lost, or redo
+			return false, errLostAgain // lost, or redo
 		}
 	}
-	e, err := g.Epoch(ctx)
-	if err != nil {
-		return "", "", err
-	}
-	if e == "" {
-		return "", "", errLostAgain
-	}
-	if set {
-		return e, "rebuilt", nil
-	}
-	return e, "adopted", nil
-}
-
-// watchCluster is watch over every shard's sentinel.
-func (g *Guard) watchCluster(ctx context.Context, cancel context.CancelCauseFunc, sentinels []string, lost bool) {
-	t := time.NewTicker(g.o.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pipe := g.rdb.Pipeline()
-		cmds := make([]*redis.BoolCmd, len(sentinels))
-		for i, s := range sentinels {
-			cmds[i] = pipe.Expire(ctx, s, sentinelTTL)
-		}
-		_, _ = pipe.Exec(ctx)
-		for _, c := range cmds {
-			if ok, err := c.Result(); err == nil && !ok {
-				cancel(errLostAgain)
-				return
-			}
-		}
-		if lost {
-			if e, err := g.Epoch(ctx); err == nil && e != "" {
-				cancel(errSuperseded)
-				return
-			}
-		}
-	}
+	return set, nil
 }

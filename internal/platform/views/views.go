@@ -579,11 +579,53 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	published := false // the publish script deletes the sentinel itself
 	defer func() {
 		if !published {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = g.rdb.Del(dctx, sentinel).Err()
-			cancel()
+			g.dropSentinels(ctx, sentinel)
 		}
 	}()
+	return g.rebuildViews(ctx, lost, []string{sentinel}, func(lost bool) (string, string, error) {
+		if *g.run.Load() != run {
+			return "", "", errLostAgain // the server restarted during the rebuild
+		}
+		lostArg := "0"
+		if lost {
+			lostArg = "1"
+		}
+		res, err := publishScript.Run(ctx, g.rdb, []string{g.o.Key, sentinel}, g.prefix()+randomHex(16), g.prefix(), lostArg).StringSlice()
+		if err != nil {
+			return "", "", fmt.Errorf("views: publish the epoch: %w", err)
+		}
+		published = true
+		switch res[0] {
+		case "set":
+			return res[1], "rebuilt", nil
+		case "adopt":
+			return res[1], "adopted", nil
+		}
+		return "", "", errLostAgain // lost, or redo
+	})
+}
+
+// dropSentinels deletes a failed attempt's sentinels, even after ctx
+// ended (bounded to 2 s; a sentinel left behind expires with its TTL).
+func (g *Guard) dropSentinels(ctx context.Context, sentinels ...string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	p := g.rdb.Pipeline()
+	for _, s := range sentinels {
+		p.Del(dctx, s)
+	}
+	_, _ = p.Exec(dctx)
+}
+
+// rebuildViews is the rest of rebuildOnce, on one server or a cluster,
+// once the sentinels are put: it reads the marker (none: Redis lost its
+// data, so this is a rebuild after a loss), then rebuilds the views while
+// watch renews the sentinels, and ends the attempt with publish (told
+// whether the rebuild follows a loss). It adopts the epoch instead when
+// another process finished a rebuild after the loss, and returns the error
+// that ends the attempt otherwise (publish is not called then).
+func (g *Guard) rebuildViews(ctx context.Context, lost bool, sentinels []string,
+	publish func(lost bool) (epoch, outcome string, err error)) (epoch, outcome string, err error) {
 	cur, err := g.Epoch(ctx)
 	if err != nil {
 		return "", "", err
@@ -601,7 +643,7 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		g.watch(wctx, cancel, sentinel, lost)
+		g.watch(wctx, cancel, sentinels, lost)
 	}()
 	err = g.runViews(wctx, lost)
 	cancel(nil)
@@ -621,25 +663,7 @@ func (g *Guard) rebuildOnce(ctx context.Context, lost bool) (epoch, outcome stri
 	if err != nil {
 		return "", "", err
 	}
-	if *g.run.Load() != run {
-		return "", "", errLostAgain // the server restarted during the rebuild
-	}
-	lostArg := "0"
-	if lost {
-		lostArg = "1"
-	}
-	res, err := publishScript.Run(ctx, g.rdb, []string{g.o.Key, sentinel}, g.prefix()+randomHex(16), g.prefix(), lostArg).StringSlice()
-	if err != nil {
-		return "", "", fmt.Errorf("views: publish the epoch: %w", err)
-	}
-	published = true
-	switch res[0] {
-	case "set":
-		return res[1], "rebuilt", nil
-	case "adopt":
-		return res[1], "adopted", nil
-	}
-	return "", "", errLostAgain // lost, or redo
+	return publish(lost)
 }
 
 // runViews rebuilds the views in registration order.
@@ -662,11 +686,12 @@ func (g *Guard) runViews(ctx context.Context, lost bool) error {
 	return nil
 }
 
-// watch renews the sentinel every PollInterval while the views are
-// rebuilt, and cancels the rebuild when the sentinel is gone (Redis lost
-// its data again) or, after a loss, when another process's marker appears
-// (its rebuild began after the loss and finished: every view is complete).
-func (g *Guard) watch(ctx context.Context, cancel context.CancelCauseFunc, sentinel string, lost bool) {
+// watch renews the sentinels (one, or one per shard of a cluster) every
+// PollInterval while the views are rebuilt, and cancels the rebuild when
+// one is gone (Redis lost its data again) or, after a loss, when another
+// process's marker appears (its rebuild began after the loss and
+// finished: every view is complete).
+func (g *Guard) watch(ctx context.Context, cancel context.CancelCauseFunc, sentinels []string, lost bool) {
 	t := time.NewTicker(g.o.PollInterval)
 	defer t.Stop()
 	for {
@@ -675,10 +700,17 @@ func (g *Guard) watch(ctx context.Context, cancel context.CancelCauseFunc, senti
 			return
 		case <-t.C:
 		}
-		ok, err := g.rdb.Expire(ctx, sentinel, sentinelTTL).Result()
-		if err == nil && !ok {
-			cancel(errLostAgain)
-			return
+		pipe := g.rdb.Pipeline()
+		cmds := make([]*redis.BoolCmd, len(sentinels))
+		for i, s := range sentinels {
+			cmds[i] = pipe.Expire(ctx, s, sentinelTTL)
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, c := range cmds {
+			if ok, err := c.Result(); err == nil && !ok {
+				cancel(errLostAgain)
+				return
+			}
 		}
 		if lost {
 			if e, err := g.Epoch(ctx); err == nil && e != "" {

@@ -125,47 +125,15 @@ func (p *process) epoch(t *testing.T) string {
 	return e
 }
 
+// metric is a series of the process's metric name: the one whose label
+// has value, or with label "" the first.
 func (p *process) metric(t *testing.T, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := p.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	var labels map[string]string
+	if label != "" {
+		labels = map[string]string{label: value}
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					match = true
-				}
-			}
-			if !match {
-				continue
-			}
-			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
-			}
-			if h := m.GetHistogram(); h != nil {
-				return float64(h.GetSampleCount())
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testharness.MetricValue(t, p.reg, name, labels)
 }
 
 // TestGuard_StartSetsAnEpochThatTheNextStartAdopts: the first process on
@@ -301,13 +269,13 @@ func TestGuard_LostViewsAreRebuiltAndReadsAreCorrectOr503(t *testing.T) {
 			rb := startReader(b, cat.key, cat.records)
 			t.Cleanup(ra.stop)
 			t.Cleanup(rb.stop)
-			eventually(t, 5*time.Second, "reads served", func() bool { return ra.ok.Load() > 10 && rb.ok.Load() > 10 })
+			testharness.Eventually(t, 5*time.Second, "reads served", func() bool { return ra.ok.Load() > 10 && rb.ok.Load() > 10 })
 
 			release := cat.hold()
 			if err := tt.lose(t.Context(), a.rdb); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 5*time.Second, "the loss noticed", func() bool { return !a.g.Ready() })
+			testharness.Eventually(t, 5*time.Second, "the loss noticed", func() bool { return !a.g.Ready() })
 			<-cat.entered // the rebuild is running (held)
 			if err := a.g.Check(t.Context()); err == nil {
 				t.Error("Check = nil while rebuilding (/readyz would say ready)")
@@ -317,9 +285,9 @@ func TestGuard_LostViewsAreRebuiltAndReadsAreCorrectOr503(t *testing.T) {
 			}
 			// Reads go on while the views are being rebuilt.
 			before := ra.refused.Load()
-			eventually(t, 5*time.Second, "reads refused while rebuilding", func() bool { return ra.refused.Load() > before+10 })
+			testharness.Eventually(t, 5*time.Second, "reads refused while rebuilding", func() bool { return ra.refused.Load() > before+10 })
 			release()
-			eventually(t, 10*time.Second, "ready again", func() bool { return a.g.Ready() })
+			testharness.Eventually(t, 10*time.Second, "ready again", func() bool { return a.g.Ready() })
 			e2 := a.epoch(t)
 			if e2 == "" || e2 == e1 {
 				t.Fatalf("epoch after the rebuild %q, want a new one (was %q)", e2, e1)
@@ -332,12 +300,12 @@ func TestGuard_LostViewsAreRebuiltAndReadsAreCorrectOr503(t *testing.T) {
 			}
 			// b, which never polled, adopts the new epoch when it does.
 			b.run(t)
-			eventually(t, 5*time.Second, "the other process ready under the new epoch", func() bool {
+			testharness.Eventually(t, 5*time.Second, "the other process ready under the new epoch", func() bool {
 				gen, ready := b.g.Current()
 				return ready && b.g.Confirm(t.Context(), gen) == nil
 			})
 			checkpoint := ra.ok.Load()
-			eventually(t, 5*time.Second, "reads served again", func() bool { return ra.ok.Load() > checkpoint+10 })
+			testharness.Eventually(t, 5*time.Second, "reads served again", func() bool { return ra.ok.Load() > checkpoint+10 })
 			ra.stop()
 			rb.stop()
 			for name, r := range map[string]*reader{"rebuilding process": ra, "process not polling": rb} {
@@ -376,7 +344,7 @@ func TestGuard_LossDuringTheRebuildStartsItOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	eventually(t, 10*time.Second, "ready again", func() bool { return a.g.Ready() })
+	testharness.Eventually(t, 10*time.Second, "ready again", func() bool { return a.g.Ready() })
 	if n, _ := a.rdb.HLen(t.Context(), cat.key).Result(); n != int64(len(cat.records)) {
 		t.Fatalf("marker set over an incomplete view: %d records, want %d", n, len(cat.records))
 	}
@@ -443,7 +411,7 @@ func TestGuard_RestartedRedisIsNoticedAndRebuilt(t *testing.T) {
 				dir = t.TempDir()
 			}
 			startOwnRedis(t, dir, addr)
-			eventually(t, 15*time.Second, "a new epoch after the restart", func() bool {
+			testharness.Eventually(t, 15*time.Second, "a new epoch after the restart", func() bool {
 				e, err := a.g.Epoch(t.Context())
 				return err == nil && e != "" && e != e1 && a.g.Ready()
 			})
