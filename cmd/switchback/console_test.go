@@ -11,14 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -27,22 +25,6 @@ import (
 
 	"github.com/switchbackhq/switchback/internal/simulators/bookingsim"
 )
-
-// consoleChromium finds Debian's chromium (or another Chrome on PATH); the
-// browser tests skip without one unless SWITCHBACK_REQUIRE_INTEGRATION=1.
-func consoleChromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {
-		t.Fatal("chromium not installed (Debian package chromium) and SWITCHBACK_REQUIRE_INTEGRATION=1")
-	}
-	t.Skip("chromium not installed (Debian package chromium)")
-	return ""
-}
 
 // consoleOutputDir is where the console's screenshots go: the test output
 // folder (SWITCHBACK_TEST_OUTDIR, default bin/test-output), console/.
@@ -111,35 +93,12 @@ type consoleBrowser struct {
 
 func newConsoleBrowser(t *testing.T, chrome, base string) *consoleBrowser {
 	t.Helper()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 800),
-	)
+	alloc, cancelAlloc := chromiumAllocator(context.Background(), t, chrome, 1280, 800, chromedp.Flag("hide-scrollbars", true))
+	t.Cleanup(cancelAlloc)
 	b := &consoleBrowser{t: t, base: base, log: &pageLog{}, out: consoleOutputDir()}
-	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(b.log.listen))
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	tab, cancelTab := openTab(t, alloc, b.log.listen)
+	t.Cleanup(cancelTab)
 	b.tab = tab
-	if err := chromedp.Do(tab); err != nil { // starts the browser, attaches the tab
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(tab, log.Enable, cdp.Empty{}); err != nil {
-		t.Fatal(err)
-	}
 	b.do("1280x800 viewport", chromedp.EmulateViewport(1280, 800))
 	if err := os.MkdirAll(b.out, 0o755); err != nil {
 		t.Fatal(err)
@@ -294,6 +253,19 @@ func (b *consoleBrowser) shot(name string) {
 	}
 }
 
+// session runs f as the subtest name signed in as key (wantRole), signing
+// out after, and reports whether the test may go on: nothing failed so
+// far.
+func (b *consoleBrowser) session(t *testing.T, name, key, secret, wantRole string, f func(t *testing.T)) bool {
+	t.Run(name, func(t *testing.T) {
+		b.t = t
+		b.signIn(key, secret, wantRole)
+		f(t)
+		b.signOut()
+	})
+	return !t.Failed()
+}
+
 // signIn signs in with the keyboard only: type the key, Tab, the secret,
 // Enter.
 func (b *consoleBrowser) signIn(key, secret, wantRole string) {
@@ -334,7 +306,7 @@ func (b *consoleBrowser) signOut() {
 // the README). No request leaves the binary's address, no secret is in a
 // URL, the page or the binary's logs, and no script fails.
 func TestBinary_ConsoleInChromium(t *testing.T) {
-	chrome := consoleChromium(t)
+	chrome := findChromium(t)
 	// A backlog bound of 2 and retries every 2 s let a failing subscriber
 	// be disabled automatically within seconds (reseller C below).
 	p := startBinary(t, "SWITCHBACK_DEMO_DATA=true", "SWITCHBACK_OUTBOUND_ALLOW_HTTP=true", "SWITCHBACK_OUTBOUND_ALLOW_PRIVATE=true",
@@ -359,25 +331,15 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		t.Fatalf("create channel: %d %v", st, ch)
 	}
 	channelID, _ := ch["id"].(string)
-	st, pr, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Console reseller","channelId":"`+channelID+`"}`)
-	if st != 201 {
-		t.Fatalf("create reseller: %d %v", st, pr)
-	}
-	resKey, _ := pr["key"].(string)
-	resSecret, _ := pr["secret"].(string)
-	reseller := client{t: t, base: base, key: resKey, secret: resSecret}
+	reseller, _ := admin.principal(`{"role":"reseller","name":"Console reseller","channelId":"` + channelID + `"}`)
+	resKey, resSecret := reseller.key, reseller.secret
 	sk := newSink(t)
 	const hookPath = "/hooks/channelbinding"
 	// Reseller C, on the same channel, whose endpoint always fails: the
 	// operator's binding changes fill its backlog and the dispatcher sets
 	// its disableAll, which its console explains.
-	st, pc, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Failing reseller","channelId":"`+channelID+`"}`)
-	if st != 201 {
-		t.Fatalf("create reseller C: %d %v", st, pc)
-	}
-	failKey, _ := pc["key"].(string)
-	failSecret, _ := pc["secret"].(string)
-	failing := client{t: t, base: base, key: failKey, secret: failSecret}
+	failing, _ := admin.principal(`{"role":"reseller","name":"Failing reseller","channelId":"` + channelID + `"}`)
+	failKey, failSecret := failing.key, failing.secret
 	sk.script("/hooks/failing", 503)
 	if st, body, _ := failing.do("POST", "/registry/v1.1/channelbindings", `{"url":"`+sk.url+`/hooks/failing"}`); st != 201 {
 		t.Fatalf("reseller C's rule: %d %v", st, body)
@@ -417,9 +379,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 	b.set("#sign-key", "")
 	b.set("#sign-secret", "")
 
-	t.Run("reseller", func(t *testing.T) {
-		b.t = t
-		b.signIn(resKey, resSecret, "reseller")
+	if !b.session(t, "reseller", resKey, resSecret, "reseller", func(t *testing.T) {
 		b.waitFor("the rules", `document.querySelector('tr[data-type="channelbinding"] td.actions button') !== null`, 20*time.Second)
 
 		// A rule the API refuses names its field.
@@ -588,15 +548,11 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		// Nothing is bound to this channel yet.
 		b.view("catalog")
 		b.waitFor("the empty catalog", `document.querySelector('[data-catalog="empty"]') !== null`, 20*time.Second)
-		b.signOut()
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
-	t.Run("operator", func(t *testing.T) {
-		b.t = t
-		b.signIn("demo-operator", "demo-operator-secret", "operator")
+	if !b.session(t, "operator", "demo-operator", "demo-operator-secret", "operator", func(t *testing.T) {
 		b.waitFor("the suppliers", `document.querySelector('tr[data-supplier="S1"]') !== null && document.querySelector('tr[data-supplier="demo-alpine"]') !== null`, 30*time.Second)
 		// S1's first synchronization left a cron report; wait for it if the
 		// demo is still starting.
@@ -683,9 +639,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 			b.fail("the report with errors is not S2's: %s", rep)
 		}
 		b.shot("operator-cron")
-		b.signOut()
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
@@ -718,9 +672,7 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		return
 	}
 
-	t.Run("reseller sees its channel only", func(t *testing.T) {
-		b.t = t
-		b.signIn(resKey, resSecret, "reseller")
+	if !b.session(t, "reseller sees its channel only", resKey, resSecret, "reseller", func(t *testing.T) {
 		b.view("catalog")
 		b.waitFor("the bound product", `document.querySelector('tr[data-product="demo-glacier"]') !== null`, 20*time.Second)
 		cat := b.text("main")
@@ -744,15 +696,11 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		pageEval[bool](b, `(document.querySelector('table.deliveries').scrollIntoView(), true)`)
 		b.shot("phone-deliveries")
 		b.do("desktop viewport", chromedp.EmulateViewport(1280, 800))
-		b.signOut()
-	})
-	if t.Failed() {
+	}) {
 		return
 	}
 
-	t.Run("another channel's reseller sees none of it", func(t *testing.T) {
-		b.t = t
-		b.signIn("demo-reseller", "demo-reseller-secret", "reseller")
+	b.session(t, "another channel's reseller sees none of it", "demo-reseller", "demo-reseller-secret", "reseller", func(t *testing.T) {
 		b.waitFor("the rules", `document.querySelector('tr[data-type="channelbinding"] td.actions button') !== null`, 20*time.Second)
 		if txt := b.text("main"); strings.Contains(txt, sk.url) || strings.Contains(txt, rulesID(t, reseller)) {
 			b.fail("demo-reseller's rules show the console reseller's rule")
@@ -769,14 +717,10 @@ func TestBinary_ConsoleInChromium(t *testing.T) {
 		if strings.Contains(b.text("main"), "Console channel") {
 			b.fail("demo-reseller's catalog names the console channel")
 		}
-		b.signOut()
 	})
 
-	t.Run("an admin gets the operator's views over every supplier", func(t *testing.T) {
-		b.t = t
-		b.signIn("demo-admin", "demo-admin-secret", "admin")
+	b.session(t, "an admin gets the operator's views over every supplier", "demo-admin", "demo-admin-secret", "admin", func(t *testing.T) {
 		b.waitFor("every supplier", `['S1', 'S2', 'demo-alpine'].every((id) => document.querySelector('tr[data-supplier="' + id + '"]'))`, 30*time.Second)
-		b.signOut()
 	})
 
 	// What the page did: only the binary's address, no secret in any URL,

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,12 +27,7 @@ func TestBinary_DemoShowsEveryNotificationTypeWithin30s(t *testing.T) {
 	series := regexp.MustCompile(`switchback_demo_sink_received_total\{type="([a-z-]+)",verified="(true|false|unchecked)"\} ([0-9.e+]+)`)
 	var got map[string]float64
 	for {
-		resp, err := http.Get("http://" + p.ops + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		raw := p.metrics(t)
 		got = map[string]float64{}
 		for _, m := range series.FindAllStringSubmatch(string(raw), -1) {
 			v, _ := strconv.ParseFloat(m[3], 64)

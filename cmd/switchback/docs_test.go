@@ -18,14 +18,63 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// chromiumPath finds Debian's chromium (or another Chrome on PATH).
-func chromiumPath() (string, bool) {
+// findChromium finds Debian's chromium (or another Chrome on PATH); the
+// browser tests skip without one unless SWITCHBACK_REQUIRE_INTEGRATION=1.
+func findChromium(t *testing.T) string {
+	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
-			return p, true
+			return p
 		}
 	}
-	return "", false
+	if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {
+		t.Fatal("chromium not installed (Debian package chromium) and SWITCHBACK_REQUIRE_INTEGRATION=1")
+	}
+	t.Skip("chromium not installed (Debian package chromium)")
+	return ""
+}
+
+// chromiumAllocator runs headless Chromium at chrome with a fresh profile
+// and none of its own traffic (no QUIC, background networking, component
+// updates, sync or default apps), its window width×height; extra adds
+// flags.
+func chromiumAllocator(ctx context.Context, t *testing.T, chrome string, width, height int, extra ...chromedp.ExecAllocatorOption) (context.Context, context.CancelFunc) {
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height),
+	}, extra...)
+	return chromedp.NewExecAllocator(ctx, opts...)
+}
+
+// openTab starts the browser of alloc (if not yet) and attaches a tab
+// whose events go to listen, with the network and log domains on.
+func openTab(t *testing.T, alloc context.Context, listen func(ev any)) (context.Context, context.CancelFunc) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(alloc, chromedp.WithListener(listen))
+	if err := chromedp.Do(tab); err != nil { // starts the browser, attaches the tab
+		cancel()
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(tab, log.Enable, cdp.Empty{}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return tab, cancel
 }
 
 // browserLog is what a page did, from the browser's events.
@@ -78,33 +127,13 @@ func describeException(d *runtime.ExceptionDetails) string {
 // (SWITCHBACK_TEST_OUTDIR, default bin/test-output). Skipped without
 // chromium unless SWITCHBACK_REQUIRE_INTEGRATION=1.
 func TestBinary_DocsRenderTheResellerAPIInChromium(t *testing.T) {
-	chrome, ok := chromiumPath()
-	if !ok {
-		if os.Getenv("SWITCHBACK_REQUIRE_INTEGRATION") == "1" {
-			t.Fatal("chromium not installed (Debian package chromium) and SWITCHBACK_REQUIRE_INTEGRATION=1")
-		}
-		t.Skip("chromium not installed (Debian package chromium)")
-	}
+	chrome := findChromium(t)
 	p := startBinary(t)
 	base := "http://" + p.api
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chrome),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
-	)
+	allocCtx, cancelAlloc := chromiumAllocator(ctx, t, chrome, 1400, 1000)
 	defer cancelAlloc()
 
 	pages := []struct {
@@ -126,17 +155,8 @@ func TestBinary_DocsRenderTheResellerAPIInChromium(t *testing.T) {
 	for _, pg := range pages {
 		t.Run(strings.TrimPrefix(pg.path, "/"), func(t *testing.T) {
 			bl := &browserLog{requests: map[network.RequestID]string{}, blocked: map[network.RequestID]string{}}
-			tab, closeTab := chromedp.NewContext(allocCtx, chromedp.WithListener(bl.listen))
+			tab, closeTab := openTab(t, allocCtx, bl.listen)
 			defer closeTab()
-			if err := chromedp.Do(tab); err != nil { // starts the browser, attaches the tab
-				t.Fatal(err)
-			}
-			if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := chromedp.Call(tab, log.Enable, cdp.Empty{}); err != nil {
-				t.Fatal(err)
-			}
 			if err := chromedp.Do(tab, chromedp.Navigate(base+pg.path), chromedp.WaitReady(chromedp.CSS(`body[data-redoc]`))); err != nil {
 				t.Fatalf("the page never said Redoc loaded: %v", err)
 			}

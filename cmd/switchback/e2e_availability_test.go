@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,30 +20,16 @@ import (
 func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 	sim := partnersim.New(partnersim.Config{APIKey: "partner-key", APISecret: "partner-secret",
 		Rates: map[string][]string{"prod-av": {"rate-a", "rate-b", "rate-c"}}})
-	ps := httptest.NewServer(sim)
-	t.Cleanup(ps.Close)
+	ps := serve(t, sim)
 
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	api := "http://" + p.api
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, operator, reseller := d.p, d.operator, d.reseller
 
 	const sup, prod = "sup-av", "prod-av"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	supplier := strings.Replace(catalogtest.SupplierBody(sup, "Avail Tours", "AV", "partner-key", "partner-secret"),
-		"https://partner.example.com/api/", ps.URL, 1)
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-b", "Child")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-c", "Senior")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a","rate-b"]}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	supplier := partnerSupplier(sup, "Avail Tours", "AV", "partner-key", "partner-secret", ps.URL)
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Canyon ride", "A ride"),
+		catalogtest.RateBody("rate-a", "Adult"), catalogtest.RateBody("rate-b", "Child"), catalogtest.RateBody("rate-c", "Senior"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a","rate-b"]}`, 201)
 
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2)
 	list := fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", sup, prod,
@@ -54,19 +37,7 @@ func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 
 	// The binding reaches the query tier's view through the catalog
 	// processor: poll until the product is visible.
-	var status int
-	var body map[string]any
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		status, body, _ = reseller.do("GET", list, "")
-		if status == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if status != 200 {
-		t.Fatalf("list availabilities: %d %v", status, body)
-	}
+	body := reseller.awaitGet("list availabilities", list, 20*time.Second)
 	byRate, _ := body["availabilities"].(map[string]any)["byRate"].(map[string]any)
 	if len(byRate) != 2 || byRate["rate-a"] == nil || byRate["rate-b"] == nil {
 		t.Fatalf("byRate = %v, want exactly the bound rate-a and rate-b", byRate)
@@ -98,12 +69,7 @@ func TestE2E_AvailabilityReadsGoThroughTheCache(t *testing.T) {
 		t.Errorf("invalid start: status %d, want 400", status)
 	}
 
-	resp, err := http.Get("http://" + p.ops + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	raw := p.metrics(t)
 	for _, want := range []string{`switchback_availability_cache_total{result="hit"}`, `switchback_availability_cache_total{result="miss"}`,
 		`switchback_ingest_partner_seconds_count`} {
 		if !strings.Contains(string(raw), want) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,33 +20,17 @@ import (
 func TestE2E_HoldBookCancelAndTicketsAddedWebhooks(t *testing.T) {
 	sim := partnersim.New(partnersim.Config{APIKey: "partner-key", APISecret: "partner-secret",
 		Rates: map[string][]string{"prod-bk": {"rate-a"}}})
-	ps := httptest.NewServer(sim)
-	t.Cleanup(ps.Close)
+	ps := serve(t, sim)
 
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, sk, operator, reseller := d.p, d.sk, d.operator, d.reseller
 
 	const sup, prod = "sup-bk", "prod-bk"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	supplier := strings.Replace(catalogtest.SupplierBody(sup, "Booking Tours", "BK", "partner-key", "partner-secret"),
-		"https://partner.example.com/api/", ps.URL, 1)
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a"]}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
-	status, rule, _ := reseller.do("POST", "/registry/v1.1/booking", fmt.Sprintf(`{"url":%q}`, sk.url+"/booking"))
-	if status != 201 {
-		t.Fatalf("create booking rule: %d %v", status, rule)
-	}
+	supplier := partnerSupplier(sup, "Booking Tours", "BK", "partner-key", "partner-secret", ps.URL)
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Canyon ride", "A ride"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE","rateIds":["rate-a"]}`, 201)
+	rule := reseller.must("POST", "/registry/v1.1/booking", fmt.Sprintf(`{"url":%q}`, sk.url+"/booking"), 201)
 	key, _ := rule["securityKey"].(string)
 
 	at := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2).Add(9 * time.Hour).Format(time.RFC3339)

@@ -16,24 +16,13 @@ import (
 // receives channelbinding created, updated and removed, and a product
 // updated; a reseller of another channel receives nothing and sees nothing.
 func TestE2E_CatalogBindingsNotifySubscribers(t *testing.T) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	admin := client{t, api, "demo-admin", "demo-admin-secret"}
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, sk, admin, operator, reseller := d.p, d.sk, d.admin, d.operator, d.reseller
 
 	// A second reseller on a second channel, subscribed to product updates.
-	status, ch, _ := admin.do("POST", "/admin/v1/channels", `{"name":"Other channel","companyName":"Other Co"}`)
-	if status != 201 {
-		t.Fatalf("create channel: %d %v", status, ch)
-	}
+	ch := admin.must("POST", "/admin/v1/channels", `{"name":"Other channel","companyName":"Other Co"}`, 201)
 	otherChannel := nestedString(ch, "id")
-	status, other, _ := admin.do("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":"Other","channelId":%q}`, otherChannel))
-	if status != 201 {
-		t.Fatalf("create reseller: %d %v", status, other)
-	}
-	otherReseller := client{t, api, other["key"].(string), other["secret"].(string)}
+	otherReseller, _ := admin.principal(fmt.Sprintf(`{"role":"reseller","name":"Other","channelId":%q}`, otherChannel))
 
 	rules := map[string]string{}
 	for _, r := range []struct {
@@ -45,29 +34,13 @@ func TestE2E_CatalogBindingsNotifySubscribers(t *testing.T) {
 		{otherReseller, "/registry/v1.1/product", "/other-product"},
 		{otherReseller, "/registry/v1.1/channelbindings", "/other-cb"},
 	} {
-		status, rule, _ := r.c.do("POST", r.path, fmt.Sprintf(`{"url":%q}`, sk.url+r.sink))
-		if status != 201 {
-			t.Fatalf("create rule %s: %d %v", r.path, status, rule)
-		}
+		rule := r.c.must("POST", r.path, fmt.Sprintf(`{"url":%q}`, sk.url+r.sink), 201)
 		rules[r.sink] = rule["securityKey"].(string)
 	}
 
 	const sup, prod = "sup-e2e", "prod-e2e"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	steps := []struct {
-		method, path, body string
-		want               int
-	}{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "E2E Tours", "E2E", "partner-key", "partner-secret"), 201},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Glacier walk", "A walk on the glacier"), 201},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult"), 201},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-b", "Child"), 201},
-	}
-	for _, s := range steps {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != s.want {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	base := createProduct(operator, sup, prod, catalogtest.SupplierBody(sup, "E2E Tours", "E2E", "partner-key", "partner-secret"), catalogtest.ProductBody(prod, "Glacier walk", "A walk on the glacier"),
+		catalogtest.RateBody("rate-a", "Adult"), catalogtest.RateBody("rate-b", "Child"))
 	if status, _, _ := reseller.do("GET", "/v1.2/suppliers/"+sup, ""); status != 404 {
 		t.Errorf("unbound supplier visible to the reseller: %d", status)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,38 +24,18 @@ func TestE2E_ChangeNotificationRefreshesAndNotifies(t *testing.T) {
 	var skew atomic.Int64
 	sim := partnersim.New(partnersim.Config{APIKey: "pk", APISecret: "ps", ChangeRate: 0.5, ChangeEvery: time.Hour,
 		Rates: map[string][]string{"prod-cn": {"rate-a"}}, Clock: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
-	ps := httptest.NewServer(sim)
-	t.Cleanup(ps.Close)
+	ps := serve(t, sim)
 
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	admin := client{t, api, "demo-admin", "demo-admin-secret"}
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
-	status, other, _ := admin.do("POST", "/admin/v1/principals", `{"role":"operator","name":"Other operator"}`)
-	if status != 201 {
-		t.Fatalf("create operator: %d %v", status, other)
-	}
-	otherOp := client{t, api, other["key"].(string), other["secret"].(string)}
+	d := startDemo(t)
+	p, sk, admin, operator, reseller := d.p, d.sk, d.admin, d.operator, d.reseller
+	otherOp, _ := admin.principal(`{"role":"operator","name":"Other operator"}`)
 
 	const sup, prod = "sup-cn", "prod-cn"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	supplier := strings.Replace(catalogtest.SupplierBody(sup, "Change Tours", "CN", "pk", "ps"), "https://partner.example.com/api/", ps.URL, 1)
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Fjord", "d")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
-	status, rule, _ := reseller.do("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"))
-	if status != 201 {
-		t.Fatalf("availability rule: %d %v", status, rule)
-	}
+	supplier := partnerSupplier(sup, "Change Tours", "CN", "pk", "ps", ps.URL)
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Fjord", "d"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{}`, 201)
+	rule := reseller.must("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"), 201)
 
 	q := fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s", sup, prod)
 	for _, c := range []struct {
@@ -138,35 +117,19 @@ func TestE2E_ChangeNotificationFromABookingSystem(t *testing.T) {
 	var skew atomic.Int64
 	sim := bookingsim.New(bookingsim.Config{APIKey: "bs-token", ChangeRate: 0.5, ChangeEvery: time.Hour,
 		Clock: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
-	bs := httptest.NewServer(sim)
-	t.Cleanup(bs.Close)
+	bs := serve(t, sim)
 
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, sk, operator, reseller := d.p, d.sk, d.operator, d.reseller
 
 	// The simulator's names: supplier S1, product S1-P1 (START_TIME),
 	// options S1-P1-O1 and -O2 (our rates).
 	const sup, prod = "S1", "S1-P1"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
 	supplier := `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"` + bs.URL + `","credentials":{"bearerToken":"bs-token"}}}`
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Glacier", "d")},
-		{"POST", base + "/rates", catalogtest.RateBody("S1-P1-O1", "Option 1")},
-		{"POST", base + "/rates", catalogtest.RateBody("S1-P1-O2", "Option 2")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
-	status, rule, _ := reseller.do("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"))
-	if status != 201 {
-		t.Fatalf("availability rule: %d %v", status, rule)
-	}
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Glacier", "d"),
+		catalogtest.RateBody("S1-P1-O1", "Option 1"), catalogtest.RateBody("S1-P1-O2", "Option 2"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{}`, 201)
+	rule := reseller.must("POST", "/registry/v1.1/availability", fmt.Sprintf(`{"url":%q,"config":{"maxLookAheadDays":14}}`, sk.url+"/availability"), 201)
 	q := fmt.Sprintf("/operator/v2/notifications?supplierId=%s&productId=%s", sup, prod)
 	request := func() {
 		t.Helper()

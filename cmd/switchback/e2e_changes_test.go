@@ -17,35 +17,21 @@ import (
 // changed days inside its own look-ahead. Signatures are verified by code
 // written from the spec text.
 func TestE2E_AvailabilityAndPriceChangesNotifyWithTheRightWindow(t *testing.T) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	operator := client{t, api, "demo-operator", "demo-operator-secret"}
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, sk, operator, reseller := d.p, d.sk, d.operator, d.reseller
 
 	keys := map[string]string{}
 	for _, r := range []struct{ path, config string }{
 		{"availability", `{"maxLookAheadDays":3,"vacanciesUnder":5}`},
 		{"priceschedule", `{"maxLookAheadDays":5}`},
 	} {
-		status, rule, _ := reseller.do("POST", "/registry/v1.1/"+r.path, fmt.Sprintf(`{"url":%q,"config":%s}`, sk.url+"/"+r.path, r.config))
-		if status != 201 {
-			t.Fatalf("create %s rule: %d %v", r.path, status, rule)
-		}
+		rule := reseller.must("POST", "/registry/v1.1/"+r.path, fmt.Sprintf(`{"url":%q,"config":%s}`, sk.url+"/"+r.path, r.config), 201)
 		keys[r.path] = rule["securityKey"].(string)
 	}
 	const sup, prod = "sup-chg", "prod-chg"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Change Tours", "CHG", "k", "s")},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Lake cruise", "A cruise")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"rateIds":["rate-a"]}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	base := createProduct(operator, sup, prod, catalogtest.SupplierBody(sup, "Change Tours", "CHG", "k", "s"), catalogtest.ProductBody(prod, "Lake cruise", "A cruise"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"rateIds":["rate-a"]}`, 201)
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	window := func(d, h int) (string, string) {
 		s := day.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)

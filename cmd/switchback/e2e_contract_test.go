@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,13 +39,19 @@ import (
 // between the availability read and the hold: the hold names the id read
 // before (ids are stable across refreshes).
 func TestE2E_ResellerContract_EveryKindOfSupplier(t *testing.T) {
-	for _, k := range []contractKind{
+	for _, k := range contractKinds() {
+		t.Run(k.name, func(t *testing.T) { walkContract(t, k) })
+	}
+}
+
+// contractKinds are the kinds of supplier every reseller-side walk (the
+// contract's, OCTO's) goes through.
+func contractKinds() []contractKind {
+	return []contractKind{
 		{name: "operator-pushed", setup: setupPushed},
 		{name: "partner", setup: setupPartnerAccepting, accepted: true},
 		{name: "bookingsystem", setup: setupBookingSystem(bookingsim.DialectV2), system: true, barcode: "TEXT"},
 		{name: "octo", setup: setupBookingSystem(bookingsim.DialectOCTO), system: true, barcode: "QR_CODE"},
-	} {
-		t.Run(k.name, func(t *testing.T) { walkContract(t, k) })
 	}
 }
 
@@ -71,14 +76,18 @@ type contractWorld struct {
 	operator, reseller client
 }
 
+// startContract starts the binary (startDemo) for a walk of the contract
+// and returns it with the world the setups of the kinds of supplier use.
+func startContract(t *testing.T, extra ...string) (*proc, *contractWorld) {
+	t.Helper()
+	d := startDemo(t, extra...)
+	return d.p, &contractWorld{p: d.p, operator: d.operator, reseller: d.reseller}
+}
+
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func walkContract(t *testing.T, k contractKind) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true",
-		"SWITCHBACK_SYNC_INTERVAL=2s", "SWITCHBACK_SYNC_HORIZON_DAYS=10")
-	api := "http://" + p.api
-	w := &contractWorld{p: p, operator: client{t, api, "demo-operator", "demo-operator-secret"},
-		reseller: client{t, api, "demo-reseller", "demo-reseller-secret"}}
+	p, w := startContract(t, "SWITCHBACK_SYNC_INTERVAL=2s", "SWITCHBACK_SYNC_HORIZON_DAYS=10")
 	s := k.setup(t, w)
 	r := w.reseller
 
@@ -152,10 +161,7 @@ func walkContract(t *testing.T, k contractKind) {
 	// generated, the embedded Rate, retrieved.
 	holdBody := fmt.Sprintf(`{"meta":{"reqId":"hold-req-%s"},"hold":{"expires":"2099-01-01T00:00:00Z","items":[{"supplierId":%q,"productId":%q,"rateId":%q,"availabilityId":%q,"priceId":%q,"quantity":2,"at":%q}]}}`,
 		k.name, s.sup, s.prod, s.rate, avID, s.priceID, at)
-	status, got, _ := r.do("POST", "/v1.2/holds", holdBody)
-	if status != 201 {
-		t.Fatalf("POST /v1.2/holds: %d %v", status, got)
-	}
+	got := r.must("POST", "/v1.2/holds", holdBody, 201)
 	if got["meta"].(map[string]any)["reqId"] != "hold-req-"+k.name {
 		t.Errorf("hold meta %v: want the body's reqId mirrored", got["meta"])
 	}
@@ -175,7 +181,7 @@ func walkContract(t *testing.T, k contractKind) {
 	if k.accepted {
 		want = 202
 	}
-	status, got, _ = r.do("POST", "/v1.2/bookings", book)
+	status, got, _ := r.do("POST", "/v1.2/bookings", book)
 	if status != want || got["meta"].(map[string]any)["reqId"] != "book-req-"+k.name {
 		t.Fatalf("POST /v1.2/bookings: %d %v, want %d and the body's reqId", status, got, want)
 	}
@@ -240,19 +246,10 @@ func setupPartnerKindWith(t *testing.T, w *contractWorld, cfg partnersim.TxConfi
 	if wrap != nil {
 		sim = wrap(sim)
 	}
-	ps := httptest.NewServer(sim)
-	t.Cleanup(ps.Close)
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", strings.Replace(catalogtest.SupplierBody(sup, "Canyon Tours", "CT", "pk", "ps"), "https://partner.example.com/api/", ps.URL, 1)},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Canyon ride", "A ride down the canyon")},
-		{"POST", base + "/rates", contractRate(rate)},
-		{"POST", base + "/channels/" + app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE"}`},
-	} {
-		if status, body, _ := w.operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	ps := serve(t, sim)
+	base := createProduct(w.operator, sup, prod, partnerSupplier(sup, "Canyon Tours", "CT", "pk", "ps", ps.URL), catalogtest.ProductBody(prod, "Canyon ride", "A ride down the canyon"),
+		contractRate(rate))
+	w.operator.must("POST", base+"/channels/"+app.DemoChannelID, `{"priceAt":"PRICE_AT_SALE"}`, 201)
 	if push {
 		day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
 		body := fmt.Sprintf(`{"availabilities":[{"id":"c0ffee00-4444-4555-8666-777777777777","start":%q,"end":%q,"capacity":6,"maxCapacity":10}]}`,

@@ -28,11 +28,8 @@ func TestBinary_HistoryFloodByOneKeyIs429AndSparesOthers(t *testing.T) {
 	api := "http://" + p.api
 	admin := client{t, api, "demo-admin", "demo-admin-secret"}
 	mk := func(name string) client {
-		status, got, _ := admin.do("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, name, app.DemoChannelID))
-		if status != 201 {
-			t.Fatalf("create reseller: %d %v", status, got)
-		}
-		return client{t, api, got["key"].(string), got["secret"].(string)}
+		c, _ := admin.principal(fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, name, app.DemoChannelID))
+		return c
 	}
 	a, b := mk("flooder"), mk("bystander")
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}

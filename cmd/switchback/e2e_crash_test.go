@@ -16,10 +16,8 @@ import (
 // POST the sink saw carries the delivery id of one of them (a duplicate is
 // the same delivery again, never a new one).
 func TestE2E_DispatcherKilledMidRunLosesNothing(t *testing.T) {
-	p := startBinary(t, "SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true")
-	sk := newSink(t)
-	api := "http://" + p.api
-	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
+	d := startDemo(t)
+	p, sk, reseller := d.p, d.sk, d.reseller
 	subscriber := principals.FixedID("demo-reseller")
 	if status, body, _ := reseller.do("POST", "/registry/v1.1/supplier", fmt.Sprintf(`{"url":%q}`, sk.url+"/kill")); status != 201 {
 		t.Fatalf("create rule: %d %v", status, body)

@@ -65,11 +65,8 @@ func TestBinary_RateLimitPerKeyIs429WithRetryAfterAndSparesOthers(t *testing.T) 
 		t.Fatalf("create channel: %d %v", status, ch)
 	}
 	mk := func(name string) (key, secret string) {
-		status, got, _ := admin.do("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, name, ch["id"]))
-		if status != 201 {
-			t.Fatalf("create reseller: %d %v", status, got)
-		}
-		return got["key"].(string), got["secret"].(string)
+		c, _ := admin.principal(fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, name, ch["id"]))
+		return c.key, c.secret
 	}
 	keyA, secretA := mk("Flooding reseller")
 	keyB, secretB := mk("Quiet reseller")

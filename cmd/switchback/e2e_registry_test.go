@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/contract"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/internal/principals"
@@ -54,27 +56,34 @@ func newSink(t *testing.T) *sink {
 	s := &sink{url: "http://" + ln.Addr().String(), scripts: map[string][]int{}, served: map[string]int{},
 		hooks: contractChecker.WatchWebhooks(t)}
 	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		s.hooks.Received(r, raw)
-		var body map[string]any
-		_ = json.Unmarshal(raw, &body)
-		s.mu.Lock()
-		s.got = append(s.got, received{path: r.URL.Path, deliveryID: r.Header.Get(schemas.HeaderDeliveryID), body: body, raw: raw, at: time.Now()})
-		status := 200
-		if script := s.scripts[r.URL.Path]; len(script) > 0 {
-			i := s.served[r.URL.Path]
-			if i >= len(script) {
-				i = len(script) - 1
-			}
-			status = script[i]
-		}
-		s.served[r.URL.Path]++
-		s.mu.Unlock()
-		w.WriteHeader(status)
+		w.WriteHeader(s.record(r))
 	})}
 	go func() { _ = s.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = s.srv.Close() })
 	return s
+}
+
+// record keeps one webhook POST and returns the status the sink's script
+// has for its path: the script's next one (its last, once used up), 200
+// without a script.
+func (s *sink) record(r *http.Request) int {
+	raw, _ := io.ReadAll(r.Body)
+	s.hooks.Received(r, raw)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, received{path: r.URL.Path, deliveryID: r.Header.Get(schemas.HeaderDeliveryID), body: body, raw: raw, at: time.Now()})
+	status := 200
+	if script := s.scripts[r.URL.Path]; len(script) > 0 {
+		i := s.served[r.URL.Path]
+		if i >= len(script) {
+			i = len(script) - 1
+		}
+		status = script[i]
+	}
+	s.served[r.URL.Path]++
+	return status
 }
 
 func (s *sink) script(path string, statuses ...int) {
@@ -188,6 +197,106 @@ func (c client) raw(method, path, body string) (int, []byte) {
 	return resp.StatusCode, raw
 }
 
+// must sends a request that has to answer want, and fails the test
+// with the answer otherwise: the setup calls of the e2e tests.
+func (c client) must(method, path, body string, want int) map[string]any {
+	c.t.Helper()
+	status, obj, _ := c.do(method, path, body)
+	if status != want {
+		c.t.Fatalf("%s %s: %d %v, want %d", method, path, status, obj, want)
+	}
+	return obj
+}
+
+// principal has the admin c create a principal (body: its role, name
+// and channelId) and returns a client of it and the answer (id, key,
+// secret).
+func (c client) principal(body string) (client, map[string]any) {
+	c.t.Helper()
+	got := c.must("POST", "/admin/v1/principals", body, 201)
+	key, _ := got["key"].(string)
+	secret, _ := got["secret"].(string)
+	return client{c.t, c.base, key, secret}, got
+}
+
+// awaitGet repeats GET path until it answers 200 (the binding or change
+// it waits for reached the query tier's view) and fails the test with the
+// last answer when within passes first.
+func (c client) awaitGet(what, path string, within time.Duration) map[string]any {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		status, body, _ := c.do("GET", path, "")
+		if status == 200 {
+			return body
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: %d %v", what, status, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// step is one setup call of an e2e test, which has to answer 201.
+type step struct{ method, path, body string }
+
+// mustAll sends the setup steps in order: each has to answer 201.
+func (c client) mustAll(steps []step) {
+	c.t.Helper()
+	for _, s := range steps {
+		c.must(s.method, s.path, s.body, 201)
+	}
+}
+
+// createProduct has the operator op create supplier sup (body supplier),
+// its product prod (body product) and the product's rates (their bodies),
+// each answering 201, and returns the product's channel API path.
+func createProduct(op client, sup, prod, supplier, product string, rates ...string) string {
+	op.t.Helper()
+	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
+	steps := []step{{"POST", "/channel/v1.2/suppliers", supplier}, {"POST", "/channel/v1.2/suppliers/" + sup + "/products", product}}
+	for _, r := range rates {
+		steps = append(steps, step{"POST", base + "/rates", r})
+	}
+	op.mustAll(steps)
+	return base
+}
+
+// demo is the binary with local webhooks allowed (the sink listens on
+// loopback), a sink, and clients of the demo principals: how most e2e
+// tests begin.
+type demo struct {
+	p                         *proc
+	sk                        *sink
+	api                       string
+	admin, operator, reseller client
+}
+
+func startDemo(t *testing.T, extra ...string) demo {
+	t.Helper()
+	p := startBinary(t, append([]string{"SWITCHBACK_WEBHOOK_ALLOW_HTTP=true", "SWITCHBACK_WEBHOOK_ALLOW_PRIVATE=true"}, extra...)...)
+	api := "http://" + p.api
+	return demo{p: p, sk: newSink(t), api: api,
+		admin:    client{t, api, "demo-admin", "demo-admin-secret"},
+		operator: client{t, api, "demo-operator", "demo-operator-secret"},
+		reseller: client{t, api, "demo-reseller", "demo-reseller-secret"},
+	}
+}
+
+// partnerSupplier is catalogtest's partner supplier body pointed at a
+// local partner (a simulator's test server) instead of the example host.
+func partnerSupplier(sup, name, code, key, secret, url string) string {
+	return strings.Replace(catalogtest.SupplierBody(sup, name, code, key, secret), "https://partner.example.com/api/", url, 1)
+}
+
+// serve starts a test server for h, closed when the test ends.
+func serve(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
 // publish writes notification records to the binary's broker in the
 // topic's envelope, as the processors do: the e2e test is the test
 // producer.
@@ -280,27 +389,26 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		}
 	})
 
-	t.Run("published notification is delivered signed with its delivery id", func(t *testing.T) {
-		before := len(sk.on("/supplier"))
-		publish(t, p.kafka, supplierNotification("e2e-delivered-1", subscriber, "sup-1"))
-		got := sk.waitFor(t, "/supplier", before+1, 20*time.Second)
-		last := got[len(got)-1]
-		specVerify(t, key, last)
-		if last.deliveryID != "e2e-delivered-1" || last.body["supplierID"] != "sup-1" || last.body["operation"] != "updated" {
-			t.Errorf("delivery id %q, payload %s", last.deliveryID, last.raw)
-		}
-	})
-
-	t.Run("a bare notification of before the envelope is still delivered", func(t *testing.T) {
-		before := len(sk.on("/supplier"))
-		publishBare(t, p.kafka, supplierNotification("e2e-bare-1", subscriber, "sup-b"))
-		got := sk.waitFor(t, "/supplier", before+1, 20*time.Second)
-		last := got[len(got)-1]
-		specVerify(t, key, last)
-		if last.deliveryID != "e2e-bare-1" || last.body["supplierID"] != "sup-b" {
-			t.Errorf("delivery id %q, payload %s", last.deliveryID, last.raw)
-		}
-	})
+	for _, c := range []struct {
+		name         string
+		write        func(t *testing.T, broker string, ns ...schemas.Notification)
+		id, supplier string
+		operation    bool // the payload's operation is checked too
+	}{
+		{"published notification is delivered signed with its delivery id", publish, "e2e-delivered-1", "sup-1", true},
+		{"a bare notification of before the envelope is still delivered", publishBare, "e2e-bare-1", "sup-b", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := len(sk.on("/supplier"))
+			c.write(t, p.kafka, supplierNotification(c.id, subscriber, c.supplier))
+			got := sk.waitFor(t, "/supplier", before+1, 20*time.Second)
+			last := got[len(got)-1]
+			specVerify(t, key, last)
+			if last.deliveryID != c.id || last.body["supplierID"] != c.supplier || (c.operation && last.body["operation"] != "updated") {
+				t.Errorf("delivery id %q, payload %s", last.deliveryID, last.raw)
+			}
+		})
+	}
 
 	t.Run("throttleDelay spaces one subscriber's sends", func(t *testing.T) {
 		if status, body, _ := reseller.do("PUT", "/registry/v1.1/metadata", `{"throttleDelay":"400ms"}`); status != 200 {
@@ -349,11 +457,7 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		if status, ch, _ := admin.do("POST", "/admin/v1/channels", `{"id":"channel-down","name":"Down channel","companyName":"Down Co"}`); status != 201 {
 			t.Fatalf("create channel: %d %v", status, ch)
 		}
-		status, created, _ := admin.do("POST", "/admin/v1/principals", `{"role":"reseller","name":"Down subscriber","channelId":"channel-down"}`)
-		if status != 201 {
-			t.Fatalf("create reseller: %d %v", status, created)
-		}
-		down := client{t, api, created["key"].(string), created["secret"].(string)}
+		down, created := admin.principal(`{"role":"reseller","name":"Down subscriber","channelId":"channel-down"}`)
 		downID := created["id"].(string)
 		sk.script("/down", 500)
 		if status, body, _ := down.do("POST", "/registry/v1.1/supplier", fmt.Sprintf(`{"url":%q}`, sk.url+"/down")); status != 201 {
@@ -379,12 +483,7 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 		if _, meta, _ := reseller.do("GET", "/registry/v1.1/metadata", ""); meta["disableAll"] == true {
 			t.Error("disableAll leaked to another subscriber")
 		}
-		resp, err := http.Get("http://" + p.ops + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		raw := p.metrics(t)
 		if !strings.Contains(string(raw), "switchback_dispatcher_auto_disabled_total 1") {
 			t.Errorf("metrics do not count the auto-disable")
 		}
@@ -440,18 +539,11 @@ func TestE2E_RegistryAndDispatcher(t *testing.T) {
 // clickHouseUp reports whether the binary has a ClickHouse (not parked).
 func clickHouseUp(t *testing.T, p *proc) bool {
 	t.Helper()
-	resp, err := http.Get("http://" + p.ops + "/readyz")
-	if err != nil {
+	status, deps, err := p.readyz()
+	if status == 0 {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var rep struct {
-		Dependencies map[string]struct {
-			Status string `json:"status"`
-		} `json:"dependencies"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&rep)
-	return rep.Dependencies["clickhouse"].Status == "up"
+	return deps["clickhouse"].Status == "up"
 }
 
 // receivedSince returns the distinct ids of want that reached path at or

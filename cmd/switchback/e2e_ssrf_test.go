@@ -7,10 +7,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -140,11 +138,8 @@ func runSSRF(t *testing.T, allow bool) {
 	admin := client{t, api, "demo-admin", "demo-admin-secret"}
 	subscriber := func(label string) (client, string) {
 		t.Helper()
-		status, got, _ := admin.do("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, label, app.DemoChannelID))
-		if status != 201 {
-			t.Fatalf("create reseller: %d %v", status, got)
-		}
-		return client{t, api, got["key"].(string), got["secret"].(string)}, got["id"].(string)
+		c, got := admin.principal(fmt.Sprintf(`{"role":"reseller","name":%q,"channelId":%q}`, label, app.DemoChannelID))
+		return c, got["id"].(string)
 	}
 
 	t.Run("registration", func(t *testing.T) {
@@ -411,7 +406,8 @@ func newTLSSink(t *testing.T, names []string, redirects map[string]string) (tlsS
 	}
 
 	rec := &sink{scripts: map[string][]int{}, served: map[string]int{}}
-	record := newSinkHandler(rec)
+	// The TLS sink answers by its redirects, not by a script.
+	record := func(r *http.Request) { rec.record(r) }
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if loc, ok := redirects[r.URL.Path]; ok {
 			record(r)
@@ -427,17 +423,4 @@ func newTLSSink(t *testing.T, names []string, redirects map[string]string) (tlsS
 	t.Cleanup(srv.Close)
 	rec.url = srv.URL
 	return tlsSink{Server: srv, rec: rec}, caFile
-}
-
-// newSinkHandler records a request into s as newSink's handler does.
-func newSinkHandler(s *sink) func(r *http.Request) {
-	return func(r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		s.hooks.Received(r, raw)
-		var body map[string]any
-		_ = json.Unmarshal(raw, &body)
-		s.mu.Lock()
-		s.got = append(s.got, received{path: r.URL.Path, deliveryID: r.Header.Get(schemas.HeaderDeliveryID), body: body, raw: raw, at: time.Now()})
-		s.mu.Unlock()
-	}
 }

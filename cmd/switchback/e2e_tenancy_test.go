@@ -565,12 +565,7 @@ func (w *tenancyWorld) seedCronReports() {
 // scrape is the server's own route table. Keys are "METHOD pattern".
 func scrapeRoutes(t *testing.T, p *proc) map[string]int {
 	t.Helper()
-	resp, err := http.Get("http://" + p.ops + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw := p.metrics(t)
 	re := regexp.MustCompile(`(?m)^switchback_query_request_seconds_count\{method="([A-Z]+)",route="([^"]+)"\} (\d+)$`)
 	out := map[string]int{}
 	for _, m := range re.FindAllStringSubmatch(string(raw), -1) {

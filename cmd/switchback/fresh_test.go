@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -25,26 +23,17 @@ func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
 	}
 	checkReady := func(p *proc) {
 		t.Helper()
-		resp, err := http.Get("http://" + p.ops + "/readyz")
+		status, deps, err := p.readyz()
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var rz struct {
-			Dependencies map[string]struct {
-				Status, Mode, Kind string
-			} `json:"dependencies"`
+		if status != 200 {
+			t.Fatalf("/readyz %d: %+v", status, deps)
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != 200 {
-			t.Fatalf("/readyz %d: %+v", resp.StatusCode, rz)
-		}
-		if r := rz.Dependencies["redis"]; r.Mode != "embedded" || r.Kind != "miniredis" {
+		if r := deps["redis"]; r.Mode != "embedded" || r.Kind != "miniredis" {
 			t.Errorf("redis = %+v, want embedded miniredis", r)
 		}
-		if c := rz.Dependencies["clickhouse"]; c.Mode != "parked" {
+		if c := deps["clickhouse"]; c.Mode != "parked" {
 			t.Errorf("clickhouse = %+v, want parked", c)
 		}
 	}
@@ -52,11 +41,7 @@ func TestBinary_FreshMachineRunsOnGoAlone(t *testing.T) {
 
 	api := "http://" + p.api
 	admin := client{t, api, "demo-admin", "demo-admin-secret"}
-	status, op, _ := admin.do("POST", "/admin/v1/principals", `{"role":"operator","name":"Fresh operator"}`)
-	if status != 201 {
-		t.Fatalf("create operator: %d %v", status, op)
-	}
-	operator := client{t, api, op["key"].(string), op["secret"].(string)}
+	operator, op := admin.principal(`{"role":"operator","name":"Fresh operator"}`)
 	reseller := client{t, api, "demo-reseller", "demo-reseller-secret"}
 	status, rule, _ := reseller.do("POST", "/registry/v1.1/supplier", `{"url":"http://127.0.0.1:9/supplier"}`)
 	if status != 201 {

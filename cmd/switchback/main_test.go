@@ -164,11 +164,7 @@ func launch(t *testing.T, bin string, p *proc) {
 	t.Helper()
 	p.cmd = exec.Command(bin, "run")
 	p.cmd.Env = p.env
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
+	spawn(t, p.cmd, p.stdout, p.stderr, p.exited)
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Kill()
@@ -179,20 +175,39 @@ func launch(t *testing.T, bin string, p *proc) {
 			keepLog(t, "run", p.stderr.String())
 		}
 	})
-	deadline := time.Now().Add(90 * time.Second)
+	waitAPI(t, "switchback", p.api, 90*time.Second, p.exited, p.stderr)
+}
+
+// spawn starts cmd with its output in stdout and stderr; its exit goes to
+// exited.
+func spawn(t *testing.T, cmd *exec.Cmd, stdout, stderr io.Writer, exited chan<- error) {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+}
+
+// waitAPI polls the API listener at addr until it answers (any status)
+// and fails the test when within passes first or the process serving it
+// exits (exited; nil when the caller watches the process itself).
+func waitAPI(t *testing.T, what, addr string, within time.Duration, exited <-chan error, log fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
-		resp, err := http.Get("http://" + p.api + "/v1.2/nothing")
+		resp, err := http.Get("http://" + addr + "/v1.2/nothing")
 		if err == nil {
 			resp.Body.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("API not up within 90s\n%s", p.stderr.String())
+			t.Fatalf("%s API not up within %s: %v\n%s", what, within, err, log)
 		}
 		select {
-		case err := <-p.exited:
-			t.Fatalf("switchback exited before serving: %v\n%s", err, p.stderr.String())
-		case <-time.After(100 * time.Millisecond):
+		case err := <-exited:
+			t.Fatalf("%s exited before serving: %v\n%s", what, err, log)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -251,12 +266,7 @@ func TestBinary_RunStartsServesAndStopsCleanly(t *testing.T) {
 
 	// A live scrape passes promtool's metric lint (CI installs promtool).
 	if promtool, err := exec.LookPath("promtool"); err == nil {
-		resp, err := http.Get("http://" + p.ops + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		scrape, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		scrape := p.metrics(t)
 		if !bytes.Contains(scrape, []byte("switchback_build_info")) || !bytes.Contains(scrape, []byte("switchback_query_requests_total")) || !bytes.Contains(scrape, []byte("switchback_dispatcher_backlog_limit")) {
 			t.Errorf("scrape lacks the stage metrics:\n%.2000s", scrape)
 		}

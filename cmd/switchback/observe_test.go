@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -197,12 +196,7 @@ func waitDemoEveryType(t *testing.T, p *proc, within time.Duration) {
 	deadline := time.Now().Add(within)
 	series := regexp.MustCompile(`switchback_demo_sink_received_total\{type="([a-z-]+)",verified="true"\} [1-9]`)
 	for {
-		resp, err := http.Get("http://" + p.ops + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		raw := p.metrics(t)
 		if n := len(series.FindAllString(string(raw), -1)); n >= 7 {
 			return
 		}

@@ -33,14 +33,9 @@ func TestReliability_BrokerRestartedUnderLoad(t *testing.T) {
 	down := byForm(form, 3*time.Second, 10*time.Second)
 	redisURL := testharness.Redis(t)
 	began := time.Now()
-	c := startCluster(t, redisURL)
-	sk := newSink(t)
-	base := "http://" + c.api
-	fl := warmLoads(t, form, base, sk)
-	l, pl, cl := fl.l, fl.pl, fl.cl
-
-	pl.start(1)
-	cl.start(1)
+	c, fl := clusterUnderLoad(t, form, redisURL)
+	sk, l, pl := fl.sk, fl.l, fl.pl
+	fl.start()
 	pushKeys, crKeys := fl.pushKeys, fl.crKeys
 	type phase struct {
 		fault string
@@ -81,17 +76,11 @@ func TestReliability_BrokerRestartedUnderLoad(t *testing.T) {
 		l.waitCount(t, ph.fault, pushKeys, l.count(ph.fault, pushKeys)+5, 120*time.Second)
 		l.waitCount(t, ph.fault, crKeys, l.count(ph.fault, crKeys)+2, 120*time.Second)
 		resumed := time.Since(stopped).Round(100 * time.Millisecond)
-		next := "final"
+		next := ""
 		if i+1 < len(phases) {
 			next = phases[i+1].fault
 		}
-		l.setPhase(next)
-		if next == "final" {
-			pl.halt(t)
-			cl.halt(t)
-		}
-		caught := waitDelivered(sk, "/av", l, 120*time.Second)
-		tl, _ := account(sk, "/av", l, l.of(ph.fault))
+		caught, tl := fl.endPhase(t, ph.fault, next, 120*time.Second)
 		relLog(t, ph.fault, tl, fmt.Sprintf("mode=tiers-apart signal=%v down=%s changes_while_down=%d loads_resumed_after=%s all_delivered_after=%s",
 			ph.sig, down, during, resumed, caught))
 		checkTally(t, ph.fault, tl)
@@ -103,11 +92,6 @@ func TestReliability_BrokerRestartedUnderLoad(t *testing.T) {
 		default:
 		}
 	}
-	tl, strangers := account(sk, "/av", l, l.all())
-	relLog(t, "broker-restart:total", tl, fmt.Sprintf("mode=tiers-apart form=%s restarts=%d put_retries=%d posts=%d duration=%s",
+	fl.checkTotal(t, "broker-restart:total", fmt.Sprintf("mode=tiers-apart form=%s restarts=%d put_retries=%d posts=%d duration=%s",
 		form, len(phases), pl.failed(), len(sk.on("/av")), time.Since(began).Round(time.Second)))
-	checkTally(t, "total", tl)
-	if len(strangers) > 0 {
-		t.Errorf("delivery ids for no change made: %v", strangers)
-	}
 }

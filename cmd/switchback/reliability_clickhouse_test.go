@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
@@ -96,18 +96,7 @@ func TestReliability_ClickHouseDownSinkCatchesUp(t *testing.T) {
 		// the others): look in every table the sink writes.
 		inCH := map[string]bool{}
 		for _, table := range historysink.Tables() {
-			rows, err := conn.Query(context.Background(), "SELECT DISTINCT event_id FROM "+table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					t.Fatal(err)
-				}
-				inCH[id] = true
-			}
-			rows.Close()
+			distinctIDs(t, conn, "SELECT DISTINCT event_id FROM "+table, inCH)
 		}
 		missing = missing[:0]
 		for id, typ := range onTopic {
@@ -125,18 +114,7 @@ func TestReliability_ClickHouseDownSinkCatchesUp(t *testing.T) {
 	// Every delivery the sink received is in history_deliveries as
 	// delivered.
 	deliveredRows := map[string]bool{}
-	rows, err := conn.Query(context.Background(), "SELECT DISTINCT delivery_id FROM history_deliveries WHERE outcome = 'delivered'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		deliveredRows[id] = true
-	}
-	rows.Close()
+	distinctIDs(t, conn, "SELECT DISTINCT delivery_id FROM history_deliveries WHERE outcome = 'delivered'", deliveredRows)
 	deliveries, noRow := 0, 0
 	seen := map[string]bool{}
 	for _, r := range sk.on("/av") {
@@ -168,22 +146,32 @@ func TestReliability_ClickHouseDownSinkCatchesUp(t *testing.T) {
 	p.stop(t)
 }
 
+// distinctIDs adds the ids query selects (one string column) to into.
+func distinctIDs(t *testing.T, conn driver.Conn, query string, into map[string]bool) {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		into[id] = true
+	}
+}
+
 // readyzStatus is the status /readyz gives the named dependency ("" if
 // none).
 func readyzStatus(p *proc, dep string) string {
-	resp, err := http.Get("http://" + p.ops + "/readyz")
-	if err != nil {
+	status, deps, err := p.readyz()
+	if status == 0 {
 		return ""
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var rz struct {
-		Dependencies map[string]struct {
-			Status string `json:"status"`
-		} `json:"dependencies"`
-	}
-	if err := json.Unmarshal(raw, &rz); err != nil {
+	if err != nil {
 		return fmt.Sprintf("unreadable: %v", err)
 	}
-	return rz.Dependencies[dep].Status
+	return deps[dep].Status
 }

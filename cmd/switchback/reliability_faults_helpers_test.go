@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -189,6 +190,38 @@ func (r *redisProc) client() *redis.Client {
 // (the Go and process collectors of the Prometheus client).
 type procFigures struct {
 	RSS, HeapInuse, Goroutines, FDs float64
+}
+
+// metrics reads /metrics of the binary's ops listener as text.
+func (p *proc) metrics(t *testing.T) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + p.ops + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return raw
+}
+
+// readyDep is one dependency as /readyz reports it.
+type readyDep struct{ Status, Mode, Kind string }
+
+// readyz reads the binary's /readyz: its HTTP status (0 when it did not
+// answer) and its dependencies by name.
+func (p *proc) readyz() (int, map[string]readyDep, error) {
+	resp, err := http.Get("http://" + p.ops + "/readyz")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var rz struct {
+		Dependencies map[string]readyDep `json:"dependencies"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
+		return resp.StatusCode, nil, err
+	}
+	return resp.StatusCode, rz.Dependencies, nil
 }
 
 // scrape reads /metrics of the ops listener at ops and returns every

@@ -379,11 +379,10 @@ type pushLoad struct {
 	interval time.Duration
 	caps     map[string][]int
 
+	run loadRun
+
 	mu       sync.Mutex
 	failures int
-	errs     []string
-	stop     chan struct{}
-	done     chan struct{}
 }
 
 func newPushLoad(op api, p plan, l *ledger, interval time.Duration) *pushLoad {
@@ -437,40 +436,62 @@ func (pl *pushLoad) one(i int, giveUp time.Time) error {
 
 // start runs the load in the background from change `from` on.
 func (pl *pushLoad) start(from int) {
-	pl.stop, pl.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(pl.done)
-		tick := time.NewTicker(pl.interval)
-		defer tick.Stop()
-		for i := from; i < pl.p.capacity(); i++ {
-			select {
-			case <-pl.stop:
-				return
-			case <-tick.C:
-			}
-			// A change under way is finished even when stop comes: an
-			// abandoned PUT would leave it unknown whether it was made.
-			if err := pl.one(i, time.Now().Add(90*time.Second)); err != nil {
-				pl.mu.Lock()
-				pl.errs = append(pl.errs, err.Error())
-				pl.mu.Unlock()
-				pl.l.loadStopped("push load", err.Error())
-				return
-			}
-		}
-		pl.l.loadStopped("push load", fmt.Sprintf("its plan of %d changes is used up (make the plan larger)", pl.p.capacity()))
-	}()
+	pl.run.start("push load", pl.l, pl.interval, from, pl.p.capacity(), pl.one)
 }
 
 // halt stops the load and fails the test if a change could not be made.
 func (pl *pushLoad) halt(t *testing.T) {
 	t.Helper()
-	close(pl.stop)
-	<-pl.done
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	if len(pl.errs) > 0 {
-		t.Errorf("push load: %s", strings.Join(pl.errs, "; "))
+	pl.run.halt(t)
+}
+
+// loadRun is the background loop of a load: change i every interval, from
+// change `from` until the plan is used up, halt is called or a change
+// fails (the ledger is told why the load stopped).
+type loadRun struct {
+	name string
+	mu   sync.Mutex
+	errs []string
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (r *loadRun) start(name string, l *ledger, interval time.Duration, from, capacity int, one func(i int, giveUp time.Time) error) {
+	r.name = name
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(r.done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for i := from; i < capacity; i++ {
+			select {
+			case <-r.stop:
+				return
+			case <-tick.C:
+			}
+			// A change under way is finished even when stop comes: an
+			// abandoned change would leave it unknown whether it was made.
+			if err := one(i, time.Now().Add(90*time.Second)); err != nil {
+				r.mu.Lock()
+				r.errs = append(r.errs, err.Error())
+				r.mu.Unlock()
+				l.loadStopped(name, err.Error())
+				return
+			}
+		}
+		l.loadStopped(name, fmt.Sprintf("its plan of %d changes is used up (make the plan larger)", capacity))
+	}()
+}
+
+// halt stops the loop and fails the test if a change could not be made.
+func (r *loadRun) halt(t *testing.T) {
+	t.Helper()
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs) > 0 {
+		t.Errorf("%s: %s", r.name, strings.Join(r.errs, "; "))
 	}
 }
 
@@ -485,8 +506,15 @@ func (pl *pushLoad) failed() int {
 // the baseline.
 func setupPush(t *testing.T, op api, p plan) {
 	t.Helper()
-	op.must(t, "POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(p.sid, "Reliability Tours", "RT", "k", "s"), 201)
-	op.must(t, "POST", "/channel/v1.2/suppliers/"+p.sid+"/products", catalogtest.ProductBody(p.pid, "Harbour tour", "A tour"), 201)
+	setupPlan(t, op, p, catalogtest.SupplierBody(p.sid, "Reliability Tours", "RT", "k", "s"), catalogtest.ProductBody(p.pid, "Harbour tour", "A tour"))
+}
+
+// setupPlan creates the plan's supplier (body supplier), product (body
+// product) and rates, the rates bound to the demo channel.
+func setupPlan(t *testing.T, op api, p plan, supplier, product string) {
+	t.Helper()
+	op.must(t, "POST", "/channel/v1.2/suppliers", supplier, 201)
+	op.must(t, "POST", "/channel/v1.2/suppliers/"+p.sid+"/products", product, 201)
 	base := "/channel/v1.2/suppliers/" + p.sid + "/products/" + p.pid
 	for _, r := range p.rates {
 		op.must(t, "POST", base+"/rates", catalogtest.RateBody(r, "Rate "+r), 201)
@@ -601,11 +629,7 @@ type changeRequestLoad struct {
 	pt       *partner
 	l        *ledger
 	interval time.Duration
-
-	mu   sync.Mutex
-	errs []string
-	stop chan struct{}
-	done chan struct{}
+	run      loadRun
 }
 
 func (cl *changeRequestLoad) query() string {
@@ -668,38 +692,12 @@ func (cl *changeRequestLoad) one(i int, giveUp time.Time) error {
 }
 
 func (cl *changeRequestLoad) start(from int) {
-	cl.stop, cl.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(cl.done)
-		tick := time.NewTicker(cl.interval)
-		defer tick.Stop()
-		for i := from; i < cl.pt.p.capacity(); i++ {
-			select {
-			case <-cl.stop:
-				return
-			case <-tick.C:
-			}
-			if err := cl.one(i, time.Now().Add(90*time.Second)); err != nil {
-				cl.mu.Lock()
-				cl.errs = append(cl.errs, err.Error())
-				cl.mu.Unlock()
-				cl.l.loadStopped("change notification load", err.Error())
-				return
-			}
-		}
-		cl.l.loadStopped("change notification load", fmt.Sprintf("its plan of %d changes is used up (make the plan larger)", cl.pt.p.capacity()))
-	}()
+	cl.run.start("change notification load", cl.l, cl.interval, from, cl.pt.p.capacity(), cl.one)
 }
 
 func (cl *changeRequestLoad) halt(t *testing.T) {
 	t.Helper()
-	close(cl.stop)
-	<-cl.done
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if len(cl.errs) > 0 {
-		t.Errorf("change notification load: %s", strings.Join(cl.errs, "; "))
-	}
+	cl.run.halt(t)
 }
 
 // setupPartner creates a partner supplier at pt's server with the plan's
@@ -707,15 +705,7 @@ func (cl *changeRequestLoad) halt(t *testing.T) {
 func setupPartner(t *testing.T, op api, pt *partner) {
 	t.Helper()
 	p := pt.p
-	sup := strings.Replace(catalogtest.SupplierBody(p.sid, "Partner Tours", "PT", "pk", "ps"), "https://partner.example.com/api/", pt.srv.URL, 1)
-	op.must(t, "POST", "/channel/v1.2/suppliers", sup, 201)
-	op.must(t, "POST", "/channel/v1.2/suppliers/"+p.sid+"/products", catalogtest.ProductBody(p.pid, "Ridge walk", "A walk"), 201)
-	base := "/channel/v1.2/suppliers/" + p.sid + "/products/" + p.pid
-	for _, r := range p.rates {
-		op.must(t, "POST", base+"/rates", catalogtest.RateBody(r, "Rate "+r), 201)
-	}
-	ids, _ := json.Marshal(p.rates)
-	op.must(t, "POST", base+"/channels/"+app.DemoChannelID, fmt.Sprintf(`{"rateIds":%s}`, ids), 201)
+	setupPlan(t, op, p, partnerSupplier(p.sid, "Partner Tours", "PT", "pk", "ps", pt.srv.URL), catalogtest.ProductBody(p.pid, "Ridge walk", "A walk"))
 }
 
 // cluster is the tiers run apart as separate processes (`switchback
@@ -730,6 +720,14 @@ type cluster struct {
 	broker    *tierProc
 	procs     map[string]*tierProc
 	commands  map[string]string
+}
+
+// clusterUnderLoad starts the tiers apart on the Redis at redisURL and
+// warms both loads on them (not started).
+func clusterUnderLoad(t *testing.T, form, redisURL string) (*cluster, *faultLoads) {
+	t.Helper()
+	c := startCluster(t, redisURL)
+	return c, warmLoads(t, form, "http://"+c.api)
 }
 
 func startCluster(t *testing.T, redisURL string, extra ...string) *cluster {
@@ -801,18 +799,8 @@ func (c *cluster) kill(name string) {
 // waitAPI polls until the query tier's API listener answers.
 func (c *cluster) waitAPI() {
 	c.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + c.api + "/v1.2/nothing")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("query tier API not up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	q := c.procs["query"]
+	waitAPI(c.t, "query tier", c.api, 60*time.Second, nil, q.stderr)
 }
 
 // relLog prints the one-line, greppable figures of a fault
@@ -846,6 +834,7 @@ func checkTally(t *testing.T, fault string, tl tally) {
 // faultLoads are the two loads of the loss-counting fault tests and the
 // ledger of the changes they make.
 type faultLoads struct {
+	sk *sink
 	l  *ledger
 	pl *pushLoad
 	cl *changeRequestLoad
@@ -857,12 +846,13 @@ type faultLoads struct {
 }
 
 // warmLoads sets up both loads against the API at base (the reseller's
-// availability rule pointing at sk, the operator's push supplier, the
-// partner supplier), then runs one change of each through the whole
+// availability rule pointing at a new sink, the operator's push supplier,
+// the partner supplier), then runs one change of each through the whole
 // pipeline and fails the test unless both were delivered: a fault is
 // measured on a pipeline known to work. The loads are not started.
-func warmLoads(t *testing.T, form, base string, sk *sink) *faultLoads {
+func warmLoads(t *testing.T, form, base string) *faultLoads {
 	t.Helper()
+	sk := newSink(t)
 	op := api{base, "demo-operator", "demo-operator-secret"}
 	createAvailabilityRule(t, api{base, "demo-reseller", "demo-reseller-secret"}, sk.url+"/av")
 	push, crPlan := loadPlans(form, "rel-push", "rel-cr")
@@ -887,5 +877,43 @@ func warmLoads(t *testing.T, form, base string, sk *sink) *faultLoads {
 	if tl, _ := account(sk, "/av", l, l.all()); tl.lost > 0 {
 		t.Fatalf("warm-up: %d of %d notifications not delivered with everything up", tl.lost, tl.expected)
 	}
-	return &faultLoads{l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/", pushSupplier: push.sid, pushProduct: push.pid}
+	return &faultLoads{sk: sk, l: l, pl: pl, cl: cl, pushKeys: push.sid + "/", crKeys: pt.p.sid + "/", pushSupplier: push.sid, pushProduct: push.pid}
+}
+
+// start starts both loads from their second change (warmLoads made the
+// first).
+func (fl *faultLoads) start() {
+	fl.pl.start(1)
+	fl.cl.start(1)
+}
+
+// endPhase moves the ledger on to phase next (halting both loads when
+// there is none: "final"), waits until every change made was delivered
+// and returns how long that took and the tally of phase.
+func (fl *faultLoads) endPhase(t *testing.T, phase, next string, within time.Duration) (time.Duration, tally) {
+	t.Helper()
+	if next == "" {
+		next = "final"
+	}
+	fl.l.setPhase(next)
+	if next == "final" {
+		fl.pl.halt(t)
+		fl.cl.halt(t)
+	}
+	caught := waitDelivered(fl.sk, "/av", fl.l, within)
+	tl, _ := account(fl.sk, "/av", fl.l, fl.l.of(phase))
+	return caught, tl
+}
+
+// checkTotal logs the tally of every change made under fault (with
+// detail) and fails the test on a loss, a duplicate or a delivery id for
+// no change made.
+func (fl *faultLoads) checkTotal(t *testing.T, fault, detail string) {
+	t.Helper()
+	tl, strangers := account(fl.sk, "/av", fl.l, fl.l.all())
+	relLog(t, fault, tl, detail)
+	checkTally(t, "total", tl)
+	if len(strangers) > 0 {
+		t.Errorf("delivery ids for no change made: %v", strangers)
+	}
 }

@@ -171,12 +171,11 @@ func redisFaultsOn(t *testing.T, form, mode string, env []string, faults []runFa
 	t.Helper()
 	settle := byForm(form, 10*time.Second, 60*time.Second)
 	p := startBinary(t, append(relEnv(), env...)...)
-	sk := newSink(t)
 	base := "http://" + p.api
 	op := api{base, "demo-operator", "demo-operator-secret"}
 	reseller := api{base, "demo-reseller", "demo-reseller-secret"}
-	fl := warmLoads(t, form, base, sk)
-	l, pl, cl := fl.l, fl.pl, fl.cl
+	fl := warmLoads(t, form, base)
+	sk, l := fl.sk, fl.l
 	var rules []struct {
 		ID string `json:"id"`
 	}
@@ -240,8 +239,7 @@ func redisFaultsOn(t *testing.T, form, mode string, env []string, faults []runFa
 		t.Fatalf("reads before any fault: %d correct, %d 503, %d wrong: %v", c, cl5, w, s)
 	}
 
-	pl.start(1)
-	cl.start(1)
+	fl.start()
 	pushKeys, crKeys := fl.pushKeys, fl.crKeys
 	for i, f := range faults {
 		l.setPhase(f.name)
@@ -263,17 +261,11 @@ func redisFaultsOn(t *testing.T, form, mode string, env []string, faults []runFa
 			relLog(t, f.name, tl, fmt.Sprintf("mode=single-process redis=%s reads_correct=%d reads_503=%d reads_wrong=%d loads_stopped=true %s", mode, correct, clean, wrong, figures))
 			t.Fatalf("%s: %v; reads: %d wrong, e.g.:\n%s", f.name, stopped, wrong, strings.Join(samples, "\n"))
 		}
-		next := "final"
+		next := ""
 		if i+1 < len(faults) {
 			next = faults[i+1].name
 		}
-		l.setPhase(next)
-		if next == "final" {
-			pl.halt(t)
-			cl.halt(t)
-		}
-		caught := waitDelivered(sk, "/av", l, 120*time.Second)
-		tl, _ := account(sk, "/av", l, l.of(f.name))
+		caught, tl := fl.endPhase(t, f.name, next, 120*time.Second)
 		relLog(t, f.name, tl, fmt.Sprintf("mode=single-process redis=%s reads_correct=%d reads_503=%d reads_wrong=%d all_delivered_after=%s %s", mode, correct, clean, wrong, caught, figures))
 		checkTally(t, f.name, tl)
 		if wrong > 0 {

@@ -78,6 +78,16 @@ func (s *switchSink) delivered() (order []string, total int) {
 	return order, total
 }
 
+// deliveredSet is the delivery ids answered 200.
+func (s *switchSink) deliveredSet() map[string]bool {
+	order, _ := s.delivered()
+	set := make(map[string]bool, len(order))
+	for _, id := range order {
+		set[id] = true
+	}
+	return set
+}
+
 // subscriberNotifications are n notifications of the supplier type for
 // each of entities, ids encoding (round, entity, sequence), published in
 // sequence order per entity.
@@ -185,11 +195,7 @@ func TestReliability_SubscriberDownThenBack(t *testing.T) {
 	// Delivered on their own: at most what was sent before disableAll;
 	// queued ones are suppressed when due.
 	time.Sleep(3 * time.Second)
-	beforeReplay := map[string]bool{}
-	o, _ := sk.delivered()
-	for _, id := range o {
-		beforeReplay[id] = true
-	}
+	beforeReplay := sk.deliveredSet()
 	reseller.must(t, "PUT", "/registry/v1.1/metadata", `{"disableAll":false}`, 200)
 	to := time.Now().UTC().Add(time.Minute)
 	// The suppressed notifications reach ClickHouse through the history
@@ -197,11 +203,7 @@ func TestReliability_SubscriberDownThenBack(t *testing.T) {
 	// already pending is skipped by the dispatcher).
 	replays := 0
 	waitUntil(t, "the replay delivers every suppressed notification", 3*time.Minute, func() bool {
-		got, _ := sk.delivered()
-		seen := map[string]bool{}
-		for _, id := range got {
-			seen[id] = true
-		}
+		seen := sk.deliveredSet()
 		missing := 0
 		for _, n := range ns2 {
 			if !seen[n.ID] {
@@ -221,11 +223,7 @@ func TestReliability_SubscriberDownThenBack(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		return false
 	})
-	got, _ := sk.delivered()
-	seen := map[string]bool{}
-	for _, id := range got {
-		seen[id] = true
-	}
+	seen := sk.deliveredSet()
 	lost2, replayed := 0, 0
 	for _, n := range ns2 {
 		switch {
@@ -277,19 +275,8 @@ func waitUntil(t *testing.T, what string, within time.Duration, cond func() bool
 func waitClickHouse(t *testing.T, p *proc) {
 	t.Helper()
 	waitUntil(t, "clickhouse ready", 90*time.Second, func() bool {
-		resp, err := http.Get("http://" + p.ops + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var rz struct {
-			Dependencies map[string]struct {
-				Status string `json:"status"`
-			} `json:"dependencies"`
-		}
-		_ = json.Unmarshal(raw, &rz)
-		st := rz.Dependencies["clickhouse"].Status
-		return resp.StatusCode == 200 && (st == "up" || st == "embedded")
+		status, deps, _ := p.readyz()
+		st := deps["clickhouse"].Status
+		return status == 200 && (st == "up" || st == "embedded")
 	})
 }

@@ -27,15 +27,10 @@ func TestReliability_EachTierKilledUnderLoad(t *testing.T) {
 	rounds := byForm(form, 1, 3)
 	redisURL := testharness.Redis(t)
 	began := time.Now()
-	c := startCluster(t, redisURL)
-	sk := newSink(t)
-	base := "http://" + c.api
-	fl := warmLoads(t, form, base, sk)
-	l, pl, cl := fl.l, fl.pl, fl.cl
+	c, fl := clusterUnderLoad(t, form, redisURL)
+	sk, l, pl := fl.sk, fl.l, fl.pl
 	t.Logf("cluster up and warm in %s", time.Since(began).Round(100*time.Millisecond))
-
-	pl.start(1)
-	cl.start(1)
+	fl.start()
 	pushKeys, crKeys := fl.pushKeys, fl.crKeys
 	type phase struct{ fault, tier string }
 	var phases []phase
@@ -77,25 +72,14 @@ func TestReliability_EachTierKilledUnderLoad(t *testing.T) {
 		l.waitCount(t, ph.fault, pushKeys, after+5, 60*time.Second)
 		afterCR := l.count(ph.fault, crKeys)
 		l.waitCount(t, ph.fault, crKeys, afterCR+2, 180*time.Second)
-		next := "final"
+		next := ""
 		if i+1 < len(phases) {
 			next = phases[i+1].fault
 		}
-		l.setPhase(next)
-		if next == "final" {
-			pl.halt(t)
-			cl.halt(t)
-		}
-		caught := waitDelivered(sk, "/av", l, 90*time.Second)
-		tl, _ := account(sk, "/av", l, l.of(ph.fault))
+		caught, tl := fl.endPhase(t, ph.fault, next, 90*time.Second)
 		relLog(t, ph.fault, tl, fmt.Sprintf("mode=tiers-apart down=%s changes_while_down=%d all_delivered_after=%s", down, during, caught))
 		checkTally(t, ph.fault, tl)
 	}
 
-	tl, strangers := account(sk, "/av", l, l.all())
-	relLog(t, "tier-kill:total", tl, fmt.Sprintf("mode=tiers-apart form=%s kills=%d put_retries=%d posts=%d duration=%s", form, len(phases), pl.failed(), len(sk.on("/av")), time.Since(began).Round(time.Second)))
-	checkTally(t, "total", tl)
-	if len(strangers) > 0 {
-		t.Errorf("delivery ids for no change made: %v", strangers)
-	}
+	fl.checkTotal(t, "tier-kill:total", fmt.Sprintf("mode=tiers-apart form=%s kills=%d put_retries=%d posts=%d duration=%s", form, len(phases), pl.failed(), len(sk.on("/av")), time.Since(began).Round(time.Second)))
 }

@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -34,8 +31,7 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	const adminSecret = "bootstrap-admin-secret-7f3a9c"
 	const partnerKey, partnerSecret = "partner-key-5d1e8b", "partner-secret-9c4f2a"
 	sim := partnersim.New(partnersim.Config{APIKey: partnerKey, APISecret: partnerSecret, Rates: map[string][]string{"prod-sec": {"rate-a"}}})
-	ps := httptest.NewServer(sim)
-	t.Cleanup(ps.Close)
+	ps := serve(t, sim)
 
 	secretsKey := newSecretsKey(t)
 	p := startBinary(t, "SWITCHBACK_DEMO=false", "SWITCHBACK_LOG_LEVEL=debug", "SWITCHBACK_ADMIN_KEY=boot-admin",
@@ -46,44 +42,27 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	admin := client{t, api, "boot-admin", adminSecret}
 	secrets := []string{adminSecret, partnerKey, partnerSecret, secretsKey}
 
-	status, ch, _ := admin.do("POST", "/admin/v1/channels", `{"name":"Secret channel","companyName":"Co"}`)
-	if status != 201 {
-		t.Fatalf("create channel: %d %v", status, ch)
-	}
+	ch := admin.must("POST", "/admin/v1/channels", `{"name":"Secret channel","companyName":"Co"}`, 201)
 	mk := func(body string) client {
 		t.Helper()
-		status, got, _ := admin.do("POST", "/admin/v1/principals", body)
-		if status != 201 {
-			t.Fatalf("create principal: %d %v", status, got)
-		}
-		secrets = append(secrets, got["secret"].(string))
-		return client{t, api, got["key"].(string), got["secret"].(string)}
+		c, _ := admin.principal(body)
+		secrets = append(secrets, c.secret)
+		return c
 	}
 	operator := mk(`{"role":"operator","name":"Sec operator"}`)
 	reseller := mk(fmt.Sprintf(`{"role":"reseller","name":"Sec reseller","channelId":%q}`, ch["id"]))
 
 	const sup, prod = "sup-sec", "prod-sec"
-	base := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	supplier := strings.Replace(catalogtest.SupplierBody(sup, "Secret Tours", "SEC", partnerKey, partnerSecret), "https://partner.example.com/api/", ps.URL, 1)
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", supplier},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Vault tour", "d")},
-		{"POST", base + "/rates", catalogtest.RateBody("rate-a", "Adult")},
-		{"POST", base + "/channels/" + ch["id"].(string), `{"rateIds":["rate-a"]}`},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	supplier := partnerSupplier(sup, "Secret Tours", "SEC", partnerKey, partnerSecret, ps.URL)
+	base := createProduct(operator, sup, prod, supplier, catalogtest.ProductBody(prod, "Vault tour", "d"),
+		catalogtest.RateBody("rate-a", "Adult"))
+	operator.must("POST", base+"/channels/"+ch["id"].(string), `{"rateIds":["rate-a"]}`, 201)
 	// The supplier as the operator reads it: credentials never in clear.
 	if _, body, _ := operator.do("GET", "/channel/v1.2/suppliers/"+sup, ""); strings.Contains(fmt.Sprint(body), partnerSecret) || strings.Contains(fmt.Sprint(body), partnerKey) {
 		t.Errorf("supplier read shows the partner credentials: %v", body)
 	}
 
-	status, rule, _ := reseller.do("POST", "/registry/v1.1/supplier", fmt.Sprintf(`{"url":%q}`, sk.url+"/supplier"))
-	if status != 201 {
-		t.Fatalf("create rule: %d %v", status, rule)
-	}
+	rule := reseller.must("POST", "/registry/v1.1/supplier", fmt.Sprintf(`{"url":%q}`, sk.url+"/supplier"), 201)
 	secrets = append(secrets, rule["securityKey"].(string))
 	if status, body, _ := reseller.do("POST", "/registry/v1.1/supplier/test/"+rule["id"].(string), `{"supplierID":"s","operation":"updated"}`); status != 200 {
 		t.Fatalf("test notification: %d %v", status, body)
@@ -91,17 +70,7 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 
 	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 2)
 	avail := fmt.Sprintf("/v1.2/suppliers/%s/products/%s/availabilities?start=%s&end=%s", sup, prod, day.Format(time.RFC3339), day.AddDate(0, 0, 1).Format(time.RFC3339))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		status, _, _ = reseller.do("GET", avail, "")
-		if status == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if status != 200 {
-		t.Fatalf("availability read: %d", status)
-	}
+	reseller.awaitGet("availability read", avail, 20*time.Second)
 	// The partner now refuses our credentials: an error path that must not
 	// echo them either.
 	sim.Update(func(c *partnersim.Config) { c.APISecret = "rotated" })
@@ -114,19 +83,10 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 	const bsToken = "bs-bearer-token-3e8a1f"
 	secrets = append(secrets, bsToken)
 	bsim := bookingsim.New(bookingsim.Config{APIKey: bsToken})
-	bs := httptest.NewServer(bsim)
-	t.Cleanup(bs.Close)
+	bs := serve(t, bsim)
 	const bsSup, bsProd = "S1", "S1-P1"
-	bsBase := "/channel/v1.2/suppliers/" + bsSup + "/products/" + bsProd
-	for _, s := range []struct{ method, path, body string }{
-		{"POST", "/channel/v1.2/suppliers", `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"` + bs.URL + `","credentials":{"bearerToken":"` + bsToken + `"}}}`},
-		{"POST", "/channel/v1.2/suppliers/" + bsSup + "/products", catalogtest.ProductBody(bsProd, "Glacier", "d")},
-		{"POST", bsBase + "/rates", catalogtest.RateBody("S1-P1-O1", "Option 1")},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != 201 {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	createProduct(operator, bsSup, bsProd, `{"id":"S1","name":"Booking System Tours","code":"BST","connection":{"kind":"bookingsystem","baseUrl":"`+bs.URL+`","credentials":{"bearerToken":"`+bsToken+`"}}}`, catalogtest.ProductBody(bsProd, "Glacier", "d"),
+		catalogtest.RateBody("S1-P1-O1", "Option 1"))
 	if _, body, _ := operator.do("GET", "/channel/v1.2/suppliers/"+bsSup, ""); strings.Contains(fmt.Sprint(body), bsToken) {
 		t.Errorf("supplier read shows the booking system's token: %v", body)
 	}
@@ -178,12 +138,7 @@ func TestBinary_SecretsNeverInLogsOrMetrics(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get("http://" + p.ops + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	metrics := p.metrics(t)
 
 	// At rest (issue 18): every record of every topic and every value of
 	// every Redis key, read back raw, holds no credential and no
@@ -343,10 +298,7 @@ func TestBinary_SecretsWithoutAKeyAreRefused(t *testing.T) {
 	p := startBinary(t, "SWITCHBACK_DEMO=false", "SWITCHBACK_ADMIN_KEY=boot-admin", "SWITCHBACK_ADMIN_SECRET="+adminSecret)
 	api := "http://" + p.api
 	admin := client{t, api, "boot-admin", adminSecret}
-	status, ch, _ := admin.do("POST", "/admin/v1/channels", `{"name":"C","companyName":"Co"}`)
-	if status != 201 {
-		t.Fatalf("create channel: %d %v", status, ch)
-	}
+	ch := admin.must("POST", "/admin/v1/channels", `{"name":"C","companyName":"Co"}`, 201)
 	_, op, _ := admin.do("POST", "/admin/v1/principals", `{"role":"operator","name":"Op"}`)
 	_, res, _ := admin.do("POST", "/admin/v1/principals", fmt.Sprintf(`{"role":"reseller","name":"Res","channelId":%q}`, ch["id"]))
 	operator := client{t, api, op["key"].(string), op["secret"].(string)}

@@ -31,11 +31,7 @@ func startTier(t *testing.T, name, command string, env ...string) *tierProc {
 	p := &tierProc{name: name, ops: freeAddr(t), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(buildBinary(t), command)
 	p.cmd.Env = append(os.Environ(), append([]string{"SWITCHBACK_OPS_ADDR=" + p.ops}, env...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
+	spawn(t, p.cmd, p.stdout, p.stderr, p.exited)
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Signal(os.Interrupt)
@@ -157,26 +153,11 @@ func TestTiersApart_SameJobAsRunAndNoDuplicateNotifications(t *testing.T) {
 	base := "http://" + api
 	operator := client{t, base, "demo-operator", "demo-operator-secret"}
 	reseller := client{t, base, "demo-reseller", "demo-reseller-secret"}
-	status, rule, _ := reseller.do("POST", "/registry/v1.1/channelbindings", fmt.Sprintf(`{"url":%q}`, sk.url+"/cb"))
-	if status != 201 {
-		t.Fatalf("create rule: %d %v", status, rule)
-	}
+	rule := reseller.must("POST", "/registry/v1.1/channelbindings", fmt.Sprintf(`{"url":%q}`, sk.url+"/cb"), 201)
 	key := rule["securityKey"].(string)
 	const sup, prod = "sup-apart", "prod-apart"
-	pbase := "/channel/v1.2/suppliers/" + sup + "/products/" + prod
-	for _, s := range []struct {
-		method, path, body string
-		want               int
-	}{
-		{"POST", "/channel/v1.2/suppliers", catalogtest.SupplierBody(sup, "Apart Tours", "AP", "k", "s"), 201},
-		{"POST", "/channel/v1.2/suppliers/" + sup + "/products", catalogtest.ProductBody(prod, "Ridge walk", "A walk"), 201},
-		{"POST", pbase + "/rates", catalogtest.RateBody("rate-a", "Adult"), 201},
-		{"POST", pbase + "/rates", catalogtest.RateBody("rate-b", "Child"), 201},
-	} {
-		if status, body, _ := operator.do(s.method, s.path, s.body); status != s.want {
-			t.Fatalf("%s %s: %d %v", s.method, s.path, status, body)
-		}
-	}
+	pbase := createProduct(operator, sup, prod, catalogtest.SupplierBody(sup, "Apart Tours", "AP", "k", "s"), catalogtest.ProductBody(prod, "Ridge walk", "A walk"),
+		catalogtest.RateBody("rate-a", "Adult"), catalogtest.RateBody("rate-b", "Child"))
 	steps := []struct {
 		method, path, body string
 		want               int

@@ -142,22 +142,14 @@ func Start(opts Options) (*Demo, error) {
 		Rates:      map[string][]string{ProductGlacier: {RateAdult, RateChild}, ProductCanyon: {RateDay}},
 		ChangeRate: 0.3, ChangeEvery: time.Minute, Seed: 7,
 		TxConfig: partnersim.TxConfig{TicketsAfter: 2 * time.Second}})
-	paddr := opts.PartnerAddr
-	if paddr == "" {
-		paddr = "127.0.0.1:0"
-	}
-	pl, err := net.Listen("tcp", paddr)
+	pl, err := listenLocal(opts.PartnerAddr, "partner", "SWITCHBACK_DEMO_PARTNER_ADDR")
 	if err != nil {
-		return nil, fmt.Errorf("demo partner listener on %s (SWITCHBACK_DEMO_PARTNER_ADDR): %w", paddr, err)
+		return nil, err
 	}
-	baddr := opts.BookingSystemAddr
-	if baddr == "" {
-		baddr = "127.0.0.1:0"
-	}
-	bl, err := net.Listen("tcp", baddr)
+	bl, err := listenLocal(opts.BookingSystemAddr, "booking system", "SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR")
 	if err != nil {
 		pl.Close()
-		return nil, fmt.Errorf("demo booking system listener on %s (SWITCHBACK_DEMO_BOOKINGSYSTEM_ADDR): %w", baddr, err)
+		return nil, err
 	}
 	d.bookURL = "http://" + bl.Addr().String()
 	// Its inventory moves every minute, so each change notification the
@@ -167,15 +159,11 @@ func Start(opts Options) (*Demo, error) {
 	d.booking = &http.Server{Handler: bookingsim.New(bookingsim.Config{APIKey: "demo-booking-token", Suppliers: 2, ProductsPerSupplier: 2,
 		ChangeRate: 0.3, ChangeEvery: time.Minute}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = d.booking.Serve(bl) }()
-	addr := opts.SinkAddr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	sl, err := net.Listen("tcp", addr)
+	sl, err := listenLocal(opts.SinkAddr, "sink", "SWITCHBACK_DEMO_SINK_ADDR")
 	if err != nil {
 		pl.Close()
 		_ = d.booking.Close()
-		return nil, fmt.Errorf("demo sink listener on %s (SWITCHBACK_DEMO_SINK_ADDR): %w", addr, err)
+		return nil, err
 	}
 	d.partURL, d.sinkURL = "http://"+pl.Addr().String(), "http://"+sl.Addr().String()
 	d.partner = &http.Server{Handler: d.sim, ReadHeaderTimeout: 5 * time.Second}
@@ -461,21 +449,14 @@ func (d *Demo) book(ctx context.Context, tick int, day time.Time, accepted bool,
 	sub := d.opts.Subscriber
 	at := day.AddDate(0, 0, 2).Add(9 * time.Hour).Format(time.RFC3339)
 	item := fmt.Sprintf(`{"supplierId":%q,"productId":%q,"rateId":%q,"quantity":1`, SupplierID, ProductCanyon, RateDay)
-	status, body, err := d.call(ctx, sub, "POST", "/v1.2/holds", `{"hold":{"items":[`+item+`,"at":"`+at+`"}]}}`)
-	if err != nil || status != http.StatusCreated {
-		*errs = append(*errs, fmt.Errorf("hold: %d %s %v", status, body, err))
+	holdID, ok := d.hold(ctx, "hold", item, at, errs)
+	if !ok {
 		return
 	}
-	var h struct {
-		Hold struct {
-			ID string `json:"id"`
-		} `json:"hold"`
-	}
-	_ = json.Unmarshal(body, &h)
 	d.sim.Update(func(c *partnersim.Config) { c.AcceptBookings = accepted })
 	id := fmt.Sprintf("demo-booking-%d-%d-%t", time.Now().Unix(), tick, accepted)
-	status, body, err = d.call(ctx, sub, "POST", "/v1.2/bookings", fmt.Sprintf(`{"booking":{"id":%q,"holdId":%q,"resellerBookingRef":"DEMO-%d","items":[%s,"startTime":%q}]}}`,
-		id, h.Hold.ID, tick, item, at))
+	status, body, err := d.call(ctx, sub, "POST", "/v1.2/bookings", fmt.Sprintf(`{"booking":{"id":%q,"holdId":%q,"resellerBookingRef":"DEMO-%d","items":[%s,"startTime":%q}]}}`,
+		id, holdID, tick, item, at))
 	d.sim.Update(func(c *partnersim.Config) { c.AcceptBookings = false })
 	if err != nil || (status != http.StatusCreated && status != http.StatusAccepted) {
 		*errs = append(*errs, fmt.Errorf("booking: %d %s %v", status, body, err))
@@ -484,8 +465,32 @@ func (d *Demo) book(ctx context.Context, tick int, day time.Time, accepted bool,
 	if accepted {
 		return // tickets-added follows once the partner attaches them
 	}
-	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusNoContent {
-		*errs = append(*errs, fmt.Errorf("cancel: %d %s %v", status, body, err))
+	d.cancelBooking(ctx, "cancel", id, errs)
+}
+
+// hold holds item (a hold item's JSON, open for its "at") at at as the
+// subscriber and returns the hold's id; what names the step in the error
+// it adds to errs when the hold is refused.
+func (d *Demo) hold(ctx context.Context, what, item, at string, errs *[]error) (string, bool) {
+	status, body, err := d.call(ctx, d.opts.Subscriber, "POST", "/v1.2/holds", `{"hold":{"items":[`+item+`,"at":"`+at+`"}]}}`)
+	if err != nil || status != http.StatusCreated {
+		*errs = append(*errs, fmt.Errorf("%s: %d %s %v", what, status, body, err))
+		return "", false
+	}
+	var h struct {
+		Hold struct {
+			ID string `json:"id"`
+		} `json:"hold"`
+	}
+	_ = json.Unmarshal(body, &h)
+	return h.Hold.ID, true
+}
+
+// cancelBooking cancels the subscriber's booking id; what names the step in the
+// error it adds to errs when the cancel is refused.
+func (d *Demo) cancelBooking(ctx context.Context, what, id string, errs *[]error) {
+	if status, body, err := d.call(ctx, d.opts.Subscriber, "PUT", "/v1.2/bookings/cancel/"+id, ""); err != nil || status != http.StatusNoContent {
+		*errs = append(*errs, fmt.Errorf("%s: %d %s %v", what, status, body, err))
 	}
 }
 
@@ -547,28 +552,32 @@ func (d *Demo) bookAtBookingSystem(ctx context.Context, tick int, day time.Time,
 		return // sold out this week, or not synchronized yet
 	}
 	item := fmt.Sprintf(`{"supplierId":%q,"productId":%q,"rateId":%q,"availabilityId":%q,"quantity":1`, BookingSupplierID, BookingProductID, rate, id)
-	status, body, err = d.call(ctx, sub, "POST", "/v1.2/holds", `{"hold":{"items":[`+item+`,"at":"`+at+`"}]}}`)
-	if err != nil || status != http.StatusCreated {
-		*errs = append(*errs, fmt.Errorf("booking-system hold: %d %s %v", status, body, err))
+	holdID, ok := d.hold(ctx, "booking-system hold", item, at, errs)
+	if !ok {
 		return
 	}
-	var h struct {
-		Hold struct {
-			ID string `json:"id"`
-		} `json:"hold"`
-	}
-	_ = json.Unmarshal(body, &h)
 	bid := fmt.Sprintf("demo-bs-booking-%d-%d", time.Now().Unix(), tick)
 	status, body, err = d.call(ctx, sub, "POST", "/v1.2/bookings", fmt.Sprintf(
 		`{"booking":{"id":%q,"holdId":%q,"resellerBookingRef":"DEMO-BS-%d","customer":{"firstName":"Demo","lastName":"Traveller","email":"demo@example.com"},"items":[%s,"startTime":%q}]}}`,
-		bid, h.Hold.ID, tick, item, at))
+		bid, holdID, tick, item, at))
 	if err != nil || status != http.StatusCreated {
 		*errs = append(*errs, fmt.Errorf("booking-system booking: %d %s %v", status, body, err))
 		return
 	}
-	if status, body, err := d.call(ctx, sub, "PUT", "/v1.2/bookings/cancel/"+bid, ""); err != nil || status != http.StatusNoContent {
-		*errs = append(*errs, fmt.Errorf("booking-system cancel: %d %s %v", status, body, err))
+	d.cancelBooking(ctx, "booking-system cancel", bid, errs)
+}
+
+// listenLocal listens on addr, a free loopback port when it is empty;
+// what and env (the setting) name the listener in the error.
+func listenLocal(addr, what, env string) (net.Listener, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
 	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("demo %s listener on %s (%s): %w", what, addr, env, err)
+	}
+	return ln, nil
 }
 
 // call makes one API request.
