@@ -518,16 +518,20 @@ func (s *Service) lockWindow(ctx context.Context, lock, token string) (bool, err
 		return true, nil
 	}
 	s.publish.WithLabelValues("lock_busy").Inc()
-	for {
+	// A steady 10 ms (a reader is waiting on the other refresh), until the
+	// lock is gone or could not be read; the lock expires after
+	// RefreshTimeout, so the wait ends by then whatever happens.
+	err = redislock.Poll(ctx, s.opts.RefreshTimeout, 10*time.Millisecond, 10*time.Millisecond, func() (bool, error) {
 		if ctx.Err() != nil {
-			return false, fmt.Errorf("availability lock held by another refresh: %w: %w", ErrUnavailable, ctx.Err())
+			return false, ctx.Err()
 		}
 		n, err := s.opts.Redis.Exists(ctx, lock).Result()
-		if err != nil || n == 0 {
-			return false, nil
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err != nil || n == 0, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("availability lock held by another refresh: %w: %w", ErrUnavailable, err)
 	}
+	return false, nil
 }
 
 // unlockWindow releases a window's lock if it is still ours.

@@ -2,8 +2,11 @@ package availcache
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/switchbackhq/switchback/ingest/partner"
 )
 
 // TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock: a change
@@ -53,5 +56,28 @@ func TestRefresh_ReadsThePartnerEvenWhenAnotherRefreshHoldsTheLock(t *testing.T)
 				t.Fatalf("lock left behind: exists=%d err=%v", n, err)
 			}
 		})
+	}
+}
+
+// TestRefreshForRead_ALockHeldPastTheWaitIsUnavailable: a reader waits for
+// another refresh's lock at most RefreshTimeout (the lock's own TTL); a
+// lock that outlives it (a holder with a longer timeout) makes the read
+// unavailable rather than re-read an entry nobody wrote, and the partner is
+// not called.
+func TestRefreshForRead_ALockHeldPastTheWaitIsUnavailable(t *testing.T) {
+	e := newEnv(t)
+	s := New(Options{Redis: e.Redis, Catalog: e.Cat, Partner: partner.NewClient(partner.Options{Outbound: allowLoopback, Timeout: 2 * time.Second}),
+		Publisher: e.Pub, Clock: e.Clock.Now, Deadline: time.Second, RefreshTimeout: 300 * time.Millisecond})
+	rates := []string{"R1", "R2"}
+	set := rateSet("", rates)
+	if err := e.Redis.Set(context.Background(), s.lockKey("S1", "P1", set, day), "someone-else", 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.refreshForRead("r", "S1", "P1", "", set, rates, day)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("refresh = %v, want ErrUnavailable", err)
+	}
+	if got := e.Sim.Calls(); got != 0 {
+		t.Fatalf("partner calls = %d, want 0", got)
 	}
 }
