@@ -258,9 +258,6 @@ func TestMetrics_BacklogIsADistributionWithoutSubscriberLabels(t *testing.T) {
 // The history sink (processors/historysink) decodes delivery rows into the
 // schemas types: the dispatcher's records must carry the same fields.
 func TestHistoryRecords_DecodeAsTheSinksSchemas(t *testing.T) {
-	if schemas.HistoryDeliveryAttempt != schemas.HistoryDeliveryAttempt || schemas.HistoryNotificationSuppressed != schemas.HistoryNotificationSuppressed {
-		t.Fatal("event type names differ from schemas.History*")
-	}
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	raw, _ := json.Marshal(schemas.DeliveryAttemptRecord{DeliveryID: "d", Subscriber: "s", Type: "rate", Attempt: 2, Status: 503, LatencyMs: 12, Outcome: schemas.OutcomeRetry, Error: "e", At: at})
 	var a schemas.DeliveryAttempt
