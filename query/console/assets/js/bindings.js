@@ -9,12 +9,15 @@ export function Bindings({ params }) {
   const [sups] = useLoad(async () => (await api('GET', '/channel/v1.2/suppliers')).data.suppliers || [], []);
   const [sid, setSid] = useState(params.get('supplier') || '');
   const [pid, setPid] = useState(params.get('product') || '');
+  // Functional updates: the effect runs after paint, so a choice the user
+  // made in between must win over this default (a stale closure's sid would
+  // put the first supplier back).
   useEffect(() => {
-    if (!sid && sups.data && sups.data.length) setSid(sups.data[0].id);
+    if (sups.data && sups.data.length) setSid((cur) => cur || sups.data[0].id);
   }, [sups.data]);
   const [prods] = useLoad(async () => (sid ? (await api('GET', `/channel/v1.2/suppliers/${enc(sid)}/products`)).data.products || [] : []), [sid]);
   useEffect(() => {
-    if (prods.data && !prods.data.some((p) => p.id === pid)) setPid(prods.data.length ? prods.data[0].id : '');
+    if (prods.data) setPid((cur) => (prods.data.some((p) => p.id === cur) ? cur : prods.data.length ? prods.data[0].id : ''));
   }, [prods.data]);
 
   return html`<section class="view">

@@ -49,7 +49,8 @@ function CreateNotification({ onCreated }) {
   const [sups] = useLoad(async () => (await api('GET', '/channel/v1.2/suppliers')).data.suppliers || [], []);
   const [sid, setSid] = useState('');
   useEffect(() => {
-    if (!sid && sups.data && sups.data.length) setSid(sups.data[0].id);
+    // Functional update: a supplier chosen before this effect ran wins.
+    if (sups.data && sups.data.length) setSid((cur) => cur || sups.data[0].id);
   }, [sups.data]);
   const [prods] = useLoad(async () => (sid ? (await api('GET', `/channel/v1.2/suppliers/${enc(sid)}/products`)).data.products || [] : []), [sid]);
   const [busy, setBusy] = useState(false);
