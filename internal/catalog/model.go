@@ -458,6 +458,12 @@ const (
 	PriceAtUnknown    = "PRICE_AT_UNKNOWN"
 )
 
+// ProductRef names a product by its supplier (a batch of reads names
+// several).
+type ProductRef struct {
+	SupplierID, ProductID string
+}
+
 // Binding is THE binding of a supplier's product to a channel. Channel
 // v1.2 shows it as a ChannelRate (rateIds, priceAt, priceTags, valid) and
 // operator v2 as a Binding (optionIds); both read and write this record.

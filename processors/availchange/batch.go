@@ -142,6 +142,9 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 		if err := p.readStates(ctx, pending); err != nil {
 			return err
 		}
+		if err := lk.prefetch(ctx, pending); err != nil {
+			return err
+		}
 		now := p.opts.Clock()
 		// Rates are independent: diff them on every core, then publish
 		// their messages in the batch's rate order.
@@ -333,27 +336,71 @@ func (p *Processor) writeStates(ctx context.Context, rates []*rate) ([]*rate, er
 type lookup struct {
 	mu       sync.Mutex // rates are diffed in parallel; a miss is read once
 	p        *Processor
-	bindings map[[2]string][]catalog.Binding
+	bindings map[catalog.ProductRef][]catalog.Binding
 	subs     map[string][]string
 	rules    map[string]*registry.Rule // nil: no availability rule
+}
+
+// prefetch reads the bindings of every product of rates in one round trip
+// before the rates are diffed in parallel: read one at a time under the
+// lookup's lock, a batch over many products waited for as many round
+// trips in a row (bench/RESULTS.md, issue 17).
+func (l *lookup) prefetch(ctx context.Context, rates []*rate) error {
+	var refs []catalog.ProductRef
+	seen := make(map[catalog.ProductRef]bool)
+	l.mu.Lock()
+	for _, r := range rates {
+		if len(r.ins) == 0 {
+			continue
+		}
+		ref := catalog.ProductRef{SupplierID: r.ins[0].sid, ProductID: r.ins[0].pid}
+		if _, ok := l.bindings[ref]; ok || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		refs = append(refs, ref)
+	}
+	l.mu.Unlock()
+	if len(refs) == 0 {
+		return nil
+	}
+	bss, err := l.p.opts.Bindings.BindingsOf(ctx, refs)
+	if err != nil {
+		return fmt.Errorf("bindings of %d products: %w", len(refs), err)
+	}
+	if len(bss) != len(refs) {
+		return fmt.Errorf("bindings of %d products: %d answers", len(refs), len(bss))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bindings == nil {
+		l.bindings = make(map[catalog.ProductRef][]catalog.Binding, len(refs))
+	}
+	for i, ref := range refs {
+		l.bindings[ref] = bss[i]
+	}
+	return nil
 }
 
 func (l *lookup) Bindings(ctx context.Context, sid, pid string) ([]catalog.Binding, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := [2]string{sid, pid}
+	k := catalog.ProductRef{SupplierID: sid, ProductID: pid}
 	if bs, ok := l.bindings[k]; ok {
 		return bs, nil
 	}
-	bs, err := l.p.opts.Bindings.Bindings(ctx, sid, pid)
+	bss, err := l.p.opts.Bindings.BindingsOf(ctx, []catalog.ProductRef{k})
 	if err != nil {
 		return nil, fmt.Errorf("bindings of %s/%s: %w", sid, pid, err)
 	}
-	if l.bindings == nil {
-		l.bindings = make(map[[2]string][]catalog.Binding)
+	if len(bss) != 1 {
+		return nil, fmt.Errorf("bindings of %s/%s: %d answers", sid, pid, len(bss))
 	}
-	l.bindings[k] = bs
-	return bs, nil
+	if l.bindings == nil {
+		l.bindings = make(map[catalog.ProductRef][]catalog.Binding)
+	}
+	l.bindings[k] = bss[0]
+	return bss[0], nil
 }
 
 func (l *lookup) OnChannel(ctx context.Context, channelID string) ([]string, error) {

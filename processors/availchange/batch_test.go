@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
@@ -379,5 +381,55 @@ func TestHandleBatch_ReadsTheJSONStateOfEarlierVersions(t *testing.T) {
 	b, _ := rdb.Get(context.Background(), prefix+"avstate:{S1}:P1:R1").Bytes()
 	if len(b) == 0 || strings.HasPrefix(string(b), "{") {
 		t.Fatalf("state not rewritten in the compact form: %q", b)
+	}
+}
+
+// countingWorld is world counting its bindings reads.
+type countingWorld struct {
+	world
+	mu    sync.Mutex
+	calls [][]catalog.ProductRef
+}
+
+func (c *countingWorld) BindingsOf(ctx context.Context, products []catalog.ProductRef) ([][]catalog.Binding, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, slices.Clone(products))
+	c.mu.Unlock()
+	return c.world.BindingsOf(ctx, products)
+}
+
+func TestHandleBatch_ReadsEveryProductsBindingsInOneCall(t *testing.T) {
+	rdb := redisClient(t)
+	rec := &catalogtest.Recorder{}
+	cw := &countingWorld{}
+	p := availchange.New(availchange.Options{Redis: rdb, Bindings: cw, Subscribers: world{}, Rules: world{},
+		Publisher: rec, Clock: func() time.Time { return t0 }, KeyPrefix: fmt.Sprintf("t%d:", prefixes.Add(1))})
+	var batch []stream.Message
+	for i := range 40 { // more than minPerWorker: the rates are diffed in parallel
+		pid := "P" + strconv.Itoa(1+i%5)
+		batch = append(batch, pushOf(t, pid, "R"+strconv.Itoa(1+i/5), 1, 5, 5), pushOf(t, pid, "R"+strconv.Itoa(1+i/5), 2, 1, 5))
+	}
+	if err := p.HandleBatch(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if len(cw.calls) != 1 {
+		t.Fatalf("bindings read in %d calls, want 1: %v", len(cw.calls), cw.calls)
+	}
+	want := []catalog.ProductRef{{"S1", "P1"}, {"S1", "P2"}, {"S1", "P3"}, {"S1", "P4"}, {"S1", "P5"}}
+	got := slices.Clone(cw.calls[0])
+	slices.SortFunc(got, func(a, b catalog.ProductRef) int { return strings.Compare(a.ProductID, b.ProductID) })
+	if !slices.Equal(got, want) {
+		t.Fatalf("bindings read for %v, want each product once: %v", got, want)
+	}
+	// Each rate's second push notifies the subscribers its product's
+	// bindings (read in that one call) and their rules reach: chan-a binds
+	// R1 of each product (sub-a: 5 rates), chan-b every rate (sub-b: 40;
+	// sub-c's rule keeps P2: 8).
+	perSub := map[string]int{}
+	for _, n := range notes(t, rec.Messages()) {
+		perSub[strings.Fields(n)[0]]++
+	}
+	if want := map[string]int{"sub-a": 5, "sub-b": 40, "sub-c": 8}; !maps.Equal(perSub, want) {
+		t.Fatalf("notifications per subscriber %v, want %v", perSub, want)
 	}
 }

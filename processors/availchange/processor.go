@@ -39,9 +39,10 @@ import (
 	"github.com/switchbackhq/switchback/schemas"
 )
 
-// Bindings lists the bindings of a product; *catalog.Store implements it.
+// Bindings lists the bindings of products, in their order, in one read
+// for a whole batch; *catalogredis.Store implements it.
 type Bindings interface {
-	Bindings(ctx context.Context, sid, pid string) ([]catalog.Binding, error)
+	BindingsOf(ctx context.Context, products []catalog.ProductRef) ([][]catalog.Binding, error)
 }
 
 // Subscribers finds the reseller principals of a channel

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,11 +30,15 @@ func h(n int) time.Time { return t0.Add(time.Duration(n) * time.Hour) }
 // (chan-b) every change within 1 day; sub-c (chan-b) filters on P2.
 type world struct{}
 
-func (world) Bindings(_ context.Context, sid, pid string) ([]catalog.Binding, error) {
-	return []catalog.Binding{
-		{SupplierID: sid, ProductID: pid, ChannelID: "chan-a", RateIDs: []string{"R1"}},
-		{SupplierID: sid, ProductID: pid, ChannelID: "chan-b"},
-	}, nil
+func (world) BindingsOf(_ context.Context, products []catalog.ProductRef) ([][]catalog.Binding, error) {
+	out := make([][]catalog.Binding, len(products))
+	for i, p := range products {
+		out[i] = []catalog.Binding{
+			{SupplierID: p.SupplierID, ProductID: p.ProductID, ChannelID: "chan-a", RateIDs: []string{"R1"}},
+			{SupplierID: p.SupplierID, ProductID: p.ProductID, ChannelID: "chan-b"},
+		}
+	}
+	return out, nil
 }
 
 func (world) OnChannel(_ context.Context, cid string) ([]string, error) {
@@ -242,16 +247,26 @@ func TestRun_EndToEndThroughTheBroker(t *testing.T) {
 
 func pushMsg(t *testing.T, version int64, caps ...int) stream.Message {
 	t.Helper()
-	set := catalog.AvailabilitySet{SupplierID: "S1", ProductID: "P1", RateID: "R1", Version: version}
+	return pushOf(t, "P1", "R1", version, caps...)
+}
+
+// pushOf is an operator's push of S1's product pid, rate rid.
+func pushOf(t *testing.T, pid, rid string, version int64, caps ...int) stream.Message {
+	t.Helper()
+	set := catalog.AvailabilitySet{SupplierID: "S1", ProductID: pid, RateID: rid, Version: version}
 	for i, c := range caps {
 		set.Availabilities = append(set.Availabilities, catalog.Availability{ID: "a", Start: h(9 + 24*i), End: h(11 + 24*i), Capacity: c})
 	}
-	ev := catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: "S1", ProductID: "P1", RateID: "R1", Availability: &set}
+	ev := catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: "S1", ProductID: pid, RateID: rid, Availability: &set}
 	data, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := schemas.Envelope{ID: "push-" + string(rune('0'+version)), Type: schemas.CatalogEventType(schemas.CatalogKindAvailability, false),
+	id := "push-" + string(rune('0'+version))
+	if pid != "P1" || rid != "R1" {
+		id = "push-" + pid + "-" + rid + "-" + strconv.FormatInt(version, 10)
+	}
+	env := schemas.Envelope{ID: id, Type: schemas.CatalogEventType(schemas.CatalogKindAvailability, false),
 		Key: ev.EntityKey(), Version: version, Time: t0, Data: data}
 	b, _ := json.Marshal(env)
 	return stream.Message{Topic: schemas.TopicAvailability, Key: []byte(env.Key), Value: b}

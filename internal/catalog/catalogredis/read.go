@@ -332,19 +332,36 @@ func (s *Store) OwnsSupplier(ctx context.Context, operatorID, supplierID string)
 
 // Bindings returns every binding of a product, by channel id.
 func (s *Store) Bindings(ctx context.Context, sid, pid string) ([]catalog.Binding, error) {
-	vals, err := s.rdb.HVals(ctx, s.k.bindings(sid, pid)).Result()
+	raw, err := s.rdb.HGetAll(ctx, s.k.bindings(sid, pid)).Result()
 	if err != nil {
 		return nil, catalog.Unavailable("read bindings", err)
 	}
-	out := make([]catalog.Binding, 0, len(vals))
-	for _, v := range vals {
-		var b catalog.Binding
-		if err := json.Unmarshal([]byte(v), &b); err != nil {
-			return nil, fmt.Errorf("decode stored binding: %w", err)
-		}
-		out = append(out, b)
+	return decodeBindings(raw)
+}
+
+// BindingsOf returns the bindings of each product named, in their order,
+// read in one pipeline: the availability processor asks for every product
+// of a consumer batch at once (one round trip, not one each).
+func (s *Store) BindingsOf(ctx context.Context, products []catalog.ProductRef) ([][]catalog.Binding, error) {
+	if len(products) == 0 {
+		return nil, nil
 	}
-	slices.SortFunc(out, func(a, b catalog.Binding) int { return strings.Compare(a.ChannelID, b.ChannelID) })
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(products))
+	for i, p := range products {
+		cmds[i] = pipe.HGetAll(ctx, s.k.bindings(p.SupplierID, p.ProductID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, catalog.Unavailable("read bindings", err)
+	}
+	out := make([][]catalog.Binding, len(products))
+	for i, c := range cmds {
+		bs, err := decodeBindings(c.Val())
+		if err != nil {
+			return nil, err
+		}
+		out[i] = bs
+	}
 	return out, nil
 }
 

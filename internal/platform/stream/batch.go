@@ -31,7 +31,7 @@ func (c *Consumer) batchLoop(ctx context.Context, r *GroupReader) error {
 
 		msgs := make([]Message, len(kms))
 		for i, km := range kms {
-			c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1)
+			c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1, km.Time)
 			msgs[i] = fromKafka(km)
 		}
 		if !c.processBatch(ctx, r, kms, msgs) {

@@ -210,7 +210,7 @@ func (c *Consumer) loop(ctx context.Context, r *GroupReader) error {
 			return nil
 		}
 
-		c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1)
+		c.cfg.Metrics.observeConsumed(km.Topic, c.cfg.GroupID, km.Partition, km.HighWaterMark-km.Offset-1, km.Time)
 		if !c.process(ctx, fromKafka(km)) {
 			// Interrupted by shutdown before it was handled or
 			// dead-lettered: not committed, delivered again later.

@@ -3,6 +3,7 @@ package stream
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,7 +58,7 @@ func TestNewMetrics_SameRegistryTwiceSharesTheCollectors(t *testing.T) {
 
 func TestMetrics_NilRecordsNothing(t *testing.T) {
 	var m *Metrics
-	m.observeConsumed("t", "g", 0, 3)
+	m.observeConsumed("t", "g", 0, 3, time.Time{})
 	m.observeHandler("t", "g", 0.1, true)
 	m.observeDeadLettered("t", "g")
 	m.observeProduced("t", 1)
@@ -65,4 +66,26 @@ func TestMetrics_NilRecordsNothing(t *testing.T) {
 	m.observePublish(0.1)
 	m.declareConsumer([]string{"t"}, "g")
 	m.DeclareTopics([]string{"t"})
+}
+
+func TestMetrics_RecordAgeIsNowMinusTheRecordsTimestamp(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.observeConsumed("t", "g", 0, 0, time.Now().Add(-3*time.Second))
+	m.observeConsumed("t", "g", 0, 0, time.Time{}) // no timestamp: not an age
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchback_stream_record_age_seconds" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 1 || h.GetSampleSum() < 3 || h.GetSampleSum() > 60 {
+			t.Fatalf("record age: %d samples, sum %v s; want one of about 3 s", h.GetSampleCount(), h.GetSampleSum())
+		}
+		return
+	}
+	t.Fatal("switchback_stream_record_age_seconds not registered")
 }

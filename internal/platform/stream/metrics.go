@@ -2,6 +2,7 @@ package stream
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,6 +18,7 @@ type Metrics struct {
 	deadLettered    *prometheus.CounterVec
 	fenced          *prometheus.CounterVec
 	handlerSeconds  *prometheus.HistogramVec
+	recordAge       *prometheus.HistogramVec
 	lag             *prometheus.GaugeVec
 	produced        *prometheus.CounterVec
 	produceErrors   *prometheus.CounterVec
@@ -50,6 +52,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Duration of one handler attempt.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100µs .. ~26s
 		}, []string{"topic", "group"}),
+		recordAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_stream_record_age_seconds",
+			Help:    "How old a record is when its consumer group takes it (now minus the record's timestamp): the time it waited in the topic, plus the stages before it on the change path.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"topic", "group"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchback_stream_lag_messages",
 			Help: "Records behind the partition's high watermark after the last fetched message.",
@@ -76,6 +83,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.deadLettered = instrument.Register(reg, m.deadLettered)
 	m.fenced = instrument.Register(reg, m.fenced)
 	m.handlerSeconds = instrument.Register(reg, m.handlerSeconds)
+	m.recordAge = instrument.Register(reg, m.recordAge)
 	m.lag = instrument.Register(reg, m.lag)
 	m.produced = instrument.Register(reg, m.produced)
 	m.produceErrors = instrument.Register(reg, m.produceErrors)
@@ -111,11 +119,14 @@ func (m *Metrics) DeclareTopics(topics []string) {
 	}
 }
 
-func (m *Metrics) observeConsumed(topic, group string, partition int, lag int64) {
+func (m *Metrics) observeConsumed(topic, group string, partition int, lag int64, written time.Time) {
 	if m == nil {
 		return
 	}
 	m.consumed.WithLabelValues(topic, group).Inc()
+	if !written.IsZero() {
+		m.recordAge.WithLabelValues(topic, group).Observe(max(0, time.Since(written).Seconds()))
+	}
 	if lag < 0 {
 		lag = 0
 	}
