@@ -80,6 +80,14 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_attempt_seconds", map[string]string{"type": "rate"}); got != 1 {
 		t.Errorf("attempt_seconds observations = %v, want 1 (one POST)", got)
 	}
+	// Our own lag, as the subscriber sees it and at the intake: one
+	// observation each for the one notification.
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_first_send_delay_seconds", map[string]string{"type": "rate"}); got != 1 {
+		t.Errorf("first_send_delay_seconds observations = %v, want 1 (one first POST)", got)
+	}
+	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_intake_age_seconds", nil); got != 1 {
+		t.Errorf("intake_age_seconds observations = %v, want 1 (one notification taken in)", got)
+	}
 }
 
 func TestDispatcher_ThrottleDelaySpacesOneSubscribersSendsOnly(t *testing.T) {

@@ -126,6 +126,12 @@ func boundReason(st subscriberState, limit int) string {
 // accept makes a batch durable: planned, subscribers disabled, events
 // published, schedule written. It returns an error only if ctx ended first.
 func (d *Dispatcher) accept(ctx, hard context.Context, batch []kafka.Message) error {
+	now := time.Now()
+	for i := range batch {
+		if !batch[i].Time.IsZero() {
+			d.m.intakeAge.Observe(max(0, now.Sub(batch[i].Time).Seconds()))
+		}
+	}
 	d.viewMu.RLock()
 	defer d.viewMu.RUnlock()
 

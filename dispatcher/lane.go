@@ -447,6 +447,9 @@ func (d *Dispatcher) attempt(ctx context.Context, rec schemas.ScheduledDelivery,
 		return d.finishResult(rec, base, schemas.OutcomeDropped, "rule disabled")
 	}
 
+	if rec.Attempt <= 1 && !n.CreatedAt.IsZero() {
+		d.m.firstSend.WithLabelValues(n.Type).Observe(max(0, now.Sub(n.CreatedAt).Seconds()))
+	}
 	d.m.inflight.Inc()
 	res := d.o.Sender.Send(ctx, tr.target, n)
 	d.m.inflight.Dec()

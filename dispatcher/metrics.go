@@ -14,6 +14,11 @@ import (
 // backlogBuckets are the upper bounds of switchback_dispatcher_subscribers_by_backlog.
 var backlogBuckets = []int64{0, 10, 100, 1000, 10000, 100000}
 
+// lagBuckets are the bounds of the lag histograms (seconds): the change
+// path's target is 250 ms end to end (issue 17), a lag of minutes is an
+// outage.
+var lagBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
 // laggingSeries bounds the per-subscriber lag series: the subscribers
 // furthest behind, at most this many at a time.
 const laggingSeries = 20
@@ -28,6 +33,8 @@ const laggingSeries = 20
 type metrics struct {
 	deliveries     *prometheus.CounterVec
 	attemptSeconds *prometheus.HistogramVec
+	firstSend      *prometheus.HistogramVec
+	intakeAge      prometheus.Histogram
 	retries        *prometheus.CounterVec
 	intake         *prometheus.CounterVec
 	autoDisabled   prometheus.Counter
@@ -56,6 +63,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Duration of one webhook POST, connect included.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12), // 5ms .. ~10s
 		}, []string{"type"}),
+		firstSend: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchback_dispatcher_first_send_delay_seconds",
+			Help:    "From a notification's creation (its createdAt) to the start of its first POST: the lag a subscriber sees, throttleDelay included.",
+			Buckets: lagBuckets,
+		}, []string{"type"}),
+		intakeAge: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "switchback_dispatcher_intake_age_seconds",
+			Help:    "How old a notification record is when the dispatcher takes it from its topic (now minus the record's timestamp).",
+			Buckets: lagBuckets,
+		}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_dispatcher_retries_total",
 			Help: "Retries scheduled after a failed attempt.",
@@ -122,6 +139,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.deliveries = instrument.Register(reg, m.deliveries)
 	m.attemptSeconds = instrument.Register(reg, m.attemptSeconds)
+	m.firstSend = instrument.Register(reg, m.firstSend)
+	m.intakeAge = instrument.Register(reg, m.intakeAge)
 	m.retries = instrument.Register(reg, m.retries)
 	m.intake = instrument.Register(reg, m.intake)
 	m.autoDisabled = instrument.Register(reg, m.autoDisabled)
