@@ -97,6 +97,7 @@ type guardedConn struct {
 	r *bufio.Reader
 
 	ready []byte // the inspected frame kfake reads next
+	buf   []byte // reused for frames up to reuseFrame bytes (ready is read whole before the next frame)
 
 	mu       sync.Mutex
 	order    []*[]byte // one entry per request awaiting its answer: nil is kfake's, else the guard's refusal
@@ -138,13 +139,27 @@ func (c *guardedConn) readFrame() ([]byte, error) {
 	if n < 0 || n > maxFrame {
 		return nil, fmt.Errorf("kafka request of %d bytes", n)
 	}
-	frame := make([]byte, 4+int(n))
+	var frame []byte
+	if need := 4 + int(n); need <= reuseFrame {
+		if cap(c.buf) < need {
+			c.buf = make([]byte, need, max(need, 4<<10))
+		}
+		frame = c.buf[:need]
+	} else {
+		frame = make([]byte, need) // rare and large: not kept
+	}
 	copy(frame, size[:])
 	if _, err := io.ReadFull(c.r, frame[4:]); err != nil {
 		return nil, err
 	}
 	return frame, nil
 }
+
+// reuseFrame is the largest request frame read into the connection's
+// reused buffer: the embedded broker's hot path (produce and fetch
+// requests of a few KB) then allocates nothing per request, and a rare
+// large one does not pin its size for the connection's life.
+const reuseFrame = 1 << 20
 
 // errRefused closes a connection that sent a refused admin request.
 var errRefused = errors.New("kafkabroker: a protected topic may only be changed by a trusted client")
@@ -305,17 +320,22 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 	if c.writeErr != nil {
 		return 0, c.writeErr
 	}
-	c.partial = append(c.partial, p...)
-	for len(c.partial) >= 4 {
-		n := 4 + int(binary.BigEndian.Uint32(c.partial[:4]))
-		if len(c.partial) < n {
+	// kfake writes a response whole as a rule: its frames are passed on
+	// from p without a copy; only an unfinished tail is kept.
+	buf := p
+	if len(c.partial) > 0 {
+		buf = append(c.partial, p...)
+	}
+	for len(buf) >= 4 {
+		n := 4 + int(binary.BigEndian.Uint32(buf[:4]))
+		if len(buf) < n {
 			break
 		}
-		if _, err := c.Conn.Write(c.partial[:n]); err != nil {
+		if _, err := c.Conn.Write(buf[:n]); err != nil {
 			c.writeErr = err
 			return 0, err
 		}
-		c.partial = c.partial[n:]
+		buf = buf[n:]
 		if len(c.order) > 0 {
 			c.order = c.order[1:] // kfake's answer, the oldest due
 		}
@@ -327,8 +347,9 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 			c.order = c.order[1:]
 		}
 	}
-	if len(c.partial) == 0 {
-		c.partial = nil
+	c.partial = nil
+	if len(buf) > 0 {
+		c.partial = append([]byte(nil), buf...) // p is the caller's
 	}
 	return len(p), nil
 }
