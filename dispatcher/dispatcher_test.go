@@ -88,6 +88,11 @@ func TestDispatcher_DeliversSignedPayloadWithDeliveryIDHeader(t *testing.T) {
 	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_intake_age_seconds", nil); got != 1 {
 		t.Errorf("intake_age_seconds observations = %v, want 1 (one notification taken in)", got)
 	}
+	for _, step := range []string{"intake", "claim", "publish", "apply"} {
+		if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_step_seconds", map[string]string{"step": step}); got < 1 {
+			t.Errorf("step_seconds{step=%q} observations = %v, want at least one", step, got)
+		}
+	}
 }
 
 func TestDispatcher_ThrottleDelaySpacesOneSubscribersSendsOnly(t *testing.T) {

@@ -74,7 +74,10 @@ func (d *Dispatcher) intake(ctx, hard context.Context) error {
 			}
 			return nil // ctx ended
 		}
-		if err := d.accept(ctx, hard, batch); err != nil {
+		start := time.Now()
+		err = d.accept(ctx, hard, batch)
+		d.m.observeStep(stepIntake, start)
+		if err != nil {
 			// Only when ctx ended before the batch was durable: not
 			// committed, read again after the restart.
 			return nil

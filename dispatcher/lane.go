@@ -275,7 +275,9 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 						// subscriber is enabled again.
 						dueBy = now.Add(disabledDrainHorizon)
 					}
+					claimStart := time.Now()
 					items, err := d.v.claim(hard, sub, dueBy, now.Add(d.o.Lease), free)
+					d.m.observeStep(stepClaim, claimStart)
 					if err != nil {
 						d.log.Warn("claim due deliveries failed", "subscriber", sub, "error", err)
 					}
@@ -535,17 +537,21 @@ func (d *Dispatcher) flush(ctx context.Context, sub string, rs []result) {
 			h.fail++
 		}
 	}
+	start := time.Now()
 	if err := d.retryDo(ctx, "publish delivery outcomes", func() error { return d.o.Publisher.Publish(ctx, msgs...) }); err != nil {
 		return
 	}
+	d.m.observeStep(stepPublish, start)
 	var health map[string]healthCount
 	if h.ok+h.fail > 0 {
 		health = map[string]healthCount{sub: h}
 	}
 	now := d.now()
+	start = time.Now()
 	if err := d.retryDo(ctx, "write delivery outcomes", func() error { return d.v.apply(ctx, changes, health, now) }); err != nil {
 		return
 	}
+	d.m.observeStep(stepApply, start)
 	for _, r := range rs {
 		if r.posted && r.latency > 0 {
 			d.m.attemptSeconds.WithLabelValues(r.typ).Observe(r.latency.Seconds())
