@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -30,8 +31,10 @@ import (
 // names (with the epoch again: the fence), one Publish (acks=all) carries
 // every change, and one pipeline applies them and releases the locks. A
 // lone push is written at once; under load the cost of the round trips is
-// shared by the whole batch. Pushes keep their arrival order within a
-// supplier (so do their versions and their events on the topic); a
+// shared by the whole batch. Suppliers are spread over availWriters queues
+// whose batches are written at once, so one batch's round trips do not
+// hold up the others'. Pushes keep their arrival order within a supplier
+// (one queue; so do their versions and their events on the topic); a
 // supplier whose lock another write holds waits for the next batch, the
 // others go on.
 
@@ -41,6 +44,14 @@ var errBusy = fmt.Errorf("another change of this supplier or channel is in progr
 
 // maxAvailBatch bounds one batch (one Publish, one pipeline).
 const maxAvailBatch = 512
+
+// availWriters is how many batches are written at once, each from its own
+// queue: a supplier's pushes all go to one queue (by a hash of its id), so
+// they keep their order, while another queue's batch takes its locks,
+// reads, publishes and applies meanwhile. With one queue the write side's
+// throughput was one batch per four round trips (bench/RESULTS.md,
+// issue 17).
+const availWriters = 4
 
 // availWrite is one PutAvailabilities waiting for its batch.
 type availWrite struct {
@@ -102,6 +113,13 @@ func (q *availQueue) putBack(ws []*availWrite) {
 	q.pending = append(ws[:len(ws):len(ws)], q.pending...)
 }
 
+// availQueueOf is the queue of sid's pushes.
+func (s *Store) availQueueOf(sid string) *availQueue {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(sid))
+	return &s.availQ[h.Sum32()%availWriters]
+}
+
 // PutAvailabilities replaces the availabilities of a rate (the operator
 // setup path PUT .../rates/{rate_id}/availabilities). They go to the
 // availability topic as a snapshot of the rate.
@@ -119,11 +137,12 @@ func (s *Store) PutAvailabilities(ctx context.Context, sc catalog.Scope, sid, pi
 		as[i].Start, as[i].End = as[i].Start.UTC(), as[i].End.UTC()
 	}
 	w := &availWrite{sc: sc, sid: sid, pid: pid, rid: rid, as: as, deadline: time.Now().Add(s.lockWait), done: make(chan availResult, 1)}
-	if s.availQ.submit(w) {
+	q := s.availQueueOf(sid)
+	if q.submit(w) {
 		// The batches run detached from any one caller: a caller that
 		// goes away must not fail the others' writes. Each batch is
 		// bounded by the publish timeout.
-		go s.writeAvailBatches(context.WithoutCancel(ctx))
+		go s.writeAvailBatches(context.WithoutCancel(ctx), q)
 	}
 	select {
 	case r := <-w.done:
@@ -137,17 +156,17 @@ func (s *Store) PutAvailabilities(ctx context.Context, sc catalog.Scope, sid, pi
 // writeAvailBatches writes the queued pushes, batch after batch, until
 // none is left. When every supplier of a batch was locked by other
 // writes, it backs off before trying again.
-func (s *Store) writeAvailBatches(ctx context.Context) {
+func (s *Store) writeAvailBatches(ctx context.Context, q *availQueue) {
 	pause := backoff.New(time.Millisecond, 50*time.Millisecond)
 	for {
-		batch := s.availQ.take()
+		batch := q.take()
 		if len(batch) == 0 {
 			return
 		}
 		bctx, cancel := context.WithTimeout(ctx, publishTimeout+5*time.Second)
 		retry, progressed := s.writeAvailBatch(bctx, batch)
 		cancel()
-		s.availQ.putBack(retry)
+		q.putBack(retry)
 		if progressed || len(retry) == 0 {
 			pause.Reset()
 			continue

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,14 +80,15 @@ func window(capacity int) []catalog.Availability {
 func waitQueued(t *testing.T, s *Store, sid string, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		s.availQ.mu.Lock()
+		q := s.availQueueOf(sid)
+		q.mu.Lock()
 		got := 0
-		for _, w := range s.availQ.pending {
+		for _, w := range q.pending {
 			if w.sid == sid {
 				got++
 			}
 		}
-		s.availQ.mu.Unlock()
+		q.mu.Unlock()
 		if got >= n {
 			return
 		}
@@ -288,5 +291,106 @@ func TestPutAvailabilities_ALockedSupplierWaitsWhileOthersAreWritten(t *testing.
 	defer s.release(ctx, tx.lock)
 	if _, err := s.PutAvailabilities(ctx, opA, "s2", "p1", "r0", window(3)); !errors.Is(err, catalog.ErrUnavailable) {
 		t.Fatalf("push to a supplier locked past the wait: %v, want ErrUnavailable", err)
+	}
+}
+
+// firstGatedPublisher holds its first Publish until released and lets the
+// others through meanwhile (gatedPublisher's sync.Once would hold them too).
+type firstGatedPublisher struct {
+	recorder
+	started atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *firstGatedPublisher) Publish(ctx context.Context, msgs ...stream.Message) error {
+	if g.started.CompareAndSwap(false, true) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.recorder.Publish(ctx, msgs...)
+}
+
+// seedSupplier creates supplier sid of opA with product p1 and rate r0.
+func seedSupplier(t *testing.T, s *Store, sid string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.CreateSupplier(ctx, opA, supplierIn(sid, "Other")); err != nil {
+		t.Fatal(err)
+	}
+	var pin catalog.ProductInput
+	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
+"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
+	if _, err := s.CreateProduct(ctx, opA, sid, pin); err != nil {
+		t.Fatal(err)
+	}
+	var rin catalog.RateInput
+	mustUnmarshal(t, `{"id":"r0","name":"Rate","cancelable":true,"holdable":true,"holdablePeriod":900,"maxTravelers":10,"minTravelers":1,"prices":[]}`, &rin)
+	if _, err := s.CreateRate(ctx, opA, sid, "p1", rin); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPutAvailabilities_AnotherQueuesBatchIsWrittenMeanwhile: while one
+// batch waits for its publish, a supplier of another queue is written and
+// answered; a push of the waiting batch's supplier queues behind it (one
+// queue per supplier: its order is kept).
+func TestPutAvailabilities_AnotherQueuesBatchIsWrittenMeanwhile(t *testing.T) {
+	s, _, _ := newStore(t)
+	s.lockWait = 5 * time.Second
+	seedRates(t, s, 2)
+	other := ""
+	for i := 2; i < 100 && other == ""; i++ {
+		if sid := fmt.Sprintf("s%d", i); s.availQueueOf(sid) != s.availQueueOf("s1") {
+			other = sid
+		}
+	}
+	if other == "" {
+		t.Fatal("no supplier id in another queue than s1's")
+	}
+	seedSupplier(t, s, other)
+	gp := &firstGatedPublisher{entered: make(chan struct{}), release: make(chan struct{})}
+	s.pub = gp
+	ctx := context.Background()
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.PutAvailabilities(ctx, opA, "s1", "p1", "r0", window(1))
+		first <- err
+	}()
+	<-gp.entered // s1's batch holds its publish
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.PutAvailabilities(ctx, opA, "s1", "p1", "r1", window(2))
+		second <- err
+	}()
+	waitQueued(t, s, "s1", 1)
+	set, err := s.PutAvailabilities(ctx, opA, other, "p1", "r0", window(3))
+	if err != nil {
+		t.Fatalf("%s's push while s1's batch publishes: %v", other, err)
+	}
+	if set.Version != 1 || len(set.Availabilities) != 1 || set.Availabilities[0].Capacity != 3 {
+		t.Fatalf("%s's push answered %+v", other, set)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("s1's push answered (%v) while its publish was held", err)
+	case err := <-second:
+		t.Fatalf("s1's second push answered (%v) before the first's batch", err)
+	default:
+	}
+	close(gp.release)
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatalf("s1's push after the release: %v", err)
+		}
+	}
+	envs := gp.Envelopes(t)
+	var order []string
+	for _, e := range envs {
+		order = append(order, e.Key)
+	}
+	if len(order) != 3 || !strings.HasPrefix(order[0], other+"/") || !strings.HasSuffix(order[1], "/r0") || !strings.HasSuffix(order[2], "/r1") {
+		t.Fatalf("published in the order %v, want %s's push, then s1's r0, then s1's r1", order, other)
 	}
 }

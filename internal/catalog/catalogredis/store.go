@@ -115,7 +115,7 @@ type Store struct {
 	k       keys
 	local   keyedMutex
 	fence   Fence
-	availQ  availQueue
+	availQ  [availWriters]availQueue
 	policy  outbound.Policy
 	open    OpenBookings
 	secrets *keyring.Keyring
