@@ -415,7 +415,7 @@ func TestHandleBatch_ReadsEveryProductsBindingsInOneCall(t *testing.T) {
 	if len(cw.calls) != 1 {
 		t.Fatalf("bindings read in %d calls, want 1: %v", len(cw.calls), cw.calls)
 	}
-	want := []catalog.ProductRef{{"S1", "P1"}, {"S1", "P2"}, {"S1", "P3"}, {"S1", "P4"}, {"S1", "P5"}}
+	want := []catalog.ProductRef{{SupplierID: "S1", ProductID: "P1"}, {SupplierID: "S1", ProductID: "P2"}, {SupplierID: "S1", ProductID: "P3"}, {SupplierID: "S1", ProductID: "P4"}, {SupplierID: "S1", ProductID: "P5"}}
 	got := slices.Clone(cw.calls[0])
 	slices.SortFunc(got, func(a, b catalog.ProductRef) int { return strings.Compare(a.ProductID, b.ProductID) })
 	if !slices.Equal(got, want) {
