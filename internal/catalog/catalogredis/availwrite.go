@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -113,10 +113,11 @@ func (q *availQueue) putBack(ws []*availWrite) {
 	q.pending = append(ws[:len(ws):len(ws)], q.pending...)
 }
 
-// availQueueOf is the queue of sid's pushes (maphash: no allocation on
-// the push path).
+// availQueueOf is the queue of sid's pushes.
 func (s *Store) availQueueOf(sid string) *availQueue {
-	return &s.availQ[maphash.String(s.availSeed, sid)%availWriters]
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(sid))
+	return &s.availQ[h.Sum32()%availWriters]
 }
 
 // PutAvailabilities replaces the availabilities of a rate (the operator
