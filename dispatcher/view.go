@@ -95,7 +95,20 @@ return readyState(KEYS[4], KEYS[9])
 // limit. Takes up to limit due heads, the least recently served sources
 // first, each source a fair share of what is left per round. Returns
 // {seq, earliest, id1, rec1, id2, rec2, ...}.
-var claimScript = redis.NewScript(luaLib + `
+//
+// It is the dispatcher's most frequent script (every lane claims after each
+// batch of outcomes) and each redis.call in it costs a few microseconds, so
+// a source costs two: a ZRANGE by rank of one more head than it may take
+// (the first not taken is the source's next earliest due, so no second read
+// refreshes srcs) and one ZADD of the leases. The records are read in one
+// MGET, srcs is updated in one ZADD, and the served stamps are written in
+// one HSET from one INCRBY, each source with the turn of its last take: the
+// order among sources is what one INCR per take would give. Scores stay
+// strings: a Lua number would be formatted with 14 digits, and the
+// microsecond scores have 16.
+var claimScript = redis.NewScript(claimSrc)
+
+var claimSrc = luaLib + `
 local srcs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, 512)
 if #srcs > 1 then
   local order = redis.call('HMGET', KEYS[2], unpack(srcs))
@@ -107,43 +120,101 @@ if #srcs > 1 then
   end)
   for i, e in ipairs(idx) do srcs[i] = e[1] end
 end
-local out = {}
+local prefix, now, lease = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local leaseN = tonumber(lease)
+local ids, srcOf = {}, {}
 local left = tonumber(ARGV[4])
 local active = srcs
+-- earliest[src]: the source's earliest due after the claim (a score
+-- string), or false when its due set is empty.
+local visited, earliest = {}, {}
+local turnOf, stamped, turn = {}, {}, 0
 while left > 0 and #active > 0 do
   local share = math.max(1, math.floor(left / #active))
   local more = {}
   for _, src in ipairs(active) do
     if left <= 0 then break end
-    local due = ARGV[1] .. 'due:' .. src
+    local due = prefix .. 'due:' .. src
+    if earliest[src] == nil then visited[#visited + 1] = src end
     local want = math.min(share, left)
-    local ids = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[2], 'LIMIT', 0, want)
-    local took = 0
-    for _, id in ipairs(ids) do
-      local rec = redis.call('GET', ARGV[1] .. 'rec:' .. id)
-      if rec then
-        redis.call('ZADD', due, ARGV[3], id)
-        table.insert(out, id)
-        table.insert(out, rec)
-        took = took + 1
+    local heads = redis.call('ZRANGE', due, 0, want, 'WITHSCORES')
+    local leased, n, nxt = {}, 0, false
+    for i = 1, #heads, 2 do
+      if n < want and tonumber(heads[i + 1]) <= now then
+        n = n + 1
+        leased[#leased + 1] = lease
+        leased[#leased + 1] = heads[i]
+        ids[#ids + 1] = heads[i]
+        srcOf[heads[i]] = src
       else
-        redis.call('ZREM', due, id)
+        nxt = heads[i + 1]
+        break
       end
     end
-    left = left - took
-    refreshSrc(due, KEYS[1], KEYS[2], src)
-    if took > 0 and redis.call('ZCARD', due) > 0 then
-      redis.call('HSET', KEYS[2], src, redis.call('INCR', KEYS[4]))
+    if n > 0 then
+      redis.call('ZADD', due, unpack(leased))
+      left = left - n
+      if not turnOf[src] then stamped[#stamped + 1] = src end
+      turn = turn + 1
+      turnOf[src] = turn
+      if nxt and tonumber(nxt) < leaseN then earliest[src] = nxt else earliest[src] = lease end
+    else
+      earliest[src] = nxt
     end
-    if #ids == want then table.insert(more, src) end
+    if n == want then more[#more + 1] = src end
   end
   active = more
 end
+local out = {}
+local refresh = {}
+if #ids > 0 then
+  local keys = {}
+  for i, id in ipairs(ids) do keys[i] = prefix .. 'rec:' .. id end
+  local recs = redis.call('MGET', unpack(keys))
+  for i, id in ipairs(ids) do
+    if recs[i] then
+      out[#out + 1] = id
+      out[#out + 1] = recs[i]
+    else
+      -- Its record is gone (completed meanwhile by an instance that lost
+      -- the lane): the head is dropped, and its source read again below.
+      redis.call('ZREM', prefix .. 'due:' .. srcOf[id], id)
+      refresh[srcOf[id]] = true
+    end
+  end
+end
+local zadd = {}
+for _, src in ipairs(visited) do
+  if refresh[src] then
+    refreshSrc(prefix .. 'due:' .. src, KEYS[1], KEYS[2], src)
+    if redis.call('EXISTS', prefix .. 'due:' .. src) == 0 then turnOf[src] = nil end
+  elseif earliest[src] then
+    zadd[#zadd + 1] = earliest[src]
+    zadd[#zadd + 1] = src
+  else
+    redis.call('ZREM', KEYS[1], src)
+    redis.call('HDEL', KEYS[2], src)
+  end
+end
+if #zadd > 0 then redis.call('ZADD', KEYS[1], unpack(zadd)) end
+if turn > 0 then
+  -- A source that took something keeps its leased heads in due, so it
+  -- is still in srcs: stamping it cannot revive a source.
+  local base = redis.call('INCRBY', KEYS[4], turn) - turn
+  local fields = {}
+  for _, src in ipairs(stamped) do
+    if turnOf[src] then
+      fields[#fields + 1] = src
+      fields[#fields + 1] = base + turnOf[src]
+    end
+  end
+  if #fields > 0 then redis.call('HSET', KEYS[2], unpack(fields)) end
+end
 local st = readyState(KEYS[1], KEYS[3])
 local res = {st[1], st[2]}
-for _, v in ipairs(out) do table.insert(res, v) end
+for _, v in ipairs(out) do res[#res + 1] = v end
 return res
-`)
+`
 
 // reschedule: KEYS rec due srcs served seq; ARGV id src atµs rec.
 var rescheduleScript = redis.NewScript(luaLib + `
