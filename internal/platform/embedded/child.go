@@ -55,6 +55,10 @@ type childSpec struct {
 	pidPath     string   // written by us, removed on Close
 	stopTimeout time.Duration
 	log         *slog.Logger
+	// nice, when > 0, lowers the child's CPU priority (lowerPriority) right
+	// after each start: for a server whose work can wait while the
+	// latency path of the process needs the cores.
+	nice int
 }
 
 // child is one supervised server process. Before markReady an exit is a
@@ -124,8 +128,29 @@ func (c *child) launch() (chan struct{}, error) {
 		close(exited)
 	}()
 	c.cmd, c.exited = cmd, exited
+	c.renice()
 	c.spec.log.Info("child started", "binary", c.spec.path, "pid", cmd.Process.Pid, "log", c.spec.logPath)
 	return exited, nil
+}
+
+// renice applies spec.nice to every thread the current process has. Threads
+// it starts later inherit their creator's value, so once right after the
+// start covers the pools a server starts as it initializes, and once more
+// after it is ready (reniced) catches any started before the first.
+func (c *child) renice() {
+	if c.spec.nice <= 0 || c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	if err := lowerPriority(c.cmd.Process.Pid, c.spec.nice); err != nil {
+		c.spec.log.Warn("could not lower the child's CPU priority (it competes with the latency path)", "nice", c.spec.nice, "error", err)
+	}
+}
+
+// reniced is renice for a caller that does not hold mu.
+func (c *child) reniced() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.renice()
 }
 
 // supervise waits for the current process and restarts it after a crash,

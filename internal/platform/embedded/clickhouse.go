@@ -24,6 +24,13 @@ const (
 	// current ClickHouse on a slow disk, takes far longer.
 	clickhouseStartTimeout = 60 * time.Second
 	clickhouseStopTimeout  = 30 * time.Second
+	// clickhouseNice is the embedded ClickHouse's CPU priority (nice 15).
+	// On one machine its inserts and background merges compete with the
+	// change path for the cores; history can wait, a webhook's latency
+	// cannot. At 2,000 changes/s on the 2-core machine, alternating runs
+	// with the server reniced halved the change → webhook p99
+	// (bench/RESULTS.md, issue 17, eighth session).
+	clickhouseNice = 15
 )
 
 // ClickHouseOptions configure StartClickHouse.
@@ -162,6 +169,7 @@ func startClickHouseOnce(ctx context.Context, path string, args []string, root s
 		pidPath:     filepath.Join(root, "clickhouse-server.pid"),
 		stopTimeout: clickhouseStopTimeout,
 		log:         log.With("child", "clickhouse-server", "addr", addr),
+		nice:        clickhouseNice,
 	}
 	c, err := startChild(spec)
 	if err != nil {
@@ -173,6 +181,7 @@ func startClickHouseOnce(ctx context.Context, path string, args []string, root s
 		_ = c.close()
 		return nil, err
 	}
+	c.reniced()
 	return &ClickHouse{addr: addr, httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)), child: c}, nil
 }
 

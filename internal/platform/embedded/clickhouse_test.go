@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +81,47 @@ func TestStartClickHouse_CrashedChildIsRestartedOnSameURL(t *testing.T) {
 		defer cancel()
 		return ch.PID() != old && warehouse.Ping(ctx, ch.URL()) == nil
 	})
+	// The restarted server runs at the lowered priority too.
+	checkNice(t, ch.PID(), 15)
+}
+
+// TestStartClickHouse_RunsAtALowerCPUPriority: every thread of the
+// embedded server runs at nice 15, so that its merges and inserts yield
+// the cores to the change path (redis-server, the binary).
+func TestStartClickHouse_RunsAtALowerCPUPriority(t *testing.T) {
+	ch := startClickHouse(t, t.TempDir())
+	checkNice(t, ch.PID(), 15)
+}
+
+// checkNice fails unless every thread of pid has the nice value want
+// (Linux: /proc/<pid>/task/<tid>/stat, field 19).
+func checkNice(t *testing.T, pid, want int) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("per-thread nice values are read from /proc")
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, task := range tasks {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread exited
+		}
+		fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+		if len(fields) < 17 {
+			t.Fatalf("thread %s: short stat %q", task.Name(), raw)
+		}
+		if nice, _ := strconv.Atoi(fields[16]); nice != want {
+			t.Errorf("thread %s of clickhouse-server runs at nice %d, want %d", task.Name(), nice, want)
+		}
+		checked++
+	}
+	if checked < 2 {
+		t.Fatalf("read %d threads of clickhouse-server, want its pools too", checked)
+	}
 }
 
 func TestStartClickHouse_MissingBinaryIsErrNotInstalled(t *testing.T) {

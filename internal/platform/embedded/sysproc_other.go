@@ -9,3 +9,6 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// lowerPriority is Linux only (per-thread nice values read from /proc).
+func lowerPriority(pid, nice int) error { return nil }
