@@ -120,6 +120,9 @@ type Service struct {
 	flights flight.Group[struct{}]
 	local   local
 	cache   *prometheus.CounterVec
+	// hits is cache's "hit" child, resolved once: the warm read is the
+	// hot path, and WithLabelValues hashes the label on every call.
+	hits    prometheus.Counter
 	publish *prometheus.CounterVec
 	// historyDropped counts partner-call history events not published.
 	historyDropped prometheus.Counter
@@ -155,7 +158,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: opts, log: opts.Logger.With("component", "availability"), local: local{m: map[string]localItem{}},
+	s := &Service{opts: opts, log: opts.Logger.With("component", "availability"), local: local{m: map[localKey]localItem{}},
 		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_availability_cache_total",
 			Help: "Availability reads by cache result: hit (fresh), miss (refreshed from the partner), stale (served stale), unavailable (503).",
@@ -178,6 +181,7 @@ func New(opts Options) *Service {
 	for _, r := range []string{"hit", "miss", "stale", "unavailable"} {
 		s.cache.WithLabelValues(r)
 	}
+	s.hits = s.cache.WithLabelValues("hit")
 	for _, r := range []string{"ok", "partner_error", "publish_error", "lock_busy"} {
 		s.publish.WithLabelValues(r)
 	}
@@ -273,7 +277,7 @@ type Entries struct {
 // boundRates lists the rates of the product the channel sees (sorted), or
 // just rid when given and bound; nothing bound is 404.
 func (s *Service) boundRates(ctx context.Context, channel, sid, pid, rid string, now time.Time) ([]string, error) {
-	lkey := "b\x00" + channel + "\x00" + sid + "\x00" + pid
+	lkey := localKey{bound: true, channel: channel, sid: sid, pid: pid}
 	all, ok := s.local.get(lkey, now)
 	if !ok {
 		gen := s.local.generation()
@@ -331,7 +335,7 @@ func (s *Service) load(ctx context.Context, reqID, channel, sid, pid, rid string
 		return Entries{}, err
 	}
 	if !missing {
-		s.cache.WithLabelValues("hit").Inc()
+		s.hits.Inc()
 		return got, nil
 	}
 	// The flight and the lock are per rate set too: two channels binding
@@ -388,7 +392,7 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 		out := Entries{rates: rates, entries: make([]entry, len(rates))}
 		hit := true
 		for i, r := range rates {
-			it, ok := s.local.get(s.key(sid, pid, r, w), now)
+			it, ok := s.local.get(entryKey(sid, pid, r, w), now)
 			if !ok {
 				hit = false
 				break
@@ -415,7 +419,7 @@ func (s *Service) read(ctx context.Context, sid, pid string, rates []string, w w
 			if err := json.Unmarshal(e.raw, &e.decoded); err != nil {
 				e.decoded = nil
 			}
-			s.local.put(s.key(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e}, now, gen)
+			s.local.put(entryKey(sid, pid, rates[i], w), localItem{until: time.Unix(0, until), e: e}, now, gen)
 		}
 		out.entries[i] = e
 	}
@@ -784,7 +788,7 @@ func (s *Service) publishLater(m stream.Message) {
 // it (a burst of distinct keys costs Redis round trips, not memory).
 type local struct {
 	mu sync.RWMutex
-	m  map[string]localItem
+	m  map[localKey]localItem
 	// sweepAt is the size at which the next put sweeps.
 	sweepAt int
 	// gen counts resets: a put of what was read before the last reset is
@@ -804,7 +808,20 @@ func (l *local) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.gen++
-	l.m, l.sweepAt = map[string]localItem{}, 0
+	l.m, l.sweepAt = map[localKey]localItem{}, 0
+}
+
+// localKey names an item of the copy: a channel's bound rates of a product
+// (bound), or one rate's entry for a window. A struct rather than the Redis
+// key's string, so that a warm read builds no string to look it up.
+type localKey struct {
+	bound                  bool
+	channel, sid, pid, rid string
+	start, end             int64 // the window, Unix seconds (entries)
+}
+
+func entryKey(sid, pid, rid string, w window) localKey {
+	return localKey{sid: sid, pid: pid, rid: rid, start: w.start.Unix(), end: w.end.Unix()}
 }
 
 type localItem struct {
@@ -818,7 +835,7 @@ const (
 	minLocalSweep = 1024
 )
 
-func (l *local) get(key string, now time.Time) (localItem, bool) {
+func (l *local) get(key localKey, now time.Time) (localItem, bool) {
 	l.mu.RLock()
 	it, ok := l.m[key]
 	l.mu.RUnlock()
@@ -828,14 +845,14 @@ func (l *local) get(key string, now time.Time) (localItem, bool) {
 	return it, true
 }
 
-func (l *local) put(key string, it localItem, now time.Time, gen uint64) {
+func (l *local) put(key localKey, it localItem, now time.Time, gen uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen != l.gen {
 		return
 	}
 	if len(l.m) >= min(max(l.sweepAt, minLocalSweep), maxLocal) {
-		live := make(map[string]localItem, len(l.m)/2)
+		live := make(map[localKey]localItem, len(l.m)/2)
 		for k, v := range l.m {
 			if now.Before(v.until) {
 				live[k] = v
@@ -844,7 +861,7 @@ func (l *local) put(key string, it localItem, now time.Time, gen uint64) {
 		if len(live) > maxLocal/2 {
 			// Mostly live: a burst of distinct keys. Emptied, so that the
 			// next sweep is again a doubling away (amortized O(1)).
-			live = make(map[string]localItem)
+			live = make(map[localKey]localItem)
 		}
 		l.m, l.sweepAt = live, 2*len(live)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/availcache"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/query/apierror"
 	"github.com/switchbackhq/switchback/query/httpapi"
@@ -134,14 +135,14 @@ func writeList(r *httpapi.Request, pid string, got availcache.Entries) error {
 	}()
 	b := (*bp)[:0]
 	b = append(b, `{"meta":{"reqId":`...)
-	b = strconv.AppendQuote(b, r.ID)
+	b = jsonwire.AppendASCII(b, r.ID)
 	b = append(b, `},"availabilities":{"byRate":{`...)
 	var retrieved, expires time.Time
 	for i := range got.Len() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, got.RateID(i))
+		b = jsonwire.AppendString(b, got.RateID(i))
 		b = append(b, `:{"availability":`...)
 		b = append(b, got.Raw(i)...)
 		b = append(b, '}')
@@ -166,7 +167,7 @@ func writeList(r *httpapi.Request, pid string, got availcache.Entries) error {
 		b = append(b, raw[1:len(raw)-1]...)
 	}
 	b = append(b, `]},"productId":`...)
-	b = strconv.AppendQuote(b, pid)
+	b = jsonwire.AppendString(b, pid)
 	b = append(b, `,"retrieved":"`...)
 	b = retrieved.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, `","expires":"`...)
@@ -178,8 +179,9 @@ func writeList(r *httpapi.Request, pid string, got availcache.Entries) error {
 	if got.Stale() {
 		resp.Header.Set("Warning", `110 - "stale availability"`)
 	}
-	resp.SetBody(b) // copies
-	*bp = b[:0]
+	// The response takes b as its body (no copy); its previous body
+	// buffer goes to the pool in b's place.
+	*bp = resp.SwapBody(b)[:0]
 	return nil
 }
 
