@@ -27,9 +27,9 @@ const (
 	// clickhouseNice is the embedded ClickHouse's CPU priority (nice 15).
 	// On one machine its inserts and background merges compete with the
 	// change path for the cores; history can wait, a webhook's latency
-	// cannot. At 2,000 changes/s on the 2-core machine, alternating runs
-	// with the server reniced halved the change → webhook p99
-	// (bench/RESULTS.md, issue 17, eighth session).
+	// cannot (bench/RESULTS.md, issue 17, eighth session: in four of six
+	// alternating pairs at 2,000 changes/s the reniced run had the lower
+	// p99; the runs vary too much to prove more).
 	clickhouseNice = 15
 )
 
