@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -113,11 +113,10 @@ func (q *availQueue) putBack(ws []*availWrite) {
 	q.pending = append(ws[:len(ws):len(ws)], q.pending...)
 }
 
-// availQueueOf is the queue of sid's pushes.
+// availQueueOf is the queue of sid's pushes (maphash: no allocation on
+// the push path).
 func (s *Store) availQueueOf(sid string) *availQueue {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(sid))
-	return &s.availQ[h.Sum32()%availWriters]
+	return &s.availQ[maphash.String(s.availSeed, sid)%availWriters]
 }
 
 // PutAvailabilities replaces the availabilities of a rate (the operator

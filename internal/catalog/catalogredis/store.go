@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -107,19 +108,22 @@ type Fence interface {
 // Store is the catalog. Safe for concurrent use, across processes too
 // (writes of one supplier are serialised by its lock in Redis).
 type Store struct {
-	rdb     redis.UniversalClient
-	pub     stream.Publisher
-	now     func() time.Time
-	log     *slog.Logger
-	source  string
-	k       keys
-	local   keyedMutex
-	fence   Fence
-	availQ  [availWriters]availQueue
-	policy  outbound.Policy
-	open    OpenBookings
-	secrets *keyring.Keyring
-	view    *View
+	rdb    redis.UniversalClient
+	pub    stream.Publisher
+	now    func() time.Time
+	log    *slog.Logger
+	source string
+	k      keys
+	local  keyedMutex
+	fence  Fence
+	availQ [availWriters]availQueue
+	// availSeed spreads suppliers over availQ (per process: only the
+	// queue of one process's pushes depends on it).
+	availSeed maphash.Seed
+	policy    outbound.Policy
+	open      OpenBookings
+	secrets   *keyring.Keyring
+	view      *View
 
 	lockWait time.Duration
 }
@@ -143,7 +147,7 @@ func NewStore(opts Options) *Store {
 	}
 	return &Store{rdb: opts.Redis, pub: opts.Publisher, now: opts.Clock, log: opts.Logger, source: opts.Source,
 		k: keys{p: opts.KeyPrefix}, lockWait: lockWait, local: keyedMutex{m: map[string]*keyedEntry{}}, fence: opts.Fence,
-		policy: opts.Outbound, open: opts.Bookings, secrets: opts.Secrets, view: opts.View}
+		policy: opts.Outbound, open: opts.Bookings, secrets: opts.Secrets, view: opts.View, availSeed: maphash.MakeSeed()}
 }
 
 // keyedMutex queues the writers of one key inside this process, so that
