@@ -34,7 +34,7 @@ func claimBackends(t *testing.T, test func(t *testing.T, v *view)) {
 
 // scheduleHeads enqueues one pending delivery per entity, n entities of
 // each source, all due at at; ids are <src>-<i>.
-func scheduleHeads(t *testing.T, v *view, sub string, at time.Time, perSource map[string]int) {
+func scheduleHeads(t testing.TB, v *view, sub string, at time.Time, perSource map[string]int) {
 	t.Helper()
 	var recs []schemas.ScheduledDelivery
 	for _, src := range slices.Sorted(maps.Keys(perSource)) {
@@ -163,21 +163,11 @@ func BenchmarkClaim(b *testing.B) {
 	v := &view{rdb: rdb, prefix: "p:", doneTTL: time.Minute}
 	ctx := context.Background()
 	sub := "sub"
-	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	var recs []schemas.ScheduledDelivery
+	perSource := make(map[string]int, 100)
 	for s := range 100 {
-		src := fmt.Sprintf("sup%03d", s)
-		for e := range 40 {
-			id := fmt.Sprintf("%s-%02d", src, e)
-			recs = append(recs, schemas.ScheduledDelivery{Attempt: 1, At: t0, Notification: schemas.Notification{
-				ID: id, Subscriber: sub, Type: "availability", EntityKey: src + "/" + id, Supplier: src,
-				Payload: json.RawMessage(`{"supplierId":"` + src + `","rateId":"` + id + `"}`), CreatedAt: t0,
-			}})
-		}
+		perSource[fmt.Sprintf("sup%03d", s)] = 40
 	}
-	if err := v.enqueue(ctx, recs); err != nil {
-		b.Fatal(err)
-	}
+	scheduleHeads(b, v, sub, time.Now().Add(-time.Hour).Truncate(time.Millisecond), perSource)
 	now := time.Now()
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)

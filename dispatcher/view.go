@@ -106,9 +106,7 @@ return readyState(KEYS[4], KEYS[9])
 // order among sources is what one INCR per take would give. Scores stay
 // strings: a Lua number would be formatted with 14 digits, and the
 // microsecond scores have 16.
-var claimScript = redis.NewScript(claimSrc)
-
-var claimSrc = luaLib + `
+var claimScript = redis.NewScript(luaLib + `
 local srcs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[2], 'LIMIT', 0, 512)
 if #srcs > 1 then
   local order = redis.call('HMGET', KEYS[2], unpack(srcs))
@@ -214,7 +212,7 @@ local st = readyState(KEYS[1], KEYS[3])
 local res = {st[1], st[2]}
 for _, v in ipairs(out) do res[#res + 1] = v end
 return res
-`
+`)
 
 // reschedule: KEYS rec due srcs served seq; ARGV id src atµs rec.
 var rescheduleScript = redis.NewScript(luaLib + `

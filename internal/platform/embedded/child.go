@@ -136,7 +136,8 @@ func (c *child) launch() (chan struct{}, error) {
 // renice applies spec.nice to every thread the current process has. Threads
 // it starts later inherit their creator's value, so once right after the
 // start covers the pools a server starts as it initializes, and once more
-// after it is ready (reniced) catches any started before the first.
+// after it is ready (markReady) catches any started before the first.
+// The caller holds mu.
 func (c *child) renice() {
 	if c.spec.nice <= 0 || c.cmd == nil || c.cmd.Process == nil {
 		return
@@ -144,13 +145,6 @@ func (c *child) renice() {
 	if err := lowerPriority(c.cmd.Process.Pid, c.spec.nice); err != nil {
 		c.spec.log.Warn("could not lower the child's CPU priority (it competes with the latency path)", "nice", c.spec.nice, "error", err)
 	}
-}
-
-// reniced is renice for a caller that does not hold mu.
-func (c *child) reniced() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.renice()
 }
 
 // supervise waits for the current process and restarts it after a crash,
@@ -199,11 +193,13 @@ func (c *child) supervise(exited chan struct{}) {
 	}
 }
 
-// markReady turns later exits from start failures into crashes to restart.
+// markReady turns later exits from start failures into crashes to restart,
+// and lowers the priority of the threads the server started while it came up.
 func (c *child) markReady() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.ready = true
-	c.mu.Unlock()
+	c.renice()
 }
 
 // pid is the current process id (it changes when the child is restarted).

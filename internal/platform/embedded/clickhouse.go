@@ -181,7 +181,6 @@ func startClickHouseOnce(ctx context.Context, path string, args []string, root s
 		_ = c.close()
 		return nil, err
 	}
-	c.reniced()
 	return &ClickHouse{addr: addr, httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)), child: c}, nil
 }
 
