@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -18,21 +19,24 @@ import (
 
 // stepResult is one step's figures.
 type stepResult struct {
-	Asked        int
-	SentPerSec   float64
-	Sent         int
-	Errors       int64
-	Waited       int64 // changes that found every worker busy
-	Webhooks     int
-	Missing      int
-	Duplicates   int64
-	BadSig       int64
-	P50, P90     time.Duration
-	P99, Max     time.Duration
-	DisableAll   bool
-	RSSMax       float64 // the binary's resident memory, bytes
-	ChildRSSMax  float64 // its children's (redis-server, clickhouse-server)
-	CPU          float64 // the binary's CPU seconds per second during the step
+	Asked       int
+	SentPerSec  float64
+	Sent        int
+	Errors      int64
+	Waited      int64 // changes that found every worker busy
+	Webhooks    int
+	Missing     int
+	Duplicates  int64
+	BadSig      int64
+	P50, P90    time.Duration
+	P99, Max    time.Duration
+	DisableAll  bool
+	RSSMax      float64 // the binary's resident memory, bytes
+	ChildRSSMax float64 // its children's (redis-server, clickhouse-server)
+	CPU         float64 // the binary's CPU seconds per second during the step
+	// ChildCPU is each child's (redis-server, clickhouse-server) CPU
+	// seconds per second during the step, by command name.
+	ChildCPU     map[string]float64
 	RedisMemory  float64 // used_memory after the step
 	DrainedAfter time.Duration
 	Outage       *outageResult
@@ -155,6 +159,7 @@ func step(o options, b *demoapi.Binary, l *load, sk *sink, pc *putClient, mon *m
 		defer close(stopWatch)
 	}
 	cpu0, t0 := demoapi.CPUSeconds(b.Pid()), time.Now()
+	kids0 := childCPU(b)
 	dups0, bad0 := sk.dups.Load(), sk.badSig.Load()
 
 	var (
@@ -209,6 +214,10 @@ func step(o options, b *demoapi.Binary, l *load, sk *sink, pc *putClient, mon *m
 	res.Errors, res.Waited = errs.Load(), waited.Load()
 	cpu1, t1 := demoapi.CPUSeconds(b.Pid()), time.Now()
 	res.CPU = (cpu1 - cpu0) / t1.Sub(t0).Seconds()
+	res.ChildCPU = map[string]float64{}
+	for name, v := range childCPU(b) {
+		res.ChildCPU[name] = (v - kids0[name]) / t1.Sub(t0).Seconds()
+	}
 
 	want := int64(n) - errs.Load()
 	drainStart := time.Now()
@@ -422,15 +431,40 @@ func printStep(r stepResult) {
 		r.Asked, r.SentPerSec, r.Sent, r.Errors, r.Waited, r.Webhooks, r.Missing, r.Duplicates, r.BadSig,
 		r.P50.Round(time.Millisecond), r.P90.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond),
 		r.DisableAll, r.RSSMax/(1<<20), r.ChildRSSMax/(1<<20), r.CPU, r.RedisMemory/(1<<20), r.DrainedAfter.Round(time.Millisecond))
+	fmt.Printf("CPU per change sent: binary %.0f µs", r.cpuPerChange(r.CPU))
+	for _, name := range slices.Sorted(maps.Keys(r.ChildCPU)) {
+		fmt.Printf(", %s %.0f µs", name, r.cpuPerChange(r.ChildCPU[name]))
+	}
+	fmt.Println()
+}
+
+// cpuPerChange turns cores during the step into CPU µs per change sent:
+// the cost of one change whatever the rate, which separates what batching
+// shares from what every change pays (a fixed cost per change shows as a
+// figure that falls as the rate rises).
+func (r stepResult) cpuPerChange(cores float64) float64 {
+	if r.SentPerSec <= 0 {
+		return 0
+	}
+	return cores * 1e6 / r.SentPerSec
+}
+
+// totalCPU is the binary's and its children's cores during the step.
+func (r stepResult) totalCPU() float64 {
+	t := r.CPU
+	for _, v := range r.ChildCPU {
+		t += v
+	}
+	return t
 }
 
 func printTable(rs []stepResult) {
 	fmt.Println()
-	fmt.Println("| asked/s | sent/s | webhooks | missing | dup ids | p50 | p90 | p99 | max | disableAll | RSS max | binary CPU |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| asked/s | sent/s | webhooks | missing | dup ids | p50 | p90 | p99 | max | disableAll | RSS max | binary CPU | CPU µs/change (binary + children) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		fmt.Printf("| %d | %.0f | %d | %d | %d | %s | %s | %s | %s | %v | %.0f MiB | %.2f |\n", r.Asked, r.SentPerSec, r.Webhooks, r.Missing, r.Duplicates,
+		fmt.Printf("| %d | %.0f | %d | %d | %d | %s | %s | %s | %s | %v | %.0f MiB | %.2f | %.0f |\n", r.Asked, r.SentPerSec, r.Webhooks, r.Missing, r.Duplicates,
 			r.P50.Round(time.Millisecond), r.P90.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Max.Round(time.Millisecond),
-			r.DisableAll, r.RSSMax/(1<<20), r.CPU)
+			r.DisableAll, r.RSSMax/(1<<20), r.CPU, r.cpuPerChange(r.totalCPU()))
 	}
 }
