@@ -78,6 +78,7 @@ const (
 // Options configure New. Zero values take the defaults.
 type Options struct {
 	Brokers       []string
+	Dial          stream.Dial // connects to the brokers (nil: TCP)
 	Redis         redis.UniversalClient
 	Publisher     stream.Publisher
 	Subscriptions Subscriptions

@@ -31,6 +31,7 @@ const disableAllTimeout = 5 * time.Second
 func (d *Dispatcher) newReader() *stream.GroupReader {
 	return stream.NewGroupReader(stream.GroupReaderOptions{
 		Brokers: d.o.Brokers,
+		Dial:    d.o.Dial,
 		GroupID: d.o.GroupID,
 		Topics:  []string{schemas.TopicNotifications},
 		// A new group starts at the beginning: notifications produced

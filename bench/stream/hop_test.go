@@ -8,32 +8,47 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
+	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // BenchmarkHop measures one hop of the change path at a low rate, where
 // every change is a batch of its own: one message produced (acks=all) and
-// fetched back by a partition reader, through the kfake broker the embedded
-// mode runs, with the broker's connections over:
+// fetched back by a partition reader, through the embedded broker (with
+// its data directory, as `switchback run` has it), the clients connected:
 //
-//   - tcp: loopback TCP, as `switchback run` connects its clients today;
-//   - in-memory: fasthttputil's in-process pipes (no syscalls), what an
-//     in-process transport for the embedded broker's own clients would
-//     cost.
+//   - tcp: over loopback TCP, as other processes connect;
+//   - in-process: through kafkabroker.Broker.Dial, as the clients of the
+//     process the broker runs in connect.
 //
-// It reports the process's CPU per hop (client and broker together, from
-// getrusage), the figure that bounds a 2-core machine: the change path has
-// several such hops per change (bench/RESULTS.md, issue 17, ninth session).
+// It reports the process's CPU per hop (clients and broker together, from
+// getrusage): what bounds a 2-core machine, where a change takes several
+// hops (bench/RESULTS.md, issue 17, ninth session).
 func BenchmarkHop(b *testing.B) {
-	for _, mode := range []string{"tcp", "in-memory"} {
-		b.Run(mode, func(b *testing.B) {
-			addr, dial := hopBroker(b, mode == "in-memory")
-			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "hop", RequiredAcks: kafka.RequireAll,
-				BatchTimeout: time.Millisecond, Transport: &kafka.Transport{Dial: dial}}
+	const topic = "bench.hop"
+	br, err := kafkabroker.Start(b.Context(), kafkabroker.Options{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(br.Close)
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Second)
+	defer cancel()
+	if err := stream.EnsureTopics(ctx, []string{br.Addr()}, []schemas.Topic{{Name: topic, Partitions: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	var tcp net.Dialer
+	for _, bc := range []struct {
+		name string
+		dial stream.Dial
+	}{{"tcp", tcp.DialContext}, {"in-process", br.Dial}} {
+		b.Run(bc.name, func(b *testing.B) {
+			w := &kafka.Writer{Addr: kafka.TCP(br.Addr()), Topic: topic, RequiredAcks: kafka.RequireAll,
+				BatchTimeout: time.Millisecond, Transport: &kafka.Transport{Dial: bc.dial}}
 			defer w.Close()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "hop", Partition: 0,
-				MaxWait: 500 * time.Millisecond, Dialer: &kafka.Dialer{DialFunc: dial}})
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{br.Addr()}, Topic: topic, Partition: 0, StartOffset: kafka.LastOffset,
+				MaxWait: 500 * time.Millisecond, Dialer: &kafka.Dialer{Timeout: 10 * time.Second, DialFunc: bc.dial}})
 			defer r.Close()
 			value := make([]byte, 300)
 			hop := func() {
@@ -55,62 +70,6 @@ func BenchmarkHop(b *testing.B) {
 			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
-}
-
-// hopBroker starts a kfake cluster of one broker whose listener accepts
-// TCP connections and, with mem, in-memory ones; dial is the clients' dial.
-func hopBroker(b *testing.B, mem bool) (string, func(ctx context.Context, network, address string) (net.Conn, error)) {
-	b.Helper()
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ml := fasthttputil.NewInmemoryListener()
-	ln := &eitherListener{Listener: tcp, conns: make(chan net.Conn)}
-	go ln.feed(tcp)
-	go ln.feed(ml)
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "hop"),
-		kfake.ListenFn(func(string, string) (net.Listener, error) { return ln, nil }))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		c.Close()
-		_ = ml.Close()
-	})
-	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
-		if mem {
-			return ml.Dial()
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, address)
-	}
-	return c.ListenAddrs()[0], dial
-}
-
-// eitherListener hands out the connections of two listeners; its address
-// is the TCP one's (what the broker advertises).
-type eitherListener struct {
-	net.Listener
-	conns chan net.Conn
-}
-
-func (l *eitherListener) feed(from net.Listener) {
-	for {
-		c, err := from.Accept()
-		if err != nil {
-			return
-		}
-		l.conns <- c
-	}
-}
-
-func (l *eitherListener) Accept() (net.Conn, error) {
-	c, ok := <-l.conns
-	if !ok {
-		return nil, net.ErrClosed
-	}
-	return c, nil
 }
 
 // processCPU is the user and system CPU this process used so far.

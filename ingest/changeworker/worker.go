@@ -32,7 +32,8 @@ type Syncer interface {
 // WorkerOptions configures NewWorker.
 type WorkerOptions struct {
 	Brokers   []string
-	GroupID   string // default "switchback-ingest-changerequests"
+	Dial      stream.Dial // connects to the brokers (nil: TCP)
+	GroupID   string      // default "switchback-ingest-changerequests"
 	Store     *changerequest.Store
 	Syncer    Syncer
 	Publisher stream.Publisher // history events
@@ -79,7 +80,7 @@ func NewWorker(o WorkerOptions) *Worker {
 
 // Run consumes the requests until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
-	return stream.NewConsumer(stream.ConsumerConfig{Brokers: w.o.Brokers, GroupID: w.o.GroupID, Topics: []string{schemas.TopicChangeRequest},
+	return stream.NewConsumer(stream.ConsumerConfig{Brokers: w.o.Brokers, Dial: w.o.Dial, GroupID: w.o.GroupID, Topics: []string{schemas.TopicChangeRequest},
 		Handler: w.Handle, MaxRetryDelay: 5 * time.Second, Logger: w.o.Logger, Fence: w.o.Fence}).Run(ctx)
 }
 

@@ -22,6 +22,8 @@ import (
 // WorkerOptions configures NewWorker.
 type WorkerOptions struct {
 	Brokers []string
+	// Dial connects to the brokers (nil: TCP; stream.Dial).
+	Dial    stream.Dial
 	GroupID string // default "switchback-ingest-cronsync"
 	Store   *cronreport.Store
 	Syncer  Syncer
@@ -109,7 +111,7 @@ func NewWorker(o WorkerOptions) *Worker {
 
 // Run consumes the requests until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
-	return stream.NewConsumer(stream.ConsumerConfig{Brokers: w.o.Brokers, GroupID: w.o.GroupID, Topics: []string{schemas.TopicCronSync},
+	return stream.NewConsumer(stream.ConsumerConfig{Brokers: w.o.Brokers, Dial: w.o.Dial, GroupID: w.o.GroupID, Topics: []string{schemas.TopicCronSync},
 		Handler: w.Handle, MaxRetryDelay: 5 * time.Second, Logger: w.o.Logger, Fence: w.o.Fence}).Run(ctx)
 }
 

@@ -62,8 +62,9 @@ const defaultGroupID = "switchback-processors-availability"
 
 // Options configures New.
 type Options struct {
-	Brokers []string // required for Run
-	GroupID string   // default "switchback-processors-availability"
+	Brokers []string    // required for Run
+	Dial    stream.Dial // connects to the brokers (nil: TCP)
+	GroupID string      // default "switchback-processors-availability"
 	// Fence, when set, makes Run handle a batch again when the Redis views
 	// (the diff states, bindings, rules) were lost while it ran
 	// (stream.ConsumerConfig.Fence).
@@ -160,7 +161,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	for range p.opts.Consumers {
 		go func() {
 			errs <- stream.NewConsumer(stream.ConsumerConfig{
-				Brokers: p.opts.Brokers, GroupID: p.opts.GroupID, Topics: []string{schemas.TopicAvailability},
+				Brokers: p.opts.Brokers, Dial: p.opts.Dial, GroupID: p.opts.GroupID, Topics: []string{schemas.TopicAvailability},
 				Handler: p.Handle, BatchHandler: p.HandleBatch, BatchSize: p.opts.BatchSize, BatchWait: p.opts.BatchWait,
 				MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream, Fence: p.opts.Fence,
 				// Synchronous commits: the committed offsets are then

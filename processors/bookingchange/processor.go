@@ -62,8 +62,9 @@ type Store interface {
 
 // Options configures New.
 type Options struct {
-	Brokers []string // required for Run
-	GroupID string   // default "switchback-processors-booking"
+	Brokers []string    // required for Run
+	Dial    stream.Dial // connects to the brokers (nil: TCP)
+	GroupID string      // default "switchback-processors-booking"
 	// Fence, when set, makes Run handle a record again when the Redis
 	// views (rules, the booking view) were lost while it ran
 	// (stream.ConsumerConfig.Fence).
@@ -124,7 +125,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		return err
 	}
 	return stream.NewConsumer(stream.ConsumerConfig{
-		Brokers: p.opts.Brokers, GroupID: p.opts.GroupID, Topics: booking.Topics(),
+		Brokers: p.opts.Brokers, Dial: p.opts.Dial, GroupID: p.opts.GroupID, Topics: booking.Topics(),
 		Handler: p.Handle, MaxRetryDelay: 5 * time.Second, Logger: p.opts.Logger, Metrics: p.stream, Fence: p.opts.Fence,
 	}).Run(ctx)
 }

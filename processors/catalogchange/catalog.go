@@ -81,6 +81,8 @@ type Rules interface {
 type Options struct {
 	// Brokers of the consumer group. Required for Run and Rebuild.
 	Brokers []string
+	// Dial connects to the brokers (nil: TCP; stream.Dial).
+	Dial stream.Dial
 	// GroupID of the consumer group. Default "switchback-processors-catalog".
 	GroupID string
 	// Fence, when set, makes Run handle a record again when the Redis
@@ -148,6 +150,7 @@ func New(opts Options) *Processor {
 func (p *Processor) Run(ctx context.Context) error {
 	c := stream.NewConsumer(stream.ConsumerConfig{
 		Brokers:       p.opts.Brokers,
+		Dial:          p.opts.Dial,
 		GroupID:       p.opts.GroupID,
 		Topics:        schemas.CatalogTopics(),
 		Handler:       p.Handle,

@@ -58,6 +58,8 @@ const commitTimeout = 10 * time.Second
 // Options configure NewSink. Zero values take the defaults.
 type Options struct {
 	Brokers []string
+	// Dial connects to the brokers (nil: TCP; stream.Dial).
+	Dial stream.Dial
 	// Conn is the ClickHouse connection (warehouse.Open), migrated.
 	Conn driver.Conn
 	// GroupID defaults to GroupID; Topic to schemas.TopicHistory.
@@ -141,6 +143,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	}
 	r := stream.NewGroupReader(stream.GroupReaderOptions{
 		Brokers: s.opts.Brokers,
+		Dial:    s.opts.Dial,
 		GroupID: s.opts.GroupID,
 		Topics:  []string{s.opts.Topic},
 		// A new group reads the whole retained topic: history that waited

@@ -62,6 +62,7 @@ type Options struct {
 type Broker struct {
 	cluster *kfake.Cluster
 	addr    string
+	ln      *listener
 	unlock  func()
 	keeper  *sessionKeeper
 
@@ -86,6 +87,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("start kafka broker: %s is not a loopback address: the embedded broker is for development only, "+
 			"has no authentication and listens on this machine only (run a Kafka cluster for anything else)", addr)
 	}
+	var ln *listener
 	var g *guard
 	if len(opts.Protected) > 0 {
 		if g, err = newGuard(opts.Protected, opts.Trust); err != nil {
@@ -105,11 +107,15 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		// is the only way to honour the configured host.
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 			var lc net.ListenConfig
-			ln, err := lc.Listen(ctx, network, addr)
-			if err != nil || g == nil {
-				return ln, err
+			tcp, err := lc.Listen(ctx, network, addr)
+			if err != nil {
+				return nil, err
 			}
-			return guardedListener{Listener: ln, g: g}, nil
+			if g != nil {
+				tcp = guardedListener{Listener: tcp, g: g}
+			}
+			ln = newListener(tcp)
+			return ln, nil
 		}),
 		kfake.ClusterID("switchback-embedded"),
 		// No AllowAutoTopicCreation: an auto-created topic gets default
@@ -151,7 +157,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{cluster: cluster, addr: addrs[0], unlock: unlock}
+	b := &Broker{cluster: cluster, addr: addrs[0], ln: ln, unlock: unlock}
 	b.keeper = startSessionKeeper(cluster, b.addr, logger)
 	if opts.Logger != nil {
 		opts.Logger.Info("embedded kafka broker started", "addr", b.addr, "dataDir", opts.DataDir)
@@ -171,6 +177,17 @@ func Loopback(host string) bool {
 
 // Addr is the host:port clients bootstrap from.
 func (b *Broker) Addr() string { return b.addr }
+
+// Dial connects a client of this process to the broker without the network
+// (inprocess.go) when address is the broker's, and over TCP otherwise. It
+// is a stream.Dial.
+func (b *Broker) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	if address != b.addr || b.ln == nil {
+		var d net.Dialer
+		return d.DialContext(ctx, network, address)
+	}
+	return b.ln.dial(ctx)
+}
 
 // Close stops the broker. With a DataDir it first handles offset commits
 // already received and writes its state, so that a later Start on the same

@@ -38,6 +38,8 @@ const commitTimeout = 10 * time.Second
 // ConsumerConfig configures NewConsumer. Zero values take the defaults.
 type ConsumerConfig struct {
 	Brokers []string
+	// Dial connects to the brokers (nil: TCP).
+	Dial    Dial
 	GroupID string
 	Topics  []string
 	Handler Handler
@@ -177,6 +179,7 @@ func (c *Consumer) readerOptions() GroupReaderOptions {
 	}
 	return GroupReaderOptions{
 		Brokers: c.cfg.Brokers,
+		Dial:    c.cfg.Dial,
 		GroupID: c.cfg.GroupID,
 		Topics:  c.cfg.Topics,
 		// A new group starts from the beginning: the topics are the log of

@@ -17,6 +17,8 @@ import (
 // defaults.
 type GroupReaderOptions struct {
 	Brokers []string
+	// Dial connects to the brokers (nil: TCP).
+	Dial    Dial
 	GroupID string
 	Topics  []string
 	// StartOffset is where a group with no committed offset starts:
@@ -97,6 +99,7 @@ func NewGroupReader(o GroupReaderOptions) *GroupReader {
 	return &GroupReader{
 		r: kafka.NewReader(kafka.ReaderConfig{
 			Brokers:           o.Brokers,
+			Dialer:            dialer(o.Dial),
 			GroupID:           o.GroupID,
 			GroupTopics:       o.Topics,
 			StartOffset:       o.StartOffset,

@@ -14,6 +14,8 @@ import (
 // ProducerConfig configures NewProducer. Zero values take the defaults.
 type ProducerConfig struct {
 	Brokers []string
+	// Dial connects to the brokers (nil: TCP).
+	Dial    Dial
 	Logger  *slog.Logger
 	Metrics *Metrics
 	// BatchTimeout is how long a partition's batch waits for more messages
@@ -60,7 +62,7 @@ func NewProducer(cfg ProducerConfig) *Producer {
 	}
 	// Our own transport rather than kafka.DefaultTransport: that one is a
 	// process-wide metadata cache, which may predate our topics.
-	transport := &kafka.Transport{}
+	transport := newTransport(cfg.Dial)
 	w := &kafka.Writer{
 		Addr: kafka.TCP(cfg.Brokers...),
 		// Topic is left empty so that every message carries its own and one

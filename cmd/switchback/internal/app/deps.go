@@ -34,6 +34,7 @@ const minRedisPool = 256
 // deps are the servers and clients every tier shares.
 type deps struct {
 	brokers     []string
+	kafkaDial   stream.Dial // the embedded broker's in-process dial; nil: TCP
 	kafkaMode   ops.Mode
 	redisURL    string
 	redisAddr   string // what the banner and /readyz show: no password; the cluster's seeds or the sentinels
@@ -108,7 +109,7 @@ func (st depStarter) reachKafka(ctx context.Context, d *deps) error {
 		return err
 	}
 	d.streamStats.DeclareTopics(schemas.TopicNames())
-	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Logger: st.log.With("part", "producer"), Metrics: d.streamStats})
+	d.producer = stream.NewProducer(stream.ProducerConfig{Brokers: brokers, Dial: d.kafkaDial, Logger: st.log.With("part", "producer"), Metrics: d.streamStats})
 	st.closers.push("kafka producer (flush)", func(context.Context) error { return d.producer.Close() })
 	return nil
 }
@@ -133,7 +134,9 @@ func (st depStarter) kafkaBrokers(ctx context.Context, d *deps) error {
 		return fmt.Errorf("embedded Kafka broker on SWITCHBACK_EMBEDDED_KAFKA_ADDR %s: %w", cfg.EmbeddedKafkaAddr, err)
 	}
 	st.closers.push("embedded kafka broker", func(context.Context) error { b.Close(); return nil })
-	d.brokers, d.kafkaMode = []string{b.Addr()}, ops.ModeEmbedded
+	// This process's clients reach the broker in-process (no TCP); other
+	// processes (the tiers apart, tools) over its address.
+	d.brokers, d.kafkaDial, d.kafkaMode = []string{b.Addr()}, b.Dial, ops.ModeEmbedded
 	return nil
 }
 

@@ -432,6 +432,7 @@ func startViews(ctx context.Context, d *deps, sh *shared, log *slog.Logger, clos
 func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) error {
 	disp, err := dispatcher.New(dispatcher.Options{
 		Brokers:       d.brokers,
+		Dial:          d.kafkaDial,
 		Redis:         d.redis,
 		Publisher:     d.producer,
 		Subscriptions: subscriptions{reg: sh.registry, views: d.views},
@@ -463,6 +464,7 @@ func startDispatch(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg
 func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
 	cp := catalogchange.New(catalogchange.Options{
 		Brokers:     d.brokers,
+		Dial:        d.kafkaDial,
 		Store:       sh.catalog,
 		Subscribers: catalogchange.Resellers{Principals: sh.principals},
 		Rules:       sh.registry,
@@ -475,6 +477,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 
 	ap := availchange.New(availchange.Options{
 		Brokers:     d.brokers,
+		Dial:        d.kafkaDial,
 		Redis:       d.redis,
 		Bindings:    sh.catalog,
 		Subscribers: catalogchange.Resellers{Principals: sh.principals},
@@ -498,6 +501,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 	})
 	bp := bookingchange.New(bookingchange.Options{
 		Brokers:     d.brokers,
+		Dial:        d.kafkaDial,
 		Store:       bookings,
 		Subscribers: catalogchange.Resellers{Principals: sh.principals},
 		Rules:       sh.registry,
@@ -516,6 +520,7 @@ func startProcess(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg 
 	}
 	sink := historysink.NewSink(historysink.Options{
 		Brokers:         d.brokers,
+		Dial:            d.kafkaDial,
 		Conn:            d.clickhouse,
 		RetentionMonths: cfg.HistoryRetentionMonths,
 		ShutdownTimeout: cfg.ShutdownTimeout,
@@ -556,12 +561,12 @@ func startIngest(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg p
 	bsync := bookingsync.New(bookingsync.Options{Catalog: sh.catalog, Client: sh.bookingSystem, Schedule: sched,
 		Logger: log, Registerer: reg})
 
-	w := changeworker.NewWorker(changeworker.WorkerOptions{Brokers: d.brokers, Store: sh.changes,
+	w := changeworker.NewWorker(changeworker.WorkerOptions{Brokers: d.brokers, Dial: d.kafkaDial, Store: sh.changes,
 		Syncer:    changeworker.Refresher{Catalog: sh.catalog, Partner: sh.avail, BookingSync: bsync},
 		Publisher: d.producer, Logger: log, Registerer: reg, Fence: d.views})
 	runWorker(closers, "change notification worker (commit)", failed, w.Run)
 
-	cw := cronsync.NewWorker(cronsync.WorkerOptions{Brokers: d.brokers, Store: sh.cronReports, Syncer: bsync,
+	cw := cronsync.NewWorker(cronsync.WorkerOptions{Brokers: d.brokers, Dial: d.kafkaDial, Store: sh.cronReports, Syncer: bsync,
 		Publisher: d.producer, Redis: d.redis, Logger: log, Registerer: reg, Fence: d.views})
 	runWorker(closers, "full synchronization worker (commit)", failed, cw.Run)
 	cs := cronsync.NewScheduler(cronsync.SchedulerOptions{Redis: d.redis, Publisher: d.producer, Suppliers: sh.catalog,
