@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // memKV is the catalog's view in memory: the same keys, hashes and sets as
@@ -17,6 +20,9 @@ type memKV struct {
 	hashes map[string]map[string]string
 	sets   map[string]map[string]struct{}
 	strs   map[string]string
+	// gen counts the upserts that changed the view; answers memoized
+	// from it (listcache.go) are good while it has not moved.
+	gen atomic.Uint64
 }
 
 func newMemKV() *memKV {
@@ -39,8 +45,15 @@ func (m *memKV) apply(c scriptCall) (bool, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := c.keys
-	switch c.script {
+	changed, err := m.applyLocked(c.script, c.keys, args)
+	if changed {
+		m.gen.Add(1)
+	}
+	return changed, err
+}
+
+func (m *memKV) applyLocked(script *redis.Script, k, args []string) (bool, error) {
+	switch script {
 	case applySupplierScript:
 		if len(k) < 5 || len(args) < 11 {
 			return false, fmt.Errorf("supplier upsert: %d keys, %d args", len(k), len(args))

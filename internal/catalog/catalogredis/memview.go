@@ -37,6 +37,7 @@ import (
 type View struct {
 	o     ViewOptions
 	kv    *memKV
+	lists *listCache // memoized supplier lists of kv
 	k     keys
 	fresh atomic.Int64 // unix nanos: records acknowledged before it are applied
 	// wrote is the latest write of this process to the view's topics
@@ -102,7 +103,7 @@ func NewView(o ViewOptions) *View {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	v := &View{o: o, kv: newMemKV(), k: keys{p: o.KeyPrefix}, applied: map[string]map[int]int64{}, log: o.Logger.With("part", "catalog-view")}
+	v := &View{o: o, kv: newMemKV(), lists: newListCache(), k: keys{p: o.KeyPrefix}, applied: map[string]map[int]int64{}, log: o.Logger.With("part", "catalog-view")}
 	v.m = viewMetrics{
 		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchback_catalog_view_reads_total",

@@ -47,13 +47,43 @@ func (v SupplierVersion) field() string {
 
 // AppendSuppliers appends the JSON array of the suppliers the channel
 // sees at now, by id, keeping those whose partnerId and code equal the
-// filters that are not empty. Two batches of reads.
+// filters that are not empty. Two batches of reads; the unfiltered list
+// answered from the process's copy is memoized (listcache.go).
 func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string, v SupplierVersion, partnerID, code string, now time.Time) ([]byte, error) {
-	dst = append(dst, '[')
 	if !catalog.ValidID(channel) {
-		return append(dst, ']'), nil
+		return append(dst, '[', ']'), nil
 	}
-	b := s.reads()
+	view := s.view
+	if view == nil || partnerID != "" || code != "" || !view.Fresh() {
+		return s.appendSuppliers(ctx, dst, s.reads, channel, v, partnerID, code, now, nil)
+	}
+	// From memory: the same answer as reads() would give while fresh.
+	nowMs := millis(now)
+	key := listKey{channel: channel, v: v}
+	gen := view.kv.gen.Load()
+	if body, ok := view.lists.get(key, gen, nowMs); ok {
+		view.m.fromMemory.Inc()
+		return append(dst, body...), nil
+	}
+	memory := func() kvBatch {
+		view.m.fromMemory.Inc()
+		return view.kv.batch()
+	}
+	edges := newWindowEdges(nowMs)
+	start := len(dst)
+	dst, err := s.appendSuppliers(ctx, dst, memory, channel, v, "", "", now, edges)
+	if err == nil {
+		view.lists.put(key, &listEntry{gen: gen, from: edges.from, until: edges.until, body: slices.Clone(dst[start:])})
+	}
+	return dst, err
+}
+
+// appendSuppliers is AppendSuppliers over the batches reads returns; edges,
+// when not nil, gathers the binding windows' edges that the answer
+// depends on.
+func (s *Store) appendSuppliers(ctx context.Context, dst []byte, reads func() kvBatch, channel string, v SupplierVersion, partnerID, code string, now time.Time, edges *windowEdges) ([]byte, error) {
+	dst = append(dst, '[')
+	b := reads()
 	members := b.smembers(s.k.chanSuppliers(channel))
 	if err := b.exec(ctx); err != nil {
 		return dst, catalog.Unavailable("read channel suppliers", err)
@@ -63,7 +93,7 @@ func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string,
 		return append(dst, ']'), nil
 	}
 	slices.Sort(ids)
-	b = s.reads()
+	b = reads()
 	idx := make([]*kvStrs, len(ids))
 	sup := make([][]*kvStr, len(ids))
 	field := v.field()
@@ -77,6 +107,9 @@ func (s *Store) AppendSuppliers(ctx context.Context, dst []byte, channel string,
 	nowMs := millis(now)
 	first := true
 	for i := range ids {
+		if edges != nil {
+			edges.add(idx[i].val)
+		}
 		if !anyOpen(idx[i].val, nowMs) {
 			continue
 		}

@@ -282,6 +282,18 @@ func IndexValue(b *catalog.Binding) string {
 // IndexOpen reports whether the index value's window contains now
 // (milliseconds), and returns the binding JSON after the window.
 func IndexOpen(v string, nowMs int64) (bool, string) {
+	from, until, rest, ok := IndexWindow(v)
+	if !ok {
+		return false, ""
+	}
+	open := (from == 0 || nowMs >= from) && (until == 0 || nowMs < until)
+	return open, rest
+}
+
+// IndexWindow splits an index value into its window (milliseconds, 0 for
+// an open end) and the binding JSON after it; ok is false when the value
+// is not of that form.
+func IndexWindow(v string) (from, until int64, rest string, ok bool) {
 	i := 0
 	num := func() (int64, bool) {
 		var n int64
@@ -307,10 +319,9 @@ func IndexOpen(v string, nowMs int64) (bool, string) {
 	from, ok1 := num()
 	until, ok2 := num()
 	if !ok1 || !ok2 {
-		return false, ""
+		return 0, 0, "", false
 	}
-	open := (from == 0 || nowMs >= from) && (until == 0 || nowMs < until)
-	return open, v[i:]
+	return from, until, v[i:], true
 }
 
 // MustJSON encodes values whose types are ours: plain structs of
