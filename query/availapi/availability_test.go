@@ -11,10 +11,12 @@ import (
 	"github.com/switchbackhq/switchback/internal/availcache"
 	"github.com/switchbackhq/switchback/internal/availcache/availcachetest"
 	"github.com/switchbackhq/switchback/internal/catalog/catalogtest"
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/internal/principals"
 	"github.com/switchbackhq/switchback/internal/simulators/partnersim"
 	"github.com/switchbackhq/switchback/query/httpapi"
 	"github.com/switchbackhq/switchback/query/querytest"
+	"github.com/switchbackhq/switchback/schemas"
 )
 
 // allowLoopback is the fixture's outbound policy, short for these tests.
@@ -154,4 +156,36 @@ func TestHTTP_PartnerFailureWithoutEntryIs503WithoutPartnerDetails(t *testing.T)
 	if b, _ := json.Marshal(body); strings.Contains(string(b), "simulated") || strings.Contains(string(b), "127.0.0.1") {
 		t.Fatalf("partner details leaked: %s", b)
 	}
+}
+
+// FuzzAppendOne: the hand-written single availability answer has the bytes
+// encoding/json writes for oneResponse (meta.reqId aside: request ids are
+// written by jsonwire.AppendASCII everywhere), and is refused exactly when
+// encoding/json refuses it.
+func FuzzAppendOne(f *testing.F) {
+	f.Add("req-1", "a-1", int64(1795856400), int64(1795860000), 3, 5, true, "R1", true)
+	f.Add("r", "<&>\u2028\x01\"\\", int64(-62135596800), int64(253402300799), -1, 0, false, "é\xff", false)
+	f.Add("r", "x", int64(253402300800), int64(0), 0, 0, false, "", false)
+	f.Fuzz(func(t *testing.T, reqID, id string, start, end int64, capacity, maxCapacity int, hasMax bool, rateID string, bookable bool) {
+		zone := time.FixedZone("", int(end%(26*3600)))
+		a := oneAvailability{Availability: schemas.Availability{ID: id, Start: time.Unix(start, end%1e9).UTC(), End: time.Unix(end, start%1e9).In(zone), Capacity: capacity}, RateID: rateID}
+		if hasMax {
+			a.MaxCapacity = &maxCapacity
+		}
+		got, ok := appendOne([]byte("x"), reqID, a, bookable)
+		want, err := json.Marshal(struct {
+			Availability oneAvailability `json:"availability"`
+			Bookable     bool            `json:"bookable"`
+		}{a, bookable})
+		if ok != (err == nil) {
+			t.Fatalf("appendOne ok %v, encoding/json error %v", ok, err)
+		}
+		if !ok {
+			return
+		}
+		wantAll := `x{"meta":{"reqId":` + string(jsonwire.AppendASCII(nil, reqID)) + `},` + string(want[1:])
+		if string(got) != wantAll {
+			t.Fatalf("appendOne\n got  %s\n want %s", got, wantAll)
+		}
+	})
 }
