@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"context"
 	"net"
 	"syscall"
 	"testing"
@@ -9,9 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/switchbackhq/switchback/internal/platform/kafkabroker"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
-	"github.com/switchbackhq/switchback/schemas"
 )
 
 // BenchmarkHop measures one hop of the change path at a low rate, where
@@ -28,16 +25,7 @@ import (
 // hops (bench/RESULTS.md, issue 17, ninth session).
 func BenchmarkHop(b *testing.B) {
 	const topic = "bench.hop"
-	br, err := kafkabroker.Start(b.Context(), kafkabroker.Options{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(br.Close)
-	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Second)
-	defer cancel()
-	if err := stream.EnsureTopics(ctx, []string{br.Addr()}, []schemas.Topic{{Name: topic, Partitions: 1}}); err != nil {
-		b.Fatal(err)
-	}
+	br := startBroker(b, topic, 1)
 	var tcp net.Dialer
 	for _, bc := range []struct {
 		name string

@@ -19,6 +19,13 @@ const topic = "bench.producer"
 
 func broker(b *testing.B) []string {
 	b.Helper()
+	return []string{startBroker(b, topic, 12).Addr()}
+}
+
+// startBroker starts an embedded broker for the benchmark with the topic
+// created (partitions), stopped when b ends.
+func startBroker(b *testing.B, topic string, partitions int) *kafkabroker.Broker {
+	b.Helper()
 	br, err := kafkabroker.Start(b.Context(), kafkabroker.Options{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -26,10 +33,10 @@ func broker(b *testing.B) []string {
 	b.Cleanup(br.Close)
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Second)
 	defer cancel()
-	if err := stream.EnsureTopics(ctx, []string{br.Addr()}, []schemas.Topic{{Name: topic, Partitions: 12}}); err != nil {
+	if err := stream.EnsureTopics(ctx, []string{br.Addr()}, []schemas.Topic{{Name: topic, Partitions: partitions}}); err != nil {
 		b.Fatal(err)
 	}
-	return []string{br.Addr()}
+	return br
 }
 
 // BenchmarkPublish: one Publish of n messages of ~300 bytes (an envelope's

@@ -75,11 +75,14 @@ func (l *listener) dial(ctx context.Context) (net.Conn, error) {
 	case l.conns <- server:
 		return client, nil
 	case <-l.done:
-		err := net.ErrClosed
-		_, _ = client.Close(), server.Close()
-		return nil, err
+		return nil, closeBoth(client, server, net.ErrClosed)
 	case <-ctx.Done():
-		_, _ = client.Close(), server.Close()
-		return nil, ctx.Err()
+		return nil, closeBoth(client, server, ctx.Err())
 	}
+}
+
+// closeBoth closes a pipe that was refused and returns why.
+func closeBoth(client, server net.Conn, why error) error {
+	_, _ = client.Close(), server.Close()
+	return why
 }
