@@ -107,7 +107,9 @@ type result struct {
 // at once, each the head of its entity's chain (so one entity's
 // notifications never overtake each other: the next becomes due only once
 // the previous one's outcome is written), taken from the subscriber's
-// sources in turn. Outcomes are written in batches by the lane's writer
+// sources in turn; claims run ahead of the sends by up to claimAhead times
+// that many, so that the claim (the lane's serial step) is not made once
+// per few freed slots. Outcomes are written in batches by the lane's writer
 // while the lane goes on claiming and sending. With a throttleDelay, one
 // at a time, the next starting no earlier than throttleDelay after the
 // previous POST ended.
@@ -181,6 +183,11 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 	results := make(chan result, d.o.LaneConcurrency)
 	var (
 		inflight      int
+		queued        []claimedAhead        // claimed, not yet sent, oldest first
+		limit         = d.o.LaneConcurrency // sends at once, as the settings say
+		ahead         bool                  // claims may run ahead of the sends
+		disabled      bool                  // disableAll, as last read
+		targets       laneTargets
 		waiting       []result
 		firstWait     time.Time
 		writing       bool // a batch is with the writer
@@ -207,6 +214,38 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		toWrite <- waiting
 		waiting = nil
 	}
+	// giveBack hands the claimed-ahead deliveries back to the schedule,
+	// due at once, through the writer like outcomes.
+	giveBack := func() {
+		if len(queued) == 0 {
+			return
+		}
+		now := d.now()
+		if len(waiting) == 0 {
+			firstWait = time.Now()
+		}
+		for _, q := range queued {
+			waiting = append(waiting, result{change: change{rec: q.rec, kind: changeUnclaim, next: now}, typ: q.rec.Notification.Type})
+		}
+		queued = nil
+	}
+	// send launches claimed deliveries into the free slots.
+	send := func() {
+		n := min(limit-inflight, len(queued))
+		if n <= 0 {
+			return
+		}
+		batch := make([]schemas.ScheduledDelivery, n)
+		for i := range batch {
+			batch[i] = queued[i].rec
+		}
+		queued = queued[n:]
+		if len(queued) == 0 {
+			queued = nil
+		}
+		inflight += n
+		d.launch(hard, batch, disabled, &targets, results)
+	}
 	collect := func(r result) {
 		inflight--
 		if r.posted {
@@ -223,7 +262,12 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		if stopping {
 			ctxDone = nil // nothing more to wait for from it
 		}
-		idle := inflight == 0 && len(waiting) == 0 && !writing
+		// Claimed ahead but stopping, or waiting longer than half their
+		// lease (a slow subscriber): back to the schedule.
+		if len(queued) > 0 && (stopping || time.Since(queued[0].at) > d.o.Lease/2) {
+			giveBack()
+		}
+		idle := inflight == 0 && len(queued) == 0 && len(waiting) == 0 && !writing
 		if !stopping && claimMore {
 			claimMore = false
 			st, err := settings.read(d, hard, sub)
@@ -239,13 +283,21 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 			} else {
 				settingsRetry.Reset()
 				throttle = st.throttle
-				limit := d.o.LaneConcurrency
+				limit = d.o.LaneConcurrency
 				serial := throttle > 0 && !st.disableAll
 				switch {
 				case st.disableAll:
 					limit = 512 // nothing is sent: no throttle, drain fast
 				case serial:
 					limit = 1
+				}
+				disabled = st.disableAll
+				// Claims run ahead of the sends only for a subscriber sent to
+				// concurrently; what was claimed ahead under other settings
+				// goes back (a throttle spaces every send from now on).
+				ahead = !serial && !st.disableAll
+				if !ahead {
+					giveBack()
 				}
 				if serial && idle {
 					if wait := time.Until(d.lastSendOf(sub).Add(throttle)); wait > 0 {
@@ -262,7 +314,11 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 					}
 					gap.Store(int64(throttle))
 				}
-				if free := limit - inflight; free > 0 && (!serial || idle) {
+				depth := limit
+				if ahead {
+					depth = limit * (1 + claimAhead)
+				}
+				if free := depth - inflight - len(queued); free > 0 && (!serial || idle) {
 					now := d.now()
 					dueBy := now
 					draining := st.disableAll && idle
@@ -285,16 +341,17 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 					if draining && err == nil && len(items) == 0 {
 						d.drained(sub)
 					}
-					if len(items) > 0 {
-						inflight += len(items)
-						d.launch(hard, items, st.disableAll, results)
+					at := time.Now()
+					for _, it := range items {
+						queued = append(queued, claimedAhead{rec: it, at: at})
 					}
 					// More may be due than there was room for.
 					claimMore = len(items) == free && !serial
 				}
 			}
 		}
-		idle = inflight == 0 && len(waiting) == 0 && !writing
+		send()
+		idle = inflight == 0 && len(queued) == 0 && len(waiting) == 0 && !writing
 		if idle {
 			switch {
 			case stopping:
@@ -337,10 +394,15 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 			claimMore = true // retries come due; settings may change
 		case <-ctxDone:
 		}
+		send()
 		if len(waiting) >= flushMax || (len(waiting) > 0 && (inflight == 0 || time.Since(firstWait) >= flushInterval)) {
 			handOver()
 		}
-		if free := d.o.LaneConcurrency - inflight; free >= max(1, d.o.LaneConcurrency/4) && !lastEmpty {
+		room := d.o.LaneConcurrency - inflight
+		if ahead {
+			room = limit*(1+claimAhead) - inflight - len(queued)
+		}
+		if room >= max(1, d.o.LaneConcurrency/4) && !lastEmpty {
 			claimMore = true
 		}
 	}
@@ -401,28 +463,59 @@ func (d *Dispatcher) setLastSend(sub string, t time.Time) {
 	}
 }
 
-// targetRead is a rule read once per claim round and type.
+// targetRead is a rule as a lane read it.
 type targetRead struct {
 	target  webhook.Target
 	enabled bool
 	err     error
 }
 
-// launch reads the rule of each type among items once, then runs their
-// attempts concurrently; each hands its result to out.
-func (d *Dispatcher) launch(ctx context.Context, items []schemas.ScheduledDelivery, disableAll bool, out chan<- result) {
-	targets := map[string]targetRead{}
-	if !disableAll {
-		for _, it := range items {
-			n := it.Notification
-			if _, ok := targets[n.Type]; !ok {
-				t, enabled, err := d.o.Subscriptions.Target(ctx, n.Subscriber, n.Type)
-				targets[n.Type] = targetRead{target: t, enabled: enabled, err: err}
-			}
-		}
+// laneTargets are the rules a lane read, by type, used for settingsTTL as
+// the subscriber's settings are: sends launched as slots free up share one
+// read instead of a Redis round trip each.
+type laneTargets struct {
+	at time.Time
+	m  map[string]targetRead
+}
+
+func (l *laneTargets) get(ctx context.Context, d *Dispatcher, sub, typ string) targetRead {
+	if l.m == nil || time.Since(l.at) >= settingsTTL {
+		l.m, l.at = map[string]targetRead{}, time.Now()
 	}
+	if tr, ok := l.m[typ]; ok {
+		return tr
+	}
+	t, enabled, err := d.o.Subscriptions.Target(ctx, sub, typ)
+	tr := targetRead{target: t, enabled: enabled, err: err}
+	if err == nil { // an error is read again next time
+		l.m[typ] = tr
+	}
+	return tr
+}
+
+// claimedAhead is a claimed delivery waiting for a slot of its lane.
+type claimedAhead struct {
+	rec schemas.ScheduledDelivery
+	at  time.Time // claimed
+}
+
+// claimAhead is how many times the lane's concurrency a lane claims beyond
+// what it has in flight: claims (a Lua call walking the subscriber's
+// sources) are the lane's serial step, and claiming only as slots free
+// made each claim small (~34 deliveries at 3,500 changes/s, bench/RESULTS.md
+// issue 17, tenth session). What is claimed ahead waits for a slot at most
+// half its lease, then goes back to the schedule; memory per lane stays
+// bounded by (1+claimAhead) x LaneConcurrency deliveries.
+const claimAhead = 3
+
+// launch runs the attempts of items concurrently, with the rules of the
+// lane's targets; each hands its result to out.
+func (d *Dispatcher) launch(ctx context.Context, items []schemas.ScheduledDelivery, disableAll bool, targets *laneTargets, out chan<- result) {
 	for _, it := range items {
-		tr := targets[it.Notification.Type]
+		var tr targetRead
+		if !disableAll {
+			tr = targets.get(ctx, d, it.Notification.Subscriber, it.Notification.Type)
+		}
 		go func() { out <- d.attempt(ctx, it, disableAll, tr) }()
 	}
 }
