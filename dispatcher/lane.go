@@ -227,6 +227,7 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		for _, q := range queued {
 			waiting = append(waiting, result{change: change{rec: q.rec, kind: changeUnclaim, next: now}, typ: q.rec.Notification.Type})
 		}
+		d.m.claimedAhead.Sub(float64(len(queued)))
 		queued = nil
 	}
 	// send launches claimed deliveries into the free slots.
@@ -243,6 +244,7 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		if len(queued) == 0 {
 			queued = nil
 		}
+		d.m.claimedAhead.Sub(float64(n))
 		inflight += n
 		d.launch(hard, batch, disabled, &targets, results)
 	}
@@ -345,6 +347,7 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 					for _, it := range items {
 						queued = append(queued, claimedAhead{rec: it, at: at})
 					}
+					d.m.claimedAhead.Add(float64(len(items)))
 					// More may be due than there was room for.
 					claimMore = len(items) == free && !serial
 				}

@@ -59,6 +59,7 @@ type metrics struct {
 	backlogLimit   prometheus.Gauge
 	byBacklog      *prometheus.GaugeVec
 	inflight       prometheus.Gauge
+	claimedAhead   prometheus.Gauge
 	lanes          prometheus.Gauge
 	rebuilds       prometheus.Counter
 	lagMax         prometheus.Gauge
@@ -129,6 +130,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "switchback_dispatcher_inflight",
 			Help: "Webhook POSTs in flight.",
 		}),
+		claimedAhead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchback_dispatcher_claimed_ahead",
+			Help: "Deliveries claimed by the lanes and waiting for a free slot (at most 3x the lane concurrency per lane).",
+		}),
 		lanes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchback_dispatcher_lanes",
 			Help: "Subscribers being sent to by this instance.",
@@ -171,6 +176,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.backlogLimit = instrument.Register(reg, m.backlogLimit)
 	m.byBacklog = instrument.Register(reg, m.byBacklog)
 	m.inflight = instrument.Register(reg, m.inflight)
+	m.claimedAhead = instrument.Register(reg, m.claimedAhead)
 	m.lanes = instrument.Register(reg, m.lanes)
 	m.rebuilds = instrument.Register(reg, m.rebuilds)
 	m.lagMax = instrument.Register(reg, m.lagMax)

@@ -265,8 +265,11 @@ func TestDispatcher_HealthySubscriberBehindTheBoundIsNeverDisabled(t *testing.T)
 func TestDispatcher_HoldsAtMostLaneConcurrencyWhateverTheBacklog(t *testing.T) {
 	e := newRealEnv(t)
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unhang := func() { releaseOnce.Do(func() { close(release) }) }
 	bs := &busySink{}
 	s := newSink(t, bs.around(func(string) time.Duration { <-release; return 0 }, func(string, int) int { return 200 }))
+	t.Cleanup(unhang) // before the sink's cleanup: a failed test does not hang on it
 	e.subs.setRule("hang", schemas.TypeRate, rule{url: s.url("/r"), key: "k"})
 	const conc = 8
 	r := e.start(func(o *dispatcher.Options) {
@@ -291,6 +294,17 @@ func TestDispatcher_HoldsAtMostLaneConcurrencyWhateverTheBacklog(t *testing.T) {
 	if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_inflight", nil); got > conc {
 		t.Errorf("inflight gauge %v above %d", got, conc)
 	}
-	close(release)
+	// The lane claims ahead of its sends, 3x its concurrency at most; the
+	// rest of the backlog stays in Redis.
+	testharness.Eventually(t, 15*time.Second, "the lane has claimed ahead", func() bool {
+		return testharness.MetricValue(t, r.reg, "switchback_dispatcher_claimed_ahead", nil) == 3*conc
+	})
+	for range 20 {
+		if got := testharness.MetricValue(t, r.reg, "switchback_dispatcher_claimed_ahead", nil); got > 3*conc {
+			t.Fatalf("claimed ahead %v, more than 3x the concurrency %d", got, conc)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	unhang()
 	testharness.Eventually(t, 30*time.Second, "all delivered", func() bool { return len(s.deliveredIDs()) == len(ns) })
 }
