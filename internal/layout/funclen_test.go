@@ -42,7 +42,6 @@ var longFuncs = map[string]string{
 	"ingest/supplierbooking.Router.tickets":               "the ticket mapping of its doc comment, field by field, with the catalog reads degraded in place",
 	"internal/catalog/catalogredis.Store.writeAvailBatch": "the batched write's five numbered phases (locks, reads, checks, publish, apply) share one pipeline, lock set and deferred release; hot path",
 	"internal/catalog/catalogredis.availRecordFast":       "a one-pass decoder: one case per key of the wire shape (hot path, fuzzed against encoding/json)",
-	"internal/catalog/catalogredis.memKV.apply":           "the Lua scripts' versioned upsert replayed in Go, one case per script, kept side by side with them",
 	"internal/platform/config.Settings":                   "a table: one entry per setting, in documentation order",
 	"internal/platform/kafkabroker.Start":                 "option checks and the broker's kfake options, one commented entry each, in order",
 	"internal/simulators/bookingsim.Server.book":          "a simulator's createBooking: one check per rule (uuid, product, option, units, slot), then the booking under its lock",
