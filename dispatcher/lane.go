@@ -230,6 +230,16 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		d.m.claimedAhead.Sub(float64(len(queued)))
 		queued = nil
 	}
+	// room is how many more deliveries the lane may claim: up to its
+	// limit in flight and, when claims run ahead, claimAhead times that
+	// waiting for a slot.
+	room := func() int {
+		depth := limit
+		if ahead {
+			depth = limit * (1 + claimAhead)
+		}
+		return depth - inflight - len(queued)
+	}
 	// send launches claimed deliveries into the free slots.
 	send := func() {
 		n := min(limit-inflight, len(queued))
@@ -316,11 +326,7 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 					}
 					gap.Store(int64(throttle))
 				}
-				depth := limit
-				if ahead {
-					depth = limit * (1 + claimAhead)
-				}
-				if free := depth - inflight - len(queued); free > 0 && (!serial || idle) {
+				if free := room(); free > 0 && (!serial || idle) {
 					now := d.now()
 					dueBy := now
 					draining := st.disableAll && idle
@@ -401,11 +407,11 @@ func (d *Dispatcher) runLane(ctx, hard context.Context, sub string) {
 		if len(waiting) >= flushMax || (len(waiting) > 0 && (inflight == 0 || time.Since(firstWait) >= flushInterval)) {
 			handOver()
 		}
-		room := d.o.LaneConcurrency - inflight
+		free := d.o.LaneConcurrency - inflight // as before claims ran ahead
 		if ahead {
-			room = limit*(1+claimAhead) - inflight - len(queued)
+			free = room()
 		}
-		if room >= max(1, d.o.LaneConcurrency/4) && !lastEmpty {
+		if free >= max(1, d.o.LaneConcurrency/4) && !lastEmpty {
 			claimMore = true
 		}
 	}

@@ -127,15 +127,13 @@ func (h handlers) handleList(r *httpapi.Request) error {
 // from the cached arrays without decoding them. retrieved is the oldest
 // and expires the earliest of the rates' entries.
 func writeList(r *httpapi.Request, pid string, got availcache.Entries) error {
-	bp := buffers.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 256<<10 {
-			buffers.Put(bp)
-		}
-	}()
-	b := (*bp)[:0]
+	answer(r, got.Stale(), func(b []byte) ([]byte, bool) { return appendList(b, r.ID, pid, got), true })
+	return nil
+}
+
+func appendList(b []byte, reqID, pid string, got availcache.Entries) []byte {
 	b = append(b, `{"meta":{"reqId":`...)
-	b = jsonwire.AppendASCII(b, r.ID)
+	b = jsonwire.AppendASCII(b, reqID)
 	b = append(b, `},"availabilities":{"byRate":{`...)
 	var retrieved, expires time.Time
 	for i := range got.Len() {
@@ -172,17 +170,32 @@ func writeList(r *httpapi.Request, pid string, got availcache.Entries) error {
 	b = retrieved.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, `","expires":"`...)
 	b = expires.UTC().AppendFormat(b, time.RFC3339)
-	b = append(b, `"}}`...)
+	return append(b, `"}}`...)
+}
+
+// answer writes a 200 JSON answer that build appends to a pooled buffer;
+// the response takes the buffer as its body (no copy), and its previous
+// body buffer goes to the pool in its place. It reports build's ok, and
+// writes nothing when build fails.
+func answer(r *httpapi.Request, stale bool, build func([]byte) ([]byte, bool)) bool {
+	bp := buffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 256<<10 {
+			buffers.Put(bp)
+		}
+	}()
+	b, ok := build((*bp)[:0])
+	if !ok {
+		return false
+	}
 	resp := &r.Ctx.Response
 	resp.SetStatusCode(http.StatusOK)
 	resp.Header.SetContentType("application/json")
-	if got.Stale() {
+	if stale {
 		resp.Header.Set("Warning", `110 - "stale availability"`)
 	}
-	// The response takes b as its body (no copy); its previous body
-	// buffer goes to the pool in b's place.
 	*bp = resp.SwapBody(b)[:0]
-	return nil
+	return true
 }
 
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -229,20 +242,10 @@ func (h handlers) handleOne(r *httpapi.Request) error {
 		return apierror.New(apierror.NotFound, "no availability at "+at.Format(time.RFC3339))
 	}
 	bookable := best.Capacity >= qty
-	bp := buffers.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 256<<10 {
-			buffers.Put(bp)
-		}
-	}()
-	b, ok := appendOne((*bp)[:0], r.ID, best, bookable)
-	if !ok { // a time encoding/json refuses: let it say so
+	if !answer(r, false, func(b []byte) ([]byte, bool) { return appendOne(b, r.ID, best, bookable) }) {
+		// a time encoding/json refuses: let it say so
 		return r.JSON(http.StatusOK, &oneResponse{Availability: best, Bookable: bookable})
 	}
-	resp := &r.Ctx.Response
-	resp.SetStatusCode(http.StatusOK)
-	resp.Header.SetContentType("application/json")
-	*bp = resp.SwapBody(b)[:0]
 	return nil
 }
 
@@ -254,21 +257,9 @@ func (h handlers) handleOne(r *httpapi.Request) error {
 func appendOne(b []byte, reqID string, a oneAvailability, bookable bool) (_ []byte, ok bool) {
 	b = append(b, `{"meta":{"reqId":`...)
 	b = jsonwire.AppendASCII(b, reqID)
-	b = append(b, `},"availability":{"id":`...)
-	b = jsonwire.AppendString(b, a.ID)
-	b = append(b, `,"start":`...)
-	if b, ok = jsonwire.AppendTime(b, a.Start); !ok {
+	b = append(b, `},"availability":{`...)
+	if b, ok = a.AppendMembers(b); !ok {
 		return b, false
-	}
-	b = append(b, `,"end":`...)
-	if b, ok = jsonwire.AppendTime(b, a.End); !ok {
-		return b, false
-	}
-	b = append(b, `,"capacity":`...)
-	b = strconv.AppendInt(b, int64(a.Capacity), 10)
-	if a.MaxCapacity != nil {
-		b = append(b, `,"maxCapacity":`...)
-		b = strconv.AppendInt(b, int64(*a.MaxCapacity), 10)
 	}
 	b = append(b, `,"rateId":`...)
 	b = jsonwire.AppendString(b, a.RateID)

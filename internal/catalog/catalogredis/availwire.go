@@ -54,22 +54,10 @@ func appendAvailSet(b []byte, set catalog.AvailabilitySet) ([]byte, bool) {
 }
 
 func appendAvailability(b []byte, a catalog.Availability) ([]byte, bool) {
-	b = append(b, `{"id":`...)
-	b = jsonwire.AppendString(b, a.ID)
-	b = append(b, `,"start":`...)
-	b, ok := jsonwire.AppendTime(b, a.Start)
+	b = append(b, '{')
+	b, ok := schemas.Availability{ID: a.ID, Start: a.Start, End: a.End, Capacity: a.Capacity, MaxCapacity: a.MaxCapacity}.AppendMembers(b)
 	if !ok {
 		return b, false
-	}
-	b = append(b, `,"end":`...)
-	if b, ok = jsonwire.AppendTime(b, a.End); !ok {
-		return b, false
-	}
-	b = append(b, `,"capacity":`...)
-	b = strconv.AppendInt(b, int64(a.Capacity), 10)
-	if a.MaxCapacity != nil {
-		b = append(b, `,"maxCapacity":`...)
-		b = strconv.AppendInt(b, int64(*a.MaxCapacity), 10)
 	}
 	if a.SystemID != "" {
 		b = append(b, `,"systemId":`...)
