@@ -156,26 +156,27 @@ func (s *Store) applyEvents(ctx context.Context, envs []schemas.Envelope, evs []
 	return s.runCalls(ctx, calls)
 }
 
-// runCalls runs versioned upserts in one pipeline; when the pipeline fails
-// as a whole or any script is not loaded yet (pipelined EVALSHA does not
-// fall back to EVAL), each runs on its own instead (they are idempotent).
+// runCalls runs versioned upserts in one pipeline, one version hash's
+// fields in one call (queueFields); when the pipeline fails as a whole, or
+// a script is still not loaded once applyFields was (pipelined EVALSHA
+// does not fall back to EVAL), each runs on its own instead (they are
+// idempotent).
 // It reports, per call, whether it changed the view.
 func (s *Store) runCalls(ctx context.Context, calls []scriptCall) ([]bool, error) {
 	applied := make([]bool, len(calls))
 	if len(calls) == 0 {
 		return applied, nil
 	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = pipe.EvalSha(ctx, c.script.Hash(), c.keys, c.args...)
-	}
-	if _, err := pipe.Exec(ctx); err == nil {
-		for i, c := range cmds {
-			n, _ := c.Int()
-			applied[i] = n == 1
+	for try := 0; try < 2; try++ {
+		pipe := s.rdb.Pipeline()
+		read := queueFields(ctx, pipe, calls, nil, "")
+		cmds, err := pipe.Exec(ctx)
+		if err == nil {
+			return read(), nil
 		}
-		return applied, nil
+		if try > 0 || !hasNoScript(cmds) || applyFieldsScript.Load(ctx, s.rdb).Err() != nil {
+			break
+		}
 	}
 	var first error
 	for i, c := range calls {

@@ -507,7 +507,7 @@ func (s *Store) execScripts(ctx context.Context, fill func(redis.Pipeliner)) err
 		fill(pipe)
 		cmds, err := pipe.Exec(ctx)
 		if err != nil && try == 0 && hasNoScript(cmds) {
-			for _, sc := range []*redis.Script{lockScript, ownerLockScript, redislock.ReleaseScript, applyFieldScript} {
+			for _, sc := range []*redis.Script{lockScript, ownerLockScript, redislock.ReleaseScript, applyFieldScript, applyFieldsScript} {
 				if err := sc.Load(ctx, s.rdb).Err(); err != nil {
 					return err
 				}
@@ -534,15 +534,22 @@ func hasNoScript(cmds []redis.Cmder) bool {
 // pipeline; on failure it applies each on its own (the upserts are
 // idempotent), loading the script if Redis lost it, then releases.
 func (s *Store) applyAndRelease(ctx context.Context, calls []scriptCall, held []string, token string) error {
-	pipe := s.rdb.Pipeline()
-	for _, c := range calls {
-		c.script.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
+	releases := make(map[string]string, len(held))
 	for _, sid := range held {
-		redislock.ReleaseScript.EvalSha(ctx, pipe, []string{s.k.lock(sid)}, token)
+		releases[s.k.versions(sid)] = s.k.lock(sid)
 	}
-	if _, err := pipe.Exec(ctx); err == nil {
+	pipe := s.rdb.Pipeline()
+	queueFields(ctx, pipe, calls, releases, token)
+	for _, lock := range releases { // those no applyFields call released
+		redislock.ReleaseScript.EvalSha(ctx, pipe, []string{lock}, token)
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err == nil {
 		return nil
+	}
+	if hasNoScript(cmds) {
+		// Loaded for the next batch; this one takes the slow path below.
+		_ = applyFieldsScript.Load(ctx, s.rdb).Err()
 	}
 	for _, c := range calls {
 		if err := c.script.Run(ctx, s.rdb, c.keys, c.args...).Err(); err != nil {
