@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,26 +22,71 @@ import (
 // the consumer).
 const maxCASRounds = 5
 
-// casState sets (or deletes) a rate's state only if it is still what the
-// batch read: ARGV[1] is "1" if the key existed then, ARGV[2] its value,
-// ARGV[3] "set" or "del", ARGV[4] the new value. 1 = written, 0 = another
-// writer got there first. Comparing the whole value (a few hundred bytes
-// in the compact form) needs no version field, and ABA is harmless: the
-// diff is a function of the value's bytes.
-var casState = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if ARGV[1] == '1' then
-  if cur ~= ARGV[2] then return 0 end
-elseif cur then
-  return 0
+// casStates sets (or deletes) each rate's state only if it is still what
+// the batch read. KEYS: the states, all of one supplier (one slot); ARGV,
+// per key: "1" if the key existed then, its value, "set" or "del", the new
+// value. Returns per key 1 = written, 0 = another writer got there first.
+// Comparing the whole value (a few hundred bytes in the compact form)
+// needs no version field, and ABA is harmless: the diff is a function of
+// the value's bytes. One call per supplier and batch rather than per rate:
+// the call, not the GET and SET, was most of what a rate cost Redis.
+var casStates = redis.NewScript(`
+local out = {}
+for i, key in ipairs(KEYS) do
+  local a = (i - 1) * 4
+  local cur = redis.call('GET', key)
+  local ok = 1
+  if ARGV[a + 1] == '1' then
+    if cur ~= ARGV[a + 2] then ok = 0 end
+  elseif cur then
+    ok = 0
+  end
+  if ok == 1 then
+    if ARGV[a + 3] == 'del' then
+      redis.call('DEL', key)
+    else
+      redis.call('SET', key, ARGV[a + 4])
+    end
+  end
+  out[i] = ok
 end
-if ARGV[3] == 'del' then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('SET', KEYS[1], ARGV[4])
-end
-return 1
+return out
 `)
+
+// maxCAS bounds one casStates call, so that it blocks Redis for a bounded
+// time.
+const maxCAS = 256
+
+// slotTag is the hash tag of a state key (its supplier).
+func slotTag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i:], '}')
+	if j < 0 {
+		return key
+	}
+	return key[i : i+j+1]
+}
+
+// bySlot splits rates into casStates calls: one supplier's rates each, at
+// most maxCAS.
+func bySlot(rates []*rate) [][]*rate {
+	var out [][]*rate
+	open := map[string]int{}
+	for _, r := range rates {
+		tag := slotTag(r.key)
+		j, ok := open[tag]
+		if !ok || len(out[j]) == maxCAS {
+			out = append(out, nil)
+			j = len(out) - 1
+			open[tag] = j
+		}
+		out[j] = append(out[j], r)
+	}
+	return out
+}
 
 // rate is one rate's events of a batch, in their order, and what one
 // round made of them.
@@ -293,35 +339,48 @@ func (p *Processor) writeStates(ctx context.Context, rates []*rate) ([]*rate, er
 		r.conflict = false
 	}
 	for attempt := 0; len(todo) > 0; attempt++ {
-		cmds := make([]*redis.Cmd, len(todo))
+		groups := bySlot(todo)
+		cmds := make([]*redis.Cmd, len(groups))
 		_, _ = p.opts.Redis.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			for i, r := range todo {
-				existed, op := "0", "set"
-				if r.exists {
-					existed = "1"
+			for g, rs := range groups {
+				keys := make([]string, len(rs))
+				args := make([]any, 0, 4*len(rs))
+				for i, r := range rs {
+					existed, op := "0", "set"
+					if r.exists {
+						existed = "1"
+					}
+					if r.deleted {
+						op = "del"
+					}
+					keys[i] = r.key
+					args = append(args, existed, r.old, op, r.next)
 				}
-				if r.deleted {
-					op = "del"
-				}
-				cmds[i] = casState.EvalSha(ctx, pipe, []string{r.key}, existed, r.old, op, r.next)
+				cmds[g] = casStates.EvalSha(ctx, pipe, keys, args...)
 			}
 			return nil
 		})
 		var noScript []*rate
-		for i, r := range todo {
-			ok, err := cmds[i].Int()
+		for g, rs := range groups {
+			oks, err := cmds[g].Int64Slice()
 			switch {
 			case err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && attempt == 0:
-				noScript = append(noScript, r) // not run: load it, run again
+				noScript = append(noScript, rs...) // not run: load it, run again
+				continue
 			case err != nil:
-				return nil, fmt.Errorf("save availability state %s: %w", r.key, err)
-			case ok == 0:
-				r.conflict = true
-				conflicts = append(conflicts, r)
+				return nil, fmt.Errorf("save availability state %s: %w", rs[0].key, err)
+			case len(oks) != len(rs):
+				return nil, fmt.Errorf("save availability state %s: %d answers for %d rates", rs[0].key, len(oks), len(rs))
+			}
+			for i, r := range rs {
+				if oks[i] == 0 {
+					r.conflict = true
+					conflicts = append(conflicts, r)
+				}
 			}
 		}
 		if len(noScript) > 0 {
-			if err := casState.Load(ctx, p.opts.Redis).Err(); err != nil {
+			if err := casStates.Load(ctx, p.opts.Redis).Err(); err != nil {
 				return nil, fmt.Errorf("load the availability state script: %w", err)
 			}
 		}

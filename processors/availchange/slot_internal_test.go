@@ -1,0 +1,46 @@
+package availchange
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestBySlot_OneSuppliersRatesPerCallAtMostMaxCAS(t *testing.T) {
+	tests := []struct {
+		key, tag string
+	}{
+		{"sb:avstate:{S1}:P1:R1", "{S1}"},
+		{"avstate:{S}:P:{R}", "{S}"}, // the first tag is the slot's
+		{"no-tag", "no-tag"},
+		{"open{only", "open{only"},
+	}
+	for _, tt := range tests {
+		if got := slotTag(tt.key); got != tt.tag {
+			t.Errorf("slotTag(%q) = %q, want %q", tt.key, got, tt.tag)
+		}
+	}
+	var rates []*rate
+	pos := map[*rate]int{}
+	for i := range maxCAS + 3 {
+		rates = append(rates, &rate{key: fmt.Sprintf("avstate:{A}:P:R%d", i)}, &rate{key: fmt.Sprintf("avstate:{B}:P:R%d", i)})
+	}
+	for i, r := range rates {
+		pos[r] = i
+	}
+	groups := bySlot(rates)
+	sizes := make([]int, len(groups))
+	for g, rs := range groups {
+		sizes[g] = len(rs)
+		for i, r := range rs {
+			if slotTag(r.key) != slotTag(rs[0].key) {
+				t.Fatalf("call %d mixes %s and %s", g, rs[0].key, r.key)
+			}
+			if i > 0 && pos[r] < pos[rs[i-1]] {
+				t.Fatalf("call %d: %s after %s, out of the batch's order", g, r.key, rs[i-1].key)
+			}
+		}
+	}
+	if want := []int{maxCAS, maxCAS, 3, 3}; fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Fatalf("call sizes %v, want %v", sizes, want)
+	}
+}
