@@ -462,7 +462,9 @@ type availabilitiesRequest struct {
 
 func (h handlers) putAvailabilities(r *httpapi.Request) error {
 	var in availabilitiesRequest
-	if err := r.DecodeJSON(&in); err != nil {
+	if as, ok := decodeAvailabilities(r.Ctx.PostBody()); ok {
+		in.Availabilities = as
+	} else if err := r.DecodeJSON(&in); err != nil {
 		return err
 	}
 	ctx, cancel := writeCtx(r)
