@@ -46,7 +46,6 @@ const maxFields = 256
 type fieldCall struct {
 	single int // index of the call, or -1
 	idx    []int
-	lock   string // the lock this call releases, or ""
 }
 
 // groupFields turns calls into pipeline calls: every applyFieldScript
