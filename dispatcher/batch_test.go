@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
+	"github.com/switchbackhq/switchback/internal/platform/testharness"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -49,7 +51,7 @@ func TestView_BatchedWritesLeaveTheScheduleAsOneByOne(t *testing.T) {
 		other := []schemas.ScheduledDelivery{rec("o-0", "s2", "C/r1", "C", 0, false), rec("o-1", "s2", "C/r1", "C", 1, false)}
 		first := slices.Concat(e1, []schemas.ScheduledDelivery{e2, other[0], x, e1[0], rp, other[1]})
 		var long []schemas.ScheduledDelivery
-		for i := range maxBatch + 44 {
+		for i := range redisbatch.MaxPerCall + 44 {
 			long = append(long, rec(fmt.Sprintf("l-%d", i), "s3", fmt.Sprintf("D/r%d", i%7), "D", 0, false))
 		}
 		retried := e2
@@ -124,7 +126,7 @@ func TestView_BatchedWritesLeaveTheScheduleAsOneByOne(t *testing.T) {
 			"{s1}:replays":    "1",
 			"{s1}:chain:A/r1": "[e1-2 e1-0]",
 			"{s2}:pending":    "2",
-			"{s3}:pending":    fmt.Sprint(maxBatch + 43),
+			"{s3}:pending":    fmt.Sprint(redisbatch.MaxPerCall + 43),
 			"{s1}:done:e1-1":  "delivered",
 			"{s2}:done:o-0":   "failed",
 		} {
@@ -140,7 +142,7 @@ func TestView_BatchedWritesLeaveTheScheduleAsOneByOne(t *testing.T) {
 func dumpView(t *testing.T, v *view) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := v.rdb.Keys(ctx, v.prefix+"*").Result()
+	keys, err := testharness.Keys(ctx, v.rdb, v.prefix+"*") // every master of a cluster
 	if err != nil {
 		t.Fatal(err)
 	}

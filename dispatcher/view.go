@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -82,12 +83,11 @@ end
 // changes/s, one call per delivery made enqueue and complete 40 % of
 // Redis's time. Each batch call does a delivery's own writes in order and
 // then, once, refreshes every source it touched and returns the
-// subscriber's ready state. A call holds at most maxBatch deliveries, so
-// one call blocks Redis for a bounded time. The per-delivery keys are
-// built in the script from the subscriber's prefix: they carry the
-// subscriber's hash tag, as the declared keys do, so on a Redis Cluster
-// they live in the declared keys' slot.
-const maxBatch = 256
+// subscriber's ready state. A call holds at most redisbatch.MaxPerCall
+// deliveries, so one call blocks Redis for a bounded time. The
+// per-delivery keys are built in the script from the subscriber's prefix:
+// they carry the subscriber's hash tag, as the declared keys do, so on a
+// Redis Cluster they live in the declared keys' slot.
 
 // enqueueBatch: KEYS srcs served pending replays seq; ARGV subPrefix, then
 // per delivery: id chain src atµs rec isReplay. A delivery already known
@@ -373,7 +373,8 @@ func chainOf(n schemas.Notification) string {
 }
 
 // subBatch is one script call's share of a batch: indexes of one
-// subscriber's entries, in the batch's order, at most maxBatch of them.
+// subscriber's entries, in the batch's order, at most
+// redisbatch.MaxPerCall of them.
 type subBatch struct {
 	sub string
 	idx []int
@@ -383,17 +384,10 @@ type subBatch struct {
 // keeping each subscriber's entries in order (its calls are queued in
 // order on one pipeline).
 func bySubscriber(n int, subOf func(int) string) []subBatch {
-	var out []subBatch
-	open := map[string]int{}
-	for i := range n {
-		sub := subOf(i)
-		j, ok := open[sub]
-		if !ok || len(out[j].idx) == maxBatch {
-			out = append(out, subBatch{sub: sub})
-			j = len(out) - 1
-			open[sub] = j
-		}
-		out[j].idx = append(out[j].idx, i)
+	groups := redisbatch.Split(n, subOf, redisbatch.MaxPerCall)
+	out := make([]subBatch, len(groups))
+	for g, idx := range groups {
+		out[g] = subBatch{sub: subOf(idx[0]), idx: idx}
 	}
 	return out
 }

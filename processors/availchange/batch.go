@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
@@ -53,10 +54,6 @@ end
 return out
 `)
 
-// maxCAS bounds one casStates call, so that it blocks Redis for a bounded
-// time.
-const maxCAS = 256
-
 // slotTag is the hash tag of a state key (its supplier).
 func slotTag(key string) string {
 	i := strings.IndexByte(key, '{')
@@ -71,19 +68,15 @@ func slotTag(key string) string {
 }
 
 // bySlot splits rates into casStates calls: one supplier's rates each, at
-// most maxCAS.
+// most redisbatch.MaxPerCall.
 func bySlot(rates []*rate) [][]*rate {
-	var out [][]*rate
-	open := map[string]int{}
-	for _, r := range rates {
-		tag := slotTag(r.key)
-		j, ok := open[tag]
-		if !ok || len(out[j]) == maxCAS {
-			out = append(out, nil)
-			j = len(out) - 1
-			open[tag] = j
+	groups := redisbatch.Split(len(rates), func(i int) string { return slotTag(rates[i].key) }, redisbatch.MaxPerCall)
+	out := make([][]*rate, len(groups))
+	for g, idx := range groups {
+		out[g] = make([]*rate, len(idx))
+		for j, i := range idx {
+			out[g][j] = rates[i]
 		}
-		out[j] = append(out[j], r)
 	}
 	return out
 }

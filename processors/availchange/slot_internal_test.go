@@ -3,6 +3,8 @@ package availchange
 import (
 	"fmt"
 	"testing"
+
+	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
 )
 
 func TestBySlot_OneSuppliersRatesPerCallAtMostMaxCAS(t *testing.T) {
@@ -21,7 +23,7 @@ func TestBySlot_OneSuppliersRatesPerCallAtMostMaxCAS(t *testing.T) {
 	}
 	var rates []*rate
 	pos := map[*rate]int{}
-	for i := range maxCAS + 3 {
+	for i := range redisbatch.MaxPerCall + 3 {
 		rates = append(rates, &rate{key: fmt.Sprintf("avstate:{A}:P:R%d", i)}, &rate{key: fmt.Sprintf("avstate:{B}:P:R%d", i)})
 	}
 	for i, r := range rates {
@@ -40,7 +42,7 @@ func TestBySlot_OneSuppliersRatesPerCallAtMostMaxCAS(t *testing.T) {
 			}
 		}
 	}
-	if want := []int{maxCAS, maxCAS, 3, 3}; fmt.Sprint(sizes) != fmt.Sprint(want) {
+	if want := []int{redisbatch.MaxPerCall, redisbatch.MaxPerCall, 3, 3}; fmt.Sprint(sizes) != fmt.Sprint(want) {
 		t.Fatalf("call sizes %v, want %v", sizes, want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
 )
 
 // applyFieldsScript is applyFieldScript for several fields of one version
@@ -36,10 +38,6 @@ if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL'
 return out
 `)
 
-// maxFields bounds one applyFields call, so that it blocks Redis for a
-// bounded time.
-const maxFields = 256
-
 // fieldCall is one call of a pipeline of versioned upserts: either one
 // call as it is (another script), or applyFields over calls idx of one
 // version hash.
@@ -49,26 +47,28 @@ type fieldCall struct {
 }
 
 // groupFields turns calls into pipeline calls: every applyFieldScript
-// call of one version hash joins one applyFields call (at most maxFields),
-// in the calls' order; other scripts stay as they are. An entity is only
-// ever written by one kind of script (fields, suppliers or bindings), so
-// only calls of different entities change places, and those touch
-// different fields.
+// call of one version hash joins one applyFields call (at most
+// redisbatch.MaxPerCall), in the calls' order; other scripts stay as they
+// are, first. An entity is only ever written by one kind of script
+// (fields, suppliers or bindings), so only calls of different entities
+// change places, and those touch different fields.
 func groupFields(calls []scriptCall) []fieldCall {
 	var out []fieldCall
-	open := map[string]int{}
+	var fields []int
 	for i, c := range calls {
-		if c.script != applyFieldScript {
+		if c.script == applyFieldScript {
+			fields = append(fields, i)
+		} else {
 			out = append(out, fieldCall{single: i})
-			continue
 		}
-		j, ok := open[c.keys[0]]
-		if !ok || len(out[j].idx) == maxFields {
-			out = append(out, fieldCall{single: -1})
-			j = len(out) - 1
-			open[c.keys[0]] = j
+	}
+	versions := func(k int) string { return calls[fields[k]].keys[0] }
+	for _, ks := range redisbatch.Split(len(fields), versions, redisbatch.MaxPerCall) {
+		idx := make([]int, len(ks))
+		for j, k := range ks {
+			idx[j] = fields[k]
 		}
-		out[j].idx = append(out[j].idx, i)
+		out = append(out, fieldCall{single: -1, idx: idx})
 	}
 	return out
 }

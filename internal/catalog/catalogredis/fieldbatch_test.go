@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
 	"github.com/switchbackhq/switchback/internal/platform/testharness"
 )
 
@@ -20,8 +21,8 @@ import (
 func TestApplyBatch_LeavesTheViewAsOneEventAtATime(t *testing.T) {
 	s, rec, rdb := newStore(t)
 	ctx := context.Background()
-	seedRates(t, s, maxFields+10)
-	for i := range maxFields + 10 {
+	seedRates(t, s, redisbatch.MaxPerCall+10)
+	for i := range redisbatch.MaxPerCall + 10 {
 		if _, err := s.PutAvailabilities(ctx, opA, "s1", "p1", fmt.Sprintf("r%d", i), window(i%5)); err != nil {
 			t.Fatal(err)
 		}
