@@ -547,11 +547,7 @@ func (v *view) enqueue(ctx context.Context, recs []schemas.ScheduledDelivery) er
 			args[0] = v.sub(b.sub)
 			for _, i := range b.idx {
 				n := recs[i].Notification
-				replay := "0"
-				if n.Source == sourceReplay {
-					replay = "1"
-				}
-				args = append(args, n.ID, chainOf(n), sourceOf(n), score(recs[i].At), raws[i], replay)
+				args = append(args, n.ID, chainOf(n), sourceOf(n), score(recs[i].At), raws[i], replayArg(n))
 			}
 			enqueueBatchScript.EvalSha(ctx, pipe, v.batchKeys(b.sub), args...)
 		}
@@ -723,17 +719,22 @@ func (v *view) apply(ctx context.Context, changes []change, health map[string]he
 	return v.updateReady(ctx, states)
 }
 
+// replayArg is the batch scripts' isReplay argument: replays count in
+// the replays counter, and are not held back by a recent outcome.
+func replayArg(n schemas.Notification) string {
+	if n.Source == sourceReplay {
+		return "1"
+	}
+	return "0"
+}
+
 // changeArgs are one change's six arguments of applyBatch: kind id chain
 // src a b.
 func changeArgs(c change, raw []byte) [6]any {
 	n := c.rec.Notification
 	switch c.kind {
 	case changeComplete:
-		replay := "0"
-		if n.Source == sourceReplay {
-			replay = "1"
-		}
-		return [6]any{"c", n.ID, chainOf(n), sourceOf(n), c.outcome, replay}
+		return [6]any{"c", n.ID, chainOf(n), sourceOf(n), c.outcome, replayArg(n)}
 	case changeReschedule:
 		return [6]any{"r", n.ID, chainOf(n), sourceOf(n), score(c.rec.At), raw}
 	default:

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
 	"github.com/switchbackhq/switchback/internal/platform/stream"
+	"github.com/switchbackhq/switchback/internal/platform/views"
 	"github.com/switchbackhq/switchback/internal/registry"
 	"github.com/switchbackhq/switchback/schemas"
 )
@@ -54,23 +55,12 @@ end
 return out
 `)
 
-// slotTag is the hash tag of a state key (its supplier).
-func slotTag(key string) string {
-	i := strings.IndexByte(key, '{')
-	if i < 0 {
-		return key
-	}
-	j := strings.IndexByte(key[i:], '}')
-	if j < 0 {
-		return key
-	}
-	return key[i : i+j+1]
-}
-
-// bySlot splits rates into casStates calls: one supplier's rates each, at
-// most redisbatch.MaxPerCall.
+// bySlot splits rates into casStates calls: rates of one cluster slot
+// each (a supplier's states share its hash tag), at most
+// redisbatch.MaxPerCall.
 func bySlot(rates []*rate) [][]*rate {
-	groups := redisbatch.Split(len(rates), func(i int) string { return slotTag(rates[i].key) }, redisbatch.MaxPerCall)
+	slot := func(i int) string { return strconv.Itoa(views.Slot(rates[i].key)) }
+	groups := redisbatch.Split(len(rates), slot, redisbatch.MaxPerCall)
 	out := make([][]*rate, len(groups))
 	for g, idx := range groups {
 		out[g] = make([]*rate, len(idx))

@@ -5,22 +5,10 @@ import (
 	"testing"
 
 	"github.com/switchbackhq/switchback/internal/platform/redisbatch"
+	"github.com/switchbackhq/switchback/internal/platform/views"
 )
 
-func TestBySlot_OneSuppliersRatesPerCallAtMostMaxCAS(t *testing.T) {
-	tests := []struct {
-		key, tag string
-	}{
-		{"sb:avstate:{S1}:P1:R1", "{S1}"},
-		{"avstate:{S}:P:{R}", "{S}"}, // the first tag is the slot's
-		{"no-tag", "no-tag"},
-		{"open{only", "open{only"},
-	}
-	for _, tt := range tests {
-		if got := slotTag(tt.key); got != tt.tag {
-			t.Errorf("slotTag(%q) = %q, want %q", tt.key, got, tt.tag)
-		}
-	}
+func TestBySlot_OneSlotsRatesPerCallAtMostMaxPerCall(t *testing.T) {
 	var rates []*rate
 	pos := map[*rate]int{}
 	for i := range redisbatch.MaxPerCall + 3 {
@@ -34,7 +22,7 @@ func TestBySlot_OneSuppliersRatesPerCallAtMostMaxCAS(t *testing.T) {
 	for g, rs := range groups {
 		sizes[g] = len(rs)
 		for i, r := range rs {
-			if slotTag(r.key) != slotTag(rs[0].key) {
+			if views.Slot(r.key) != views.Slot(rs[0].key) {
 				t.Fatalf("call %d mixes %s and %s", g, rs[0].key, r.key)
 			}
 			if i > 0 && pos[r] < pos[rs[i-1]] {

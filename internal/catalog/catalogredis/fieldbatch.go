@@ -16,23 +16,14 @@ import (
 // finds it already there): one call per field made the per-call cost of
 // EVALSHA, not the few writes, most of what they cost Redis. KEYS:
 // versions, lock (or versions again when nothing is released). ARGV: token
-// (” releases nothing), then per field: hash, version field, v, t,
+// (empty: nothing released), then per field: hash, version field, v, t,
 // deleted, field, value. The hashes are the same supplier's (or the
 // channels') as the versions key, so the same slot. Returns, per field, 1
 // when it changed the view, else 0.
-var applyFieldsScript = redis.NewScript(newerLua + `
+var applyFieldsScript = redis.NewScript(applyFieldLua + `
 local out = {}
 for i = 2, #ARGV, 7 do
-  local r = 0
-  if newer(KEYS[1], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]) then
-    r = 1
-    if ARGV[i + 4] == '1' then
-      redis.call('HDEL', ARGV[i], ARGV[i + 5])
-    else
-      redis.call('HSET', ARGV[i], ARGV[i + 5], ARGV[i + 6])
-    end
-  end
-  out[#out + 1] = r
+  out[#out + 1] = applyField(KEYS[1], ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])
 end
 if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 return out

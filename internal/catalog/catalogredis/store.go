@@ -331,15 +331,23 @@ return 1
 // applyFieldScript sets or deletes one field of a hash (products, rates,
 // availabilities, channels). KEYS: versions, hash. ARGV: version field, v,
 // t, deleted, field, value.
-var applyFieldScript = redis.NewScript(newerLua + `
-if not newer(KEYS[1], ARGV[1], ARGV[2], ARGV[3]) then return 0 end
-if ARGV[4] == '1' then
-  redis.call('HDEL', KEYS[2], ARGV[5])
-else
-  redis.call('HSET', KEYS[2], ARGV[5], ARGV[6])
-end
-return 1
+var applyFieldScript = redis.NewScript(applyFieldLua + `
+return applyField(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 `)
+
+// applyFieldLua is the versioned upsert of one hash field, shared by
+// applyFieldScript and applyFieldsScript: 1 when it changed the view.
+const applyFieldLua = newerLua + `
+local function applyField(versions, hash, verField, v, t, deleted, field, value)
+  if not newer(versions, verField, v, t) then return 0 end
+  if deleted == '1' then
+    redis.call('HDEL', hash, field)
+  else
+    redis.call('HSET', hash, field, value)
+  end
+  return 1
+end
+`
 
 // applyBindingScript keeps the binding and the channel's indexes in step.
 // KEYS: versions, bindings(S,P), supplierChannels(S), chanSupplier(C,S),
