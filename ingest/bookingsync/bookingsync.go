@@ -60,6 +60,7 @@ type Catalog interface {
 	Rate(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.Rate, error)
 	UpsertProducts(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductInput) ([]catalog.Product, error)
 	UpsertRates(ctx context.Context, sc catalog.Scope, sid, pid string, ins []catalog.RateInput) ([]catalog.Rate, error)
+	UpsertSupplierRates(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductRates) ([][]catalog.Rate, error)
 	Availabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.AvailabilitySet, error)
 	PutAvailabilities(ctx context.Context, sc catalog.Scope, sid, pid, rid string, as []catalog.Availability) (catalog.AvailabilitySet, error)
 	PriceSchedule(ctx context.Context, sc catalog.Scope, sid, pid, rid string) (catalog.PriceSchedule, error)

@@ -215,31 +215,145 @@ func (m *merge) upsertProducts(ctx context.Context, bps []bookingsystem.Product)
 // now (present) and the product's rates that are no longer among its
 // options (gone). The error is fatal only.
 func (m *merge) upsertOptions(ctx context.Context, l landed) (present, gone []string, err error) {
+	pos, err := m.upsertOptionsOf(ctx, []landed{l})
+	if len(pos) == 0 {
+		return nil, nil, err
+	}
+	m.errs = append(m.errs, pos[0].errs...)
+	return pos[0].present, pos[0].gone, err
+}
+
+// productOptions is one landed product's options as a synchronization
+// planned and wrote them, with the item-level errors that are its own.
+type productOptions struct {
+	l       landed
+	stored  map[string]catalog.Rate // nil: its rates could not be read
+	present []string                // options that are rates now
+	gone    []string                // rates no longer among its options
+	writes  []bookingsystem.Option  // options to write (new or changed terms)
+	errs    []string
+}
+
+// upsertOptionsOf writes the options of many landed products as
+// upsertOptions does, in supplier-wide bulks: the options to write of as
+// many products as catalog.MaxBulk rates hold go in one
+// UpsertSupplierRates, one lock and one publish. One write per product
+// would run a cold synchronization's hundreds of products one after the
+// other behind the supplier's lock. A bulk the catalog refuses for an
+// item's sake (a field it refuses, a conflict, a product deleted
+// meanwhile) is written again product by product (writeOptions), which
+// sorts out the items exactly as before. The answer is one entry per
+// product of ls, in order, as far as the run got; the error is fatal only.
+func (m *merge) upsertOptionsOf(ctx context.Context, ls []landed) ([]*productOptions, error) {
+	pos := make([]*productOptions, 0, len(ls))
+	for _, l := range ls {
+		po, err := m.planProduct(ctx, l)
+		if err != nil {
+			return pos, err
+		}
+		pos = append(pos, po)
+	}
+	var bulk []*productOptions
+	n := 0
+	for _, po := range pos {
+		switch {
+		case len(po.writes) == 0:
+			continue
+		case len(po.writes) > catalog.MaxBulk:
+			if err := m.writeProduct(ctx, po); err != nil {
+				return pos, err
+			}
+			continue
+		case n+len(po.writes) > catalog.MaxBulk:
+			if err := m.writeBulk(ctx, bulk); err != nil {
+				return pos, err
+			}
+			bulk, n = bulk[:0], 0
+		}
+		bulk = append(bulk, po)
+		n += len(po.writes)
+	}
+	return pos, m.writeBulk(ctx, bulk)
+}
+
+// planProduct reads the stored rates of l and sorts its options
+// (planOptions). A read that fails for other than the catalog being
+// unavailable is an entry of the product's errs, and nothing is written.
+func (m *merge) planProduct(ctx context.Context, l landed) (*productOptions, error) {
 	sid, pid := m.sup.ID, l.stored.ID
+	po := &productOptions{l: l}
 	rates, err := m.s.o.Catalog.Rates(ctx, catalog.SystemScope(), sid, pid)
 	if err != nil {
 		if fatal(ctx, err) {
-			return nil, nil, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), err)
+			return nil, fmt.Errorf("product %s: read rates: %w", productRef(sid, pid), err)
 		}
-		m.errs = append(m.errs, fmt.Sprintf("product %s: read rates: %v", productRef(sid, pid), err))
-		return nil, nil, nil
+		po.errs = append(po.errs, fmt.Sprintf("product %s: read rates: %v", productRef(sid, pid), err))
+		return po, nil
 	}
-	stored := make(map[string]catalog.Rate, len(rates))
+	po.stored = make(map[string]catalog.Rate, len(rates))
 	for _, r := range rates {
-		stored[r.ID] = r
+		po.stored[r.ID] = r
 	}
-	present, gone, writes := m.planOptions(l, rates, stored)
+	po.present, po.gone, po.writes = m.planOptions(l, rates, po.stored)
+	po.errs, m.errs = append(po.errs, m.errs...), nil
+	return po, nil
+}
+
+// writeBulk writes the planned options of bulk (at most catalog.MaxBulk
+// in all) in one UpsertSupplierRates; refused for an item's sake, product
+// by product.
+func (m *merge) writeBulk(ctx context.Context, bulk []*productOptions) error {
+	if len(bulk) == 0 {
+		return nil
+	}
+	ins := make([]catalog.ProductRates, len(bulk))
+	for i, po := range bulk {
+		rs := make([]catalog.RateInput, len(po.writes))
+		for j, o := range po.writes {
+			var cur *catalog.Rate
+			if r, ok := po.stored[o.ID]; ok {
+				cur = &r
+			}
+			rs[j] = MergeRate(po.l.bp, o, cur)
+		}
+		ins[i] = catalog.ProductRates{ProductID: po.l.stored.ID, Rates: rs}
+	}
+	_, err := m.s.o.Catalog.UpsertSupplierRates(ctx, catalog.SystemScope(), m.sup.ID, ins)
+	if err == nil {
+		for _, po := range bulk {
+			for _, o := range po.writes {
+				po.present = append(po.present, o.ID)
+			}
+		}
+		return nil
+	}
+	if fatal(ctx, err) {
+		return fmt.Errorf("supplier %s: write rates of %d products: %w", m.sup.ID, len(bulk), err)
+	}
+	for _, po := range bulk {
+		if err := m.writeProduct(ctx, po); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeProduct writes the planned options of one product, catalog.MaxBulk
+// at a time (writeOptions).
+func (m *merge) writeProduct(ctx context.Context, po *productOptions) error {
+	writes := po.writes
 	for len(writes) > 0 {
 		n := min(len(writes), catalog.MaxBulk)
 		chunk := writes[:n]
 		writes = writes[n:]
-		still, err := m.writeOptions(ctx, l, stored, chunk)
-		present = append(present, still...)
+		still, err := m.writeOptions(ctx, po.l, po.stored, chunk)
+		po.present = append(po.present, still...)
+		po.errs, m.errs = append(po.errs, m.errs...), nil
 		if err != nil {
-			return present, gone, err
+			return err
 		}
 	}
-	return present, gone, nil
+	return nil
 }
 
 // planOptions sorts the product's options: the stored rates whose terms
@@ -498,29 +612,30 @@ func (f *fullSync) target(p catalog.Product) (target, []DayRange) {
 	return t, []DayRange{{Start: today, End: addDays(today, f.days)}}
 }
 
-// queueOptions merges the options of each landed product and queues the
-// refresh of each: the present ones read, the gone ones (kept in the
-// catalog, reported) emptied.
+// queueOptions merges the options of the landed products
+// (upsertOptionsOf) and queues the refresh of each: the present ones
+// read, the gone ones (kept in the catalog, reported) emptied. Errors are
+// reported product by product, in order.
 func (f *fullSync) queueOptions(ctx context.Context, m *merge, ls []landed) error {
-	for _, l := range ls {
-		present, gone, err := m.upsertOptions(ctx, l)
-		f.takeErrors(m)
+	pos, err := m.upsertOptionsOf(ctx, ls)
+	for _, po := range pos {
+		f.res.Errors = append(f.res.Errors, po.errs...)
 		if err != nil {
-			return err
+			continue
 		}
-		t, window := f.target(l.stored)
-		for _, oid := range present {
+		t, window := f.target(po.l.stored)
+		for _, oid := range po.present {
 			t.optionID = oid
 			f.jobs = append(f.jobs, refreshJob{t: t, window: window})
 		}
-		for _, oid := range gone {
+		for _, oid := range po.gone {
 			f.res.Errors = append(f.res.Errors, fmt.Sprintf("option %s: no longer an option of product %s in the booking system; kept in the catalog, its availability from %s until %s emptied",
-				optionRef(f.sid, l.stored.ID, oid), l.stored.ID, window[0].Start, window[0].End))
+				optionRef(f.sid, po.l.stored.ID, oid), po.l.stored.ID, window[0].Start, window[0].End))
 			t.optionID = oid
 			f.jobs = append(f.jobs, refreshJob{t: t, window: window, gone: true})
 		}
 	}
-	return nil
+	return err
 }
 
 // queueGoneProducts reports each product no longer offered and queues

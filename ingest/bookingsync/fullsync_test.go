@@ -257,6 +257,24 @@ func TestSyncSupplier_ItemFailuresArePartial(t *testing.T) {
 			wantErr: []string{"product S1/S1-P2"}, landed: "S1-P4", notLanded: "S1-P2",
 		},
 		{
+			// Written in a supplier-wide bulk, refused as a whole for
+			// this one option: the product's other option, and the
+			// other products of the bulk, still land.
+			name: "an option the catalog refuses (minUnits beyond its bound on travelers)",
+			rewrite: func(r *http.Request, body any) any {
+				if strings.HasSuffix(r.URL.Path, "/products") {
+					for _, x := range body.([]any) {
+						if p := x.(map[string]any); p["id"] == "S1-P2" {
+							o := p["options"].([]any)[1].(map[string]any)
+							o["restrictions"] = map[string]any{"minUnits": 10000000}
+						}
+					}
+				}
+				return body
+			},
+			wantErr: []string{"option S1/S1-P2/S1-P2-O2"}, landed: "S1-P2",
+		},
+		{
 			name: "availabilities the client rejects (a status outside doc 3's list)",
 			rewrite: func(r *http.Request, body any) any {
 				if r.URL.Query().Get("optionId") == "S1-P1-O2" {

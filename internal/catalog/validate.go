@@ -72,6 +72,13 @@ type RateInput struct {
 	Version *int64 `json:"version,omitempty"`
 }
 
+// ProductRates are rates of one product, one item of a supplier-wide
+// bulk rate write (catalogredis.Store.UpsertSupplierRates).
+type ProductRates struct {
+	ProductID string
+	Rates     []RateInput
+}
+
 // BindingInput is the channel v1.2 binding body (spec doc 2: meta,
 // priceAt, priceTags, rateIds, valid). rateIds empty: the whole product.
 type BindingInput struct {

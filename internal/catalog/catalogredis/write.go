@@ -559,40 +559,112 @@ func (s *Store) UpsertRates(ctx context.Context, sc catalog.Scope, sid, pid stri
 	return s.upsertRates(ctx, sc, sid, pid, ins, modeUpsert)
 }
 
+// UpsertSupplierRates is the bulk form across products of one supplier:
+// the rates of every product in ins under one lock and one publish, at
+// most catalog.MaxBulk rates in all. A booking system's full
+// synchronization lands hundreds of products at once, and one write per
+// product would run them one at a time behind the supplier's lock. A
+// product given twice, or with no rates, is refused; a field error names
+// "products[i].rates[j].field". Nothing is written unless every product
+// exists and every rate passes. The answer is the rates as stored, per
+// product in the order given.
+func (s *Store) UpsertSupplierRates(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductRates) ([][]catalog.Rate, error) {
+	total := 0
+	seen := make(map[string]bool, len(ins))
+	for i := range ins {
+		prefix := idx("products", i)
+		if seen[ins[i].ProductID] {
+			return nil, catalog.Invalid(prefix+".productId", "appears twice in the request")
+		}
+		seen[ins[i].ProductID] = true
+		pid := ins[i].ProductID
+		if err := checkBulk(prefix+".rates", ins[i].Rates, func(r *catalog.RateInput) *string { return &r.ID }, func(p string, in *catalog.RateInput) error {
+			return validateRateInput(p, sid, pid, in)
+		}); err != nil {
+			return nil, err
+		}
+		total += len(ins[i].Rates)
+	}
+	if len(ins) == 0 || total > catalog.MaxBulk {
+		return nil, catalog.Invalidf("products", "must have 1 to %d rates in all", catalog.MaxBulk)
+	}
+	return s.upsertRatesOf(ctx, sc, sid, ins, modeUpsert)
+}
+
 func (s *Store) upsertRates(ctx context.Context, sc catalog.Scope, sid, pid string, ins []catalog.RateInput, mode writeMode) ([]catalog.Rate, error) {
+	out, err := s.upsertRatesOf(ctx, sc, sid, []catalog.ProductRates{{ProductID: pid, Rates: ins}}, mode)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// productReads are the pipelined reads of one product's rates write.
+type productReads struct {
+	exists   *redis.BoolCmd
+	rates    *redis.SliceCmd
+	versions *redis.SliceCmd
+	bindings *redis.MapStringStringCmd
+}
+
+// upsertRatesOf writes the rates of one or more products of supplier sid
+// under one lock: one pipelined read of all, one commit.
+func (s *Store) upsertRatesOf(ctx context.Context, sc catalog.Scope, sid string, ins []catalog.ProductRates, mode writeMode) ([][]catalog.Rate, error) {
 	tx, err := s.lockSupplier(ctx, sc, sid, true)
 	if err != nil {
 		return nil, err
 	}
 	defer s.release(ctx, tx.lock)
-	ids := make([]string, len(ins))
-	vfields := make([]string, len(ins))
-	for i, in := range ins {
-		ids[i], vfields[i] = in.ID, verRate(pid, in.ID)
-	}
 	pipe := s.rdb.Pipeline()
-	prodCmd := pipe.HExists(ctx, s.k.products(sid), pid)
-	ratesCmd := pipe.HMGet(ctx, s.k.rates(sid, pid), ids...)
-	verCmd := pipe.HMGet(ctx, s.k.versions(sid), vfields...)
-	bindCmd := pipe.HGetAll(ctx, s.k.bindings(sid, pid))
+	reads := make([]productReads, len(ins))
+	for i, pr := range ins {
+		ids := make([]string, len(pr.Rates))
+		vfields := make([]string, len(pr.Rates))
+		for j, in := range pr.Rates {
+			ids[j], vfields[j] = in.ID, verRate(pr.ProductID, in.ID)
+		}
+		reads[i] = productReads{
+			exists:   pipe.HExists(ctx, s.k.products(sid), pr.ProductID),
+			rates:    pipe.HMGet(ctx, s.k.rates(sid, pr.ProductID), ids...),
+			versions: pipe.HMGet(ctx, s.k.versions(sid), vfields...),
+			bindings: pipe.HGetAll(ctx, s.k.bindings(sid, pr.ProductID)),
+		}
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, catalog.Unavailable("read rates", err)
 	}
-	if !prodCmd.Val() {
-		return nil, catalog.NotFound("product", pid)
-	}
-	bindings, err := decodeBindings(bindCmd.Val())
-	if err != nil {
-		return nil, err
-	}
-	raws, vraw := ratesCmd.Val(), verCmd.Val()
-	out := make([]catalog.Rate, len(ins))
+	out := make([][]catalog.Rate, len(ins))
 	var changes []change
-	for i, in := range ins {
+	for i, pr := range ins {
+		rates, more, err := rateChanges(sid, pr, reads[i], mode)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rates
+		changes = append(changes, more...)
+	}
+	return out, s.commit(ctx, tx.lock, changes)
+}
+
+// rateChanges is the rates of one product as they are to be stored, and
+// the changes that store them, given what was read under the lock.
+func rateChanges(sid string, pr catalog.ProductRates, rd productReads, mode writeMode) ([]catalog.Rate, []change, error) {
+	pid := pr.ProductID
+	if !rd.exists.Val() {
+		return nil, nil, catalog.NotFound("product", pid)
+	}
+	bindings, err := decodeBindings(rd.bindings.Val())
+	if err != nil {
+		return nil, nil, err
+	}
+	raws, vraw := rd.rates.Val(), rd.versions.Val()
+	out := make([]catalog.Rate, len(pr.Rates))
+	var changes []change
+	for i, in := range pr.Rates {
 		var cur *catalog.Rate
 		if raw, ok := raws[i].(string); ok {
 			if cur, err = decodeRate(sid, raw); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		var last int64
@@ -601,9 +673,9 @@ func (s *Store) upsertRates(ctx context.Context, sc catalog.Scope, sid, pid stri
 		}
 		switch {
 		case cur != nil && mode == modeCreate:
-			return nil, catalog.Conflict("rate %s already exists", in.ID)
+			return nil, nil, catalog.Conflict("rate %s already exists", in.ID)
 		case cur == nil && mode == modeReplace:
-			return nil, catalog.NotFound("rate", in.ID)
+			return nil, nil, catalog.NotFound("rate", in.ID)
 		}
 		data := in.RateData
 		data.OptionID = data.ID
@@ -611,7 +683,7 @@ func (s *Store) upsertRates(ctx context.Context, sc catalog.Scope, sid, pid stri
 		ev := catalog.Event{Kind: schemas.CatalogKindRate, SupplierID: sid, ProductID: pid, RateID: in.ID, Rate: &next}
 		if cur != nil {
 			if err := checkVersion(in.Version, cur.Version); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			next.Version = cur.Version
 			if bytes.Equal(catalogwire.RenderRate(&next), catalogwire.RenderRate(cur)) {
@@ -630,7 +702,7 @@ func (s *Store) upsertRates(ctx context.Context, sc catalog.Scope, sid, pid stri
 		out[i] = next
 		changes = append(changes, change{ev: ev, version: next.Version})
 	}
-	return out, s.commit(ctx, tx.lock, changes)
+	return out, changes, nil
 }
 
 // DeleteRate deletes a rate and its availabilities. A rate that a binding
