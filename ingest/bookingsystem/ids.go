@@ -1,6 +1,7 @@
 package bookingsystem
 
 import (
+	"crypto/sha1"
 	"encoding/base64"
 	"strings"
 
@@ -27,8 +28,24 @@ var availabilityNamespace = uuid.MustParse("5c0b7a33-2f4e-4b8a-9d61-0e8f2d7c4a19
 // read again (a refresh of the same window) has the same id, so a reseller
 // holds by an id it read before. The catalog keeps the booking system's id
 // beside it (catalog.Availability.SystemID) for the hold.
+//
+// It is uuid.NewSHA1(availabilityNamespace, the four joined by NUL)
+// computed over one buffer on the stack (a full synchronization derives
+// one per availability: hundreds of thousands), which
+// TestCatalogAvailabilityID_IsUUIDv5 and FuzzCatalogAvailabilityID hold to.
 func CatalogAvailabilityID(supplierID, productID, optionID, id string) string {
-	return uuid.NewSHA1(availabilityNamespace, []byte(supplierID+"\x00"+productID+"\x00"+optionID+"\x00"+id)).String()
+	var stack [256]byte
+	b := append(stack[:0], availabilityNamespace[:]...)
+	b = append(append(b, supplierID...), 0)
+	b = append(append(b, productID...), 0)
+	b = append(append(b, optionID...), 0)
+	b = append(b, id...)
+	sum := sha1.Sum(b)
+	var u uuid.UUID
+	copy(u[:], sum[:])
+	u[6] = (u[6] & 0x0f) | 0x50 // version 5
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return u.String()
 }
 
 // SystemAvailabilityID is the booking system's id of a catalog

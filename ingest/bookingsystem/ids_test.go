@@ -35,6 +35,35 @@ func TestCatalogAvailabilityID_UUIDUniqueAndStable(t *testing.T) {
 	}
 }
 
+// TestCatalogAvailabilityID_IsUUIDv5: the id is RFC 4122's name-based
+// UUID of the four joined by NUL in availabilityNamespace (what
+// uuid.NewSHA1 makes), pinned to one value (ids are stored and held by:
+// they must never change), for names shorter and longer than the stack
+// buffer it is hashed in.
+func TestCatalogAvailabilityID_IsUUIDv5(t *testing.T) {
+	if got := CatalogAvailabilityID("S1", "P1", "O1", "2026-11-22T09:00:00+01:00"); got != "12357e38-3dd2-5df9-8791-c255797568dd" {
+		t.Fatalf("CatalogAvailabilityID = %s, want the id every earlier version derived", got)
+	}
+	long := strings.Repeat("x", 300)
+	for _, k := range [][4]string{{"", "", "", ""}, {"S1", "P1", "O1", "a"}, {long, "P", "O", "id"}, {"S", "P", "O", long}, {"é", "\x00", "O", "🙂"}} {
+		want := uuid.NewSHA1(availabilityNamespace, []byte(strings.Join(k[:], "\x00"))).String()
+		if got := CatalogAvailabilityID(k[0], k[1], k[2], k[3]); got != want {
+			t.Errorf("CatalogAvailabilityID(%q) = %s, want uuid.NewSHA1's %s", k, got, want)
+		}
+	}
+}
+
+func FuzzCatalogAvailabilityID(f *testing.F) {
+	f.Add("S1", "P1", "O1", "2026-11-22T09:00:00+01:00")
+	f.Add(strings.Repeat("s", 200), "p", "o", strings.Repeat("i", 60))
+	f.Fuzz(func(t *testing.T, s, p, o, id string) {
+		want := uuid.NewSHA1(availabilityNamespace, []byte(s+"\x00"+p+"\x00"+o+"\x00"+id)).String()
+		if got := CatalogAvailabilityID(s, p, o, id); got != want {
+			t.Fatalf("CatalogAvailabilityID(%q, %q, %q, %q) = %s, want %s", s, p, o, id, got, want)
+		}
+	})
+}
+
 // Ids stored by earlier versions ("b64." and the upstream id's base64url)
 // still map back, so holds by them keep working; other ids are kept.
 func TestSystemAvailabilityID_ReadsLegacyIDs(t *testing.T) {

@@ -169,18 +169,23 @@ func keep[T any](items []T, idx []int, bad map[int][]string, item string, ids fu
 // markDuplicates adds RuleDuplicateID to every item (of those not already
 // rejected) whose key is shared: which of two is right is unknowable.
 func markDuplicates(keys []string, idx []int, bad map[int][]string) {
-	seen := map[string][]int{}
+	// key → 1 + position of its first valid holder; negated once that
+	// holder is marked.
+	first := make(map[string]int, len(keys))
 	for k, key := range keys {
-		if len(bad[idx[k]]) == 0 {
-			seen[key] = append(seen[key], idx[k])
+		if len(bad[idx[k]]) != 0 {
+			continue
 		}
-	}
-	for _, is := range seen {
-		if len(is) > 1 {
-			for _, i := range is {
-				bad[i] = append(bad[i], RuleDuplicateID)
-			}
+		f, ok := first[key]
+		switch {
+		case !ok:
+			first[key] = k + 1
+			continue
+		case f > 0:
+			bad[idx[f-1]] = append(bad[idx[f-1]], RuleDuplicateID)
+			first[key] = -f
 		}
+		bad[idx[k]] = append(bad[idx[k]], RuleDuplicateID)
 	}
 }
 
@@ -240,7 +245,15 @@ func localDate(t time.Time, loc *time.Location) string {
 	if loc != nil {
 		t = t.In(loc)
 	}
-	return t.Format(time.DateOnly)
+	y, m, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format(time.DateOnly)
+	}
+	// time.DateOnly, without Format's layout walk: called twice per
+	// availability read.
+	b := [10]byte{byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
+		byte('0' + int(m)/10), byte('0' + int(m)%10), '-', byte('0' + d/10), byte('0' + d%10)}
+	return string(b[:])
 }
 
 func currencyCode(c string) bool {
