@@ -713,43 +713,68 @@ func ValidateAvailabilities(as []Availability, now time.Time) error {
 	if len(as) > MaxAvailabilities {
 		return Invalidf("availabilities", "must have at most %d items", MaxAvailabilities)
 	}
-	seen := make(map[string]bool, len(as))
+	from, until := bounds.Window(now)
+	seen := make(map[string]struct{}, len(as))
 	for i := range as {
 		a := &as[i]
-		f := idx("availabilities", i)
-		if err := checkID(f+".id", a.ID, true); err != nil {
-			return err
-		}
-		if seen[a.ID] {
-			return Invalid(f+".id", "is not unique")
-		}
-		seen[a.ID] = true
-		if a.Start.IsZero() {
-			return Invalid(f+".start", "is required (RFC 3339)")
-		}
-		if a.End.IsZero() {
-			return Invalid(f+".end", "is required (RFC 3339)")
-		}
-		if err := bounds.Time(f+".start", a.Start, now); err != nil {
-			return err
-		}
-		if err := bounds.Time(f+".end", a.End, now); err != nil {
-			return err
-		}
-		if !a.Start.Before(a.End) {
-			return Invalid(f+".end", "must be after start")
-		}
-		if err := bounds.Int(f+".capacity", int64(a.Capacity), 0, bounds.MaxCapacity); err != nil {
-			return err
-		}
-		if a.MaxCapacity != nil {
-			if err := bounds.Int(f+".maxCapacity", int64(*a.MaxCapacity), int64(a.Capacity), bounds.MaxCapacity); err != nil {
+		_, dup := seen[a.ID]
+		if dup || !availabilityOK(a, from, until) {
+			if err := availabilityError(i, a, now, dup); err != nil {
 				return err
 			}
 		}
-		if len(a.SystemID) > MaxIDLen {
-			return Invalidf(f+".systemId", "must be at most %d characters", MaxIDLen)
+		seen[a.ID] = struct{}{}
+	}
+	return nil
+}
+
+// availabilityOK is availabilityError's checks without naming a field,
+// which allocates: the path of every valid item, on the operator's
+// availability push and every booking-system refresh.
+// FuzzAvailabilityOK holds the two to the same answer.
+func availabilityOK(a *Availability, from, until time.Time) bool {
+	inWindow := func(t time.Time) bool { return !t.IsZero() && !t.Before(from) && !t.After(until) }
+	return ValidID(a.ID) && inWindow(a.Start) && inWindow(a.End) && a.Start.Before(a.End) &&
+		a.Capacity >= 0 && a.Capacity <= bounds.MaxCapacity &&
+		(a.MaxCapacity == nil || (*a.MaxCapacity >= a.Capacity && *a.MaxCapacity <= bounds.MaxCapacity)) &&
+		len(a.SystemID) <= MaxIDLen
+}
+
+// availabilityError is what is wrong with availability i, named by its
+// field (nil: nothing); dup: its id was seen before.
+func availabilityError(i int, a *Availability, now time.Time, dup bool) error {
+	f := idx("availabilities", i)
+	if err := checkID(f+".id", a.ID, true); err != nil {
+		return err
+	}
+	if dup {
+		return Invalid(f+".id", "is not unique")
+	}
+	if a.Start.IsZero() {
+		return Invalid(f+".start", "is required (RFC 3339)")
+	}
+	if a.End.IsZero() {
+		return Invalid(f+".end", "is required (RFC 3339)")
+	}
+	if err := bounds.Time(f+".start", a.Start, now); err != nil {
+		return err
+	}
+	if err := bounds.Time(f+".end", a.End, now); err != nil {
+		return err
+	}
+	if !a.Start.Before(a.End) {
+		return Invalid(f+".end", "must be after start")
+	}
+	if err := bounds.Int(f+".capacity", int64(a.Capacity), 0, bounds.MaxCapacity); err != nil {
+		return err
+	}
+	if a.MaxCapacity != nil {
+		if err := bounds.Int(f+".maxCapacity", int64(*a.MaxCapacity), int64(a.Capacity), bounds.MaxCapacity); err != nil {
+			return err
 		}
+	}
+	if len(a.SystemID) > MaxIDLen {
+		return Invalidf(f+".systemId", "must be at most %d characters", MaxIDLen)
 	}
 	return nil
 }
