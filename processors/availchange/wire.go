@@ -88,7 +88,8 @@ func decodeSnapshotFast(env schemas.Envelope) (input, bool) {
 }
 
 // readSlots reads an array of availability slots (the spec's
-// availability objects: id, start, end, capacity, maxCapacity) at d, sized
+// availability objects: id, start, end, capacity, maxCapacity, and the
+// booking system's systemId) at d, sized
 // by the count of "capacity" keys in data. strict refuses what a push
 // never holds (a null maxCapacity, another key); a snapshot's slots skip
 // unknown keys as encoding/json does.
@@ -110,6 +111,14 @@ func readSlots(d *jsonwire.Reader, data []byte, strict bool) ([]Slot, bool) {
 				if strict || !d.Null() {
 					d.Int()
 				}
+			case "systemId":
+				// A push's slot from a booking system carries the
+				// system's own id (catalog.Availability.SystemID): not
+				// used. A snapshot's slot has no such field.
+				if !strict {
+					return d.Unknown(key, "id", "start", "end", "capacity", "maxCapacity")
+				}
+				d.Str()
 			default:
 				return !strict && d.Unknown(key, "id", "start", "end", "capacity", "maxCapacity")
 			}

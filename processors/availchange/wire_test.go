@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/switchbackhq/switchback/internal/availcache"
+	"github.com/switchbackhq/switchback/internal/catalog"
+	"github.com/switchbackhq/switchback/internal/catalog/catalogwire"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -74,6 +76,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(snapshotValue(f, sampleSnapshot()))
 	f.Add([]byte(`{"id":"e","type":"availability.snapshot","time":"2026-11-22T00:00:00Z","version":-0,"data":{"supplierId":"S","productId":"P","rateId":"R","start":"2026-11-22T00:00:00Z","end":"2026-11-23T00:00:00Z","retrieved":"2026-11-22T00:00:00Z","availabilities":[{"start":"2026-11-22T00:00:00Z","end":"2026-11-22T01:00:00Z","capacity":3,"q":[true,{}]}]}}`))
 	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":3,"time":"2026-11-25T10:00:00.000123Z","source":"catalog","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[{"id":"w","start":"2026-12-01T09:00:00Z","end":"2026-12-01T11:00:00Z","capacity":10,"maxCapacity":12}],"version":3}}}`))
+	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":2,"time":"2026-11-25T10:00:00Z","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[{"id":"w","start":"2026-12-01T09:00:00Z","end":"2026-12-01T11:00:00Z","capacity":1,"systemId":"2026-12-01T10:00:00+01:00"}],"version":2}}}`))
+	f.Add([]byte(`{"id":"e","type":"availability.snapshot","time":"2026-11-22T00:00:00Z","data":{"supplierId":"S","productId":"P","rateId":"R","start":"2026-11-22T00:00:00Z","end":"2026-11-23T00:00:00Z","retrieved":"2026-11-22T00:00:00Z","availabilities":[{"start":"2026-11-22T00:00:00Z","end":"2026-11-22T01:00:00Z","capacity":3,"systemId":7}]}}`))
 	f.Add([]byte(`{"id":"e1","type":"catalog.availability.upserted","key":"s1/p1/r1","version":1,"time":"2026-11-25T10:00:00Z","data":{"kind":"availability","supplierId":"s1","productId":"p1","rateId":"r1","availability":{"supplierId":"s1","productId":"p1","rateId":"r1","availabilities":[],"version":1}}}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
 		fast, ok := decodeFast(value)
@@ -88,6 +92,31 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("fast %+v\nslow %+v", fast, slow)
 		}
 	})
+}
+
+// TestDecodePushFast_TakesABookingSystemsPush: a set a booking-system
+// synchronization writes (each slot with the system's own id, some with a
+// maxCapacity), encoded as the catalog encodes its events, takes the fast
+// path and decodes as encoding/json does. A full synchronization writes
+// thousands of such sets.
+func TestDecodePushFast_TakesABookingSystemsPush(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	twelve := 12
+	set := catalog.AvailabilitySet{SupplierID: "S1", ProductID: "S1-P1", RateID: "S1-P1-O1", Version: 4, Availabilities: []catalog.Availability{
+		{ID: "5c0b7a33-2f4e-5b8a-9d61-0e8f2d7c4a19", SystemID: "2026-12-01T09:00:00+01:00", Start: at, End: at.Add(2 * time.Hour), Capacity: 10, MaxCapacity: &twelve},
+		{ID: "6c0b7a33-2f4e-5b8a-9d61-0e8f2d7c4a19", SystemID: "2026-12-01T13:00:00+01:00", Start: at.Add(4 * time.Hour), End: at.Add(6 * time.Hour), Capacity: 0},
+	}}
+	ev := catalog.Event{Kind: schemas.CatalogKindAvailability, SupplierID: "S1", ProductID: "S1-P1", RateID: "S1-P1-O1", Availability: &set}
+	v := catalogwire.MustJSON(schemas.Envelope{ID: "e1", Type: pushType, Key: ev.EntityKey(), Version: 4, Time: at, Source: "catalog",
+		Data: catalogwire.MustJSON(&ev)})
+	fast, ok := decodeFast(v)
+	if !ok || len(fast.slots) != 2 || fast.slots[0].Vacancies != 10 {
+		t.Fatalf("fast path on a booking system's push %s: %+v %v", v, fast, ok)
+	}
+	slow, _, err := decodeJSON(v)
+	if err != nil || !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("fast %+v\nslow %+v (%v)", fast, slow, err)
+	}
 }
 
 func TestDecodePushFast_TakesThePlainPush(t *testing.T) {
