@@ -43,7 +43,7 @@ type config struct {
 	bin                     string
 	products, options, days int
 	rounds, concurrency     int
-	cpuprofile              string
+	cpuprofile, env         string
 }
 
 func main() {
@@ -55,6 +55,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds (the ceiling, then the binary)")
 	flag.IntVar(&c.concurrency, "concurrency", 16, "the ceiling's concurrent availability reads (the syncer's default)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "save a 10 s CPU profile of the binary, taken from the first round's connection on, here")
+	flag.StringVar(&c.env, "env", "", "extra environment for the binary, comma-separated NAME=value (SWITCHBACK_SYNC_CONCURRENCY=16)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		log.Fatal(err)
@@ -79,7 +80,11 @@ func run(c config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b, err := demoapi.StartBinary(c.bin, dir, false, fmt.Sprintf("SWITCHBACK_SYNC_HORIZON_DAYS=%d", c.days))
+	env := []string{fmt.Sprintf("SWITCHBACK_SYNC_HORIZON_DAYS=%d", c.days)}
+	if c.env != "" {
+		env = append(env, strings.Split(c.env, ",")...)
+	}
+	b, err := demoapi.StartBinary(c.bin, dir, false, env...)
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,9 @@ type Config struct {
 	// off. SyncHorizonDays is how far ahead its availability read goes.
 	SyncInterval    time.Duration
 	SyncHorizonDays int
+	// SyncConcurrency is how many options one full synchronization reads
+	// from a supplier's booking system at once.
+	SyncConcurrency int
 
 	// RateLimit is the sustained requests per second allowed to one API
 	// key, RateBurst the bucket size; over it the answer is 429 with
@@ -294,6 +297,14 @@ func Settings() []Setting {
 				return errors.New("must be a whole number of days from 1 to 366")
 			}
 			c.SyncHorizonDays = n
+			return nil
+		}},
+		{"SWITCHBACK_SYNC_CONCURRENCY", "sync-concurrency", "4", "options one full sync reads from a supplier's booking system at once (1 to 64); doc 3 states no rate limit, so the default stays polite", func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 64 {
+				return errors.New("must be a whole number from 1 to 64")
+			}
+			c.SyncConcurrency = n
 			return nil
 		}},
 		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},

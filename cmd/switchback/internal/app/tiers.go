@@ -559,7 +559,7 @@ func runWorker(closers *closeStack, name string, failed chan<- error, fn func(ct
 func startIngest(cfg config.Config, d *deps, sh *shared, log *slog.Logger, reg prometheus.Registerer, closers *closeStack, failed chan<- error) {
 	sched := bookingsync.NewSchedule(bookingsync.ScheduleOptions{Redis: d.redis, HorizonDays: cfg.SyncHorizonDays})
 	bsync := bookingsync.New(bookingsync.Options{Catalog: sh.catalog, Client: sh.bookingSystem, Schedule: sched,
-		Logger: log, Registerer: reg})
+		Concurrency: cfg.SyncConcurrency, Logger: log, Registerer: reg})
 
 	w := changeworker.NewWorker(changeworker.WorkerOptions{Brokers: d.brokers, Dial: d.kafkaDial, Store: sh.changes,
 		Syncer:    changeworker.Refresher{Catalog: sh.catalog, Partner: sh.avail, BookingSync: bsync},
