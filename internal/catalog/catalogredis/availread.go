@@ -3,8 +3,13 @@ package catalogredis
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/catalog"
 	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
@@ -136,11 +141,30 @@ func availRecordFast(value []byte) (availRecord, bool) {
 // event (another stage's snapshot, a tombstone) is skipped (applied
 // false). An unusable event is ErrInvalidEvent, and nothing of the batch
 // is applied then.
+//
+// An availability record whose version the view already holds is not sent
+// (heldVersions): the writer applied it before the processor read it back,
+// which is the usual case, and sending a booking system's set again (tens
+// of KB each, a thousand per full synchronization) only for the script to
+// leave it is most of this path's Redis traffic.
 func (s *Store) ApplyRecords(ctx context.Context, msgs []stream.Message) ([]bool, error) {
+	recs := make([]availRecord, len(msgs))
+	fast := make([]bool, len(msgs))
+	for i, m := range msgs {
+		recs[i], fast[i] = availRecordFast(m.Value)
+	}
+	held, err := s.heldVersions(ctx, recs, fast)
+	if err != nil {
+		return nil, fmt.Errorf("apply %d catalog records: %w", len(msgs), err)
+	}
 	calls := make([]scriptCall, 0, len(msgs))
 	pos := make([]int, 0, len(msgs))
 	for i, m := range msgs {
-		if rec, ok := availRecordFast(m.Value); ok {
+		if fast[i] {
+			if held[i] {
+				continue // applied false, as the script would answer
+			}
+			rec := recs[i]
 			vv, t := versionArgs(rec.version, rec.at)
 			calls = append(calls, scriptCall{applyFieldScript, []string{s.k.versions(rec.sid), s.k.avail(rec.sid, rec.pid)},
 				[]any{verAvail(rec.pid, rec.rid), vv, t, "0", rec.rid, rec.set}})
@@ -176,6 +200,57 @@ func (s *Store) ApplyRecords(ctx context.Context, msgs []stream.Message) ([]bool
 		return applied, fmt.Errorf("apply %d catalog records: %w", len(calls), err)
 	}
 	return applied, nil
+}
+
+// heldVersions reports, for each fast record, whether the view already
+// holds its version or a newer one (one pipelined HGET per record). Such a
+// record would change nothing: newerLua's rule, read ahead of the script.
+// Versions only grow, so what is held now is still held when the batch's
+// script would run; a view lost meanwhile is rebuilt from the topics by
+// the views guard, as it would be had the script run.
+func (s *Store) heldVersions(ctx context.Context, recs []availRecord, fast []bool) ([]bool, error) {
+	held := make([]bool, len(recs))
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(recs))
+	for i, rec := range recs {
+		if fast[i] {
+			cmds[i] = pipe.HGet(ctx, s.k.versions(rec.sid), verAvail(rec.pid, rec.rid))
+		}
+	}
+	if pipe.Len() == 0 {
+		return held, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, catalog.Unavailable("read versions", err)
+	}
+	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
+		cur, err := c.Result()
+		if err != nil {
+			continue // none yet (redis.Nil): not held
+		}
+		held[i] = !newerThan(cur, recs[i].version, recs[i].at.UnixMicro())
+	}
+	return held, nil
+}
+
+// newerThan is newerLua's test in Go: whether version v at t (µs) is
+// newer than the stored "version:micros" cur. A stored value it cannot
+// read answers true (the script decides).
+func newerThan(cur string, v, t int64) bool {
+	cvs, cts, ok := strings.Cut(cur, ":")
+	digits := func(x string) bool { return x != "" && strings.Trim(x, "0123456789") == "" }
+	if !ok || !digits(cvs) || !digits(cts) {
+		return true
+	}
+	cv, err1 := strconv.ParseInt(cvs, 10, 64)
+	ct, err2 := strconv.ParseInt(cts, 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return v > cv || (v == cv && t > ct)
 }
 
 // setHeadFast reads an AvailabilitySet's ids and version without decoding
