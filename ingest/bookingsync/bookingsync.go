@@ -94,9 +94,10 @@ type Options struct {
 	// option's availabilities at once. Nil: no schedule, no lock (one
 	// process only).
 	Schedule *Schedule
-	// Concurrency bounds the options refreshed at once by a full
-	// synchronization (booking-system reads in flight per supplier; doc 3
-	// shows no rate limit, so it stays small). Default 4.
+	// Concurrency bounds a full synchronization's booking-system reads in
+	// flight (doc 3 shows no rate limit, so it stays small); up to
+	// writesPerRead times as many options may be refreshing, waiting for
+	// the catalog's write. Default 4.
 	Concurrency int
 	// OptionTimeout bounds one option's refresh (its reads and its write).
 	// Default 1 min.

@@ -689,11 +689,26 @@ func (f *fullSync) refresh(ctx context.Context) error {
 	return nil
 }
 
-// runJobs refreshes the queued options, Concurrency at a time; results
-// are in job order whatever order they finish in. The first fatal
-// failure cancels the jobs not yet done and is returned.
+// writesPerRead is how many options of a full sync may be between their
+// read and their write for each booking-system read in flight. The
+// supplier's writes go through the catalog's group commit, one batch at a
+// time (lock, read, publish, apply): with only Concurrency refreshes in
+// flight a batch held at most Concurrency sets, and the write was four
+// fifths of a refresh (bench/RESULTS.md, twelfth session). More refreshes
+// waiting to write make bigger batches, while the booking system still
+// sees Concurrency reads at once.
+const writesPerRead = 8
+
+// runJobs refreshes the queued options, Concurrency reads at a time (and
+// up to writesPerRead times as many refreshes in flight); results are in
+// job order whatever order they finish in. The first fatal failure
+// cancels the jobs not yet done and is returned.
 func (f *fullSync) runJobs(ctx context.Context) ([]optionResult, error) {
 	jobs := f.jobs
+	reads := make(chan struct{}, f.s.o.Concurrency)
+	for i := range jobs {
+		jobs[i].t.reads = reads
+	}
 	results := make([]optionResult, len(jobs))
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -701,7 +716,7 @@ func (f *fullSync) runJobs(ctx context.Context) ([]optionResult, error) {
 	var once sync.Once
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(f.s.o.Concurrency, max(len(jobs), 1)) {
+	for range min(f.s.o.Concurrency*writesPerRead, max(len(jobs), 1)) {
 		wg.Go(func() {
 			for i := range next {
 				r := f.s.refreshOption(rctx, jobs[i].t, jobs[i].window, TriggerFullSync, jobs[i].gone)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -507,5 +508,33 @@ func TestSyncSupplier_PastDaysAreDropped(t *testing.T) {
 		if n != counts[0] {
 			t.Fatalf("stored availabilities by week %v, want the same every week", counts)
 		}
+	}
+}
+
+// TestSyncSupplier_ReadsAtMostConcurrencyAtOnce: however many refreshes
+// wait to write, the booking system never has more than Concurrency of a
+// sync's availability reads in flight (doc 3 states no rate limit, so the
+// bound is ours), and it does have several: the reads run in parallel.
+func TestSyncSupplier_ReadsAtMostConcurrencyAtOnce(t *testing.T) {
+	const concurrency = 3
+	e := start(t, envOptions{sim: bookingsim.Config{ProductsPerSupplier: 12, OptionsPerProduct: 2}})
+	var inFlight, most atomic.Int64
+	e.setFault(func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Path, "/availability") {
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(20 * time.Millisecond) // the answer's time at the booking system
+			inFlight.Add(-1)
+		}
+		return 0
+	})
+	sy := New(Options{Catalog: e.Store, Client: e.bsc, Schedule: e.schedule(3), Clock: e.clock.now, Concurrency: concurrency})
+	res, err := e.sync(t, sy, 3)
+	if err != nil || len(res.Errors) != 0 || res.Options != 24 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if m := most.Load(); m > concurrency || m < 2 {
+		t.Fatalf("at most %d availability reads in flight, want 2 to %d", m, concurrency)
 	}
 }

@@ -61,6 +61,9 @@ type target struct {
 	prod     catalog.Product
 	loc      *time.Location
 	optionID string
+	// reads, when set, bounds the booking-system reads in flight of the
+	// run this refresh belongs to (a full sync's Concurrency); nil: none.
+	reads chan struct{}
 }
 
 func (t target) item() Item { return Item{t.sup.ID, t.prod.ID, t.optionID} }
@@ -170,10 +173,23 @@ func (s *Syncer) readRuns(ctx context.Context, t target, runs []DayRange, gone b
 			days.replaced = append(days.replaced, run)
 			continue
 		}
+		if t.reads != nil {
+			select {
+			case t.reads <- struct{}{}:
+			case <-ctx.Done():
+				res.err = ctx.Err()
+				days.failed = append(days.failed, run)
+				res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), ctx.Err()))
+				continue
+			}
+		}
 		avs, problems, err := s.o.Client.Availability(ctx, t.conn, bookingsystem.AvailabilityRequest{
 			SupplierID: t.sup.ID, ProductID: t.prod.ID, OptionID: t.optionID,
 			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType,
 			TimeZone: t.loc.String()}) // the days the client checks are the days written here
+		if t.reads != nil {
+			<-t.reads
+		}
 		if err != nil {
 			res.err = err
 			if refusedRead(err) {
