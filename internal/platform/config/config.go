@@ -291,22 +291,10 @@ func Settings() []Setting {
 			c.SyncInterval = d
 			return nil
 		}},
-		{"SWITCHBACK_SYNC_HORIZON_DAYS", "sync-horizon-days", "90", "days of availability the scheduled full sync reads ahead (1 to 366)", func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 366 {
-				return errors.New("must be a whole number of days from 1 to 366")
-			}
-			c.SyncHorizonDays = n
-			return nil
-		}},
-		{"SWITCHBACK_SYNC_CONCURRENCY", "sync-concurrency", "4", "options one full sync reads from a supplier's booking system at once (1 to 64); doc 3 states no rate limit, so the default stays polite", func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 64 {
-				return errors.New("must be a whole number from 1 to 64")
-			}
-			c.SyncConcurrency = n
-			return nil
-		}},
+		{"SWITCHBACK_SYNC_HORIZON_DAYS", "sync-horizon-days", "90", "days of availability the scheduled full sync reads ahead (1 to 366)",
+			intBetween(1, 366, " of days", func(c *Config) *int { return &c.SyncHorizonDays })},
+		{"SWITCHBACK_SYNC_CONCURRENCY", "sync-concurrency", "4", "options one full sync reads from a supplier's booking system at once (1 to 64); doc 3 states no rate limit, so the default stays polite",
+			intBetween(1, 64, "", func(c *Config) *int { return &c.SyncConcurrency })},
 		{"SWITCHBACK_RATE_LIMIT", "rate-limit", "5000", "sustained API requests per second allowed to one API key; more is 429 with Retry-After; 0 turns limiting off", nonNegativeInt(func(c *Config) *int { return &c.RateLimit })},
 		{"SWITCHBACK_RATE_BURST", "rate-burst", "10000", "requests one API key may send at once above the sustained rate", positiveInt(func(c *Config) *int { return &c.RateBurst })},
 		{"SWITCHBACK_CATALOG_VIEW_BOUND", "catalog-view-bound", "1s", "the query tier answers reseller catalog reads from its own copy of the catalog (followed from Kafka) while every write acknowledged before now minus this is in it, else from Redis; 0 reads Redis only", func(c *Config, v string) error {
@@ -591,6 +579,19 @@ func nonNegativeInt(field func(*Config) *int) func(*Config, string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return errors.New("must be a whole number, 0 or more")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// intBetween reads a whole number from lo to hi; unit words the error
+// (" of days": "must be a whole number of days from 1 to 366").
+func intBetween(lo, hi int, unit string, field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("must be a whole number%s from %d to %d", unit, lo, hi)
 		}
 		*field(c) = n
 		return nil

@@ -22,7 +22,7 @@ func TestLoad_Defaults(t *testing.T) {
 		c.EmbeddedClickHouseAddr != "127.0.0.1:19000" || c.EmbeddedClickHousePort() != 19000 || c.AccessLog != "debug" {
 		t.Errorf("listener defaults wrong: %+v", c)
 	}
-	if c.DataDir != "./var" || c.Demo || c.MaxBodyBytes != 1<<20 || c.ShutdownTimeout != 15*time.Second {
+	if c.DataDir != "./var" || c.Demo || c.MaxBodyBytes != 1<<20 || c.ShutdownTimeout != 15*time.Second || c.SyncConcurrency != 4 || c.SyncHorizonDays != 90 {
 		t.Errorf("defaults wrong: %+v", c)
 	}
 }
@@ -72,6 +72,9 @@ func TestLoad_InvalidSettingIsNamed(t *testing.T) {
 		{"clickhouse child on a public address", map[string]string{"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR": "0.0.0.0:19000"}, nil, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR"},
 		{"clickhouse child without a port", map[string]string{"SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR": "127.0.0.1"}, nil, "SWITCHBACK_EMBEDDED_CLICKHOUSE_ADDR"},
 		{"bad access log", map[string]string{"SWITCHBACK_ACCESS_LOG": "loud"}, nil, "SWITCHBACK_ACCESS_LOG"},
+		{"no sync concurrency", map[string]string{"SWITCHBACK_SYNC_CONCURRENCY": "0"}, nil, "must be a whole number from 1 to 64"},
+		{"too much sync concurrency", nil, []string{"--sync-concurrency", "65"}, "SWITCHBACK_SYNC_CONCURRENCY"},
+		{"horizon beyond a year", map[string]string{"SWITCHBACK_SYNC_HORIZON_DAYS": "367"}, nil, "must be a whole number of days from 1 to 366"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
