@@ -232,6 +232,7 @@ type productOptions struct {
 	gone    []string                // rates no longer among its options
 	writes  []bookingsystem.Option  // options to write (new or changed terms)
 	errs    []string
+	written bool // its writes are done (none to do included)
 }
 
 // upsertOptionsOf writes the options of many landed products as
@@ -249,31 +250,49 @@ func (m *merge) upsertOptionsOf(ctx context.Context, ls []landed) ([]*productOpt
 	for _, l := range ls {
 		po, err := m.planProduct(ctx, l)
 		if err != nil {
+			// The products planned before are written first, as a run
+			// product by product had written them before reaching this one.
+			if werr := m.writePlanned(ctx, pos); werr != nil {
+				return pos, werr
+			}
 			return pos, err
 		}
 		pos = append(pos, po)
 	}
+	return pos, m.writePlanned(ctx, pos)
+}
+
+// writePlanned writes the planned options of pos in order, as many
+// products in one bulk as catalog.MaxBulk rates hold, and marks each
+// product written once its writes are done; the first fatal failure
+// stops it.
+func (m *merge) writePlanned(ctx context.Context, pos []*productOptions) error {
 	var bulk []*productOptions
 	n := 0
 	for _, po := range pos {
 		switch {
 		case len(po.writes) == 0:
+			po.written = true
 			continue
 		case len(po.writes) > catalog.MaxBulk:
+			if err := m.writeBulk(ctx, bulk); err != nil {
+				return err
+			}
+			bulk, n = bulk[:0], 0
 			if err := m.writeProduct(ctx, po); err != nil {
-				return pos, err
+				return err
 			}
 			continue
 		case n+len(po.writes) > catalog.MaxBulk:
 			if err := m.writeBulk(ctx, bulk); err != nil {
-				return pos, err
+				return err
 			}
 			bulk, n = bulk[:0], 0
 		}
 		bulk = append(bulk, po)
 		n += len(po.writes)
 	}
-	return pos, m.writeBulk(ctx, bulk)
+	return m.writeBulk(ctx, bulk)
 }
 
 // planProduct reads the stored rates of l and sorts its options
@@ -303,8 +322,11 @@ func (m *merge) planProduct(ctx context.Context, l landed) (*productOptions, err
 // in all) in one UpsertSupplierRates; refused for an item's sake, product
 // by product.
 func (m *merge) writeBulk(ctx context.Context, bulk []*productOptions) error {
-	if len(bulk) == 0 {
+	switch len(bulk) {
+	case 0:
 		return nil
+	case 1:
+		return m.writeProduct(ctx, bulk[0]) // one product: its own write, as before
 	}
 	ins := make([]catalog.ProductRates, len(bulk))
 	for i, po := range bulk {
@@ -324,11 +346,12 @@ func (m *merge) writeBulk(ctx context.Context, bulk []*productOptions) error {
 			for _, o := range po.writes {
 				po.present = append(po.present, o.ID)
 			}
+			po.written = true
 		}
 		return nil
 	}
 	if fatal(ctx, err) {
-		return fmt.Errorf("supplier %s: write rates of %d products: %w", m.sup.ID, len(bulk), err)
+		return fmt.Errorf("product %s and %d more: write rates: %w", productRef(m.sup.ID, bulk[0].l.stored.ID), len(bulk)-1, err)
 	}
 	for _, po := range bulk {
 		if err := m.writeProduct(ctx, po); err != nil {
@@ -353,6 +376,7 @@ func (m *merge) writeProduct(ctx context.Context, po *productOptions) error {
 			return err
 		}
 	}
+	po.written = true
 	return nil
 }
 
@@ -620,8 +644,8 @@ func (f *fullSync) queueOptions(ctx context.Context, m *merge, ls []landed) erro
 	pos, err := m.upsertOptionsOf(ctx, ls)
 	for _, po := range pos {
 		f.res.Errors = append(f.res.Errors, po.errs...)
-		if err != nil {
-			continue
+		if !po.written {
+			break // the first not written failed the run: those after it were not reached
 		}
 		t, window := f.target(po.l.stored)
 		for _, oid := range po.present {

@@ -538,3 +538,23 @@ func TestSyncSupplier_ReadsAtMostConcurrencyAtOnce(t *testing.T) {
 		t.Fatalf("at most %d availability reads in flight, want 2 to %d", m, concurrency)
 	}
 }
+
+// TestSyncSupplier_WaitingForAReadSlotIsNotTheOptionsTime: a booking
+// system slower than OptionTimeout divided by the options waiting for a
+// read slot still synchronizes every option: the option's timeout (and
+// its lock) start when its read may, not while it waits its turn.
+func TestSyncSupplier_WaitingForAReadSlotIsNotTheOptionsTime(t *testing.T) {
+	e := start(t, envOptions{sim: bookingsim.Config{ProductsPerSupplier: 12, OptionsPerProduct: 2}})
+	e.setFault(func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Path, "/availability") {
+			time.Sleep(60 * time.Millisecond) // 8 reads waiting: 480 ms, beyond the 300 ms below
+		}
+		return 0
+	})
+	sy := New(Options{Catalog: e.Store, Client: e.bsc, Schedule: e.schedule(3), Clock: e.clock.now, Concurrency: 1,
+		OptionTimeout: 300 * time.Millisecond})
+	res, err := e.sync(t, sy, 3)
+	if err != nil || len(res.Errors) != 0 || res.Options != 24 || res.Availabilities == 0 {
+		t.Fatalf("a slow booking system: %+v %v", res, err)
+	}
+}

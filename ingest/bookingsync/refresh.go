@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
@@ -62,7 +63,8 @@ type target struct {
 	loc      *time.Location
 	optionID string
 	// reads, when set, bounds the booking-system reads in flight of the
-	// run this refresh belongs to (a full sync's Concurrency); nil: none.
+	// run this refresh belongs to (a full sync's Concurrency): a slot is
+	// held from before the option's lock until its read is done; nil: none.
 	reads chan struct{}
 }
 
@@ -103,11 +105,26 @@ type optionResult struct {
 // (DayInterval); the days of a failed read or write are due again after
 // RetryInterval, those of a refused read after RefusedInterval.
 func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, trigger string, gone bool) (res optionResult) {
-	start := time.Now()
-	defer func() { s.observeRefresh(trigger, start, res) }()
 	if len(runs) == 0 {
 		return res
 	}
+	// A read slot of the run (t.reads) is taken before anything of the
+	// option is: waiting for one is neither the option's time (its
+	// timeout, its metric) nor a reason to hold its lock. It is given
+	// back once the booking system answered.
+	release := func() {}
+	if t.reads != nil && !gone {
+		select {
+		case t.reads <- struct{}{}:
+		case <-ctx.Done():
+			return optionResult{err: ctx.Err()} // the run ended: not a refresh
+		}
+		var once sync.Once
+		release = func() { once.Do(func() { <-t.reads }) }
+		defer release()
+	}
+	start := time.Now()
+	defer func() { s.observeRefresh(trigger, start, res) }()
 	ctx, cancel := context.WithTimeout(ctx, s.o.OptionTimeout)
 	defer cancel()
 	if sch := s.o.Schedule; sch != nil {
@@ -123,6 +140,7 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 	// Read every run first, then write once: one catalog version (and one
 	// snapshot for the processors) per refresh, however many runs.
 	days := s.readRuns(ctx, t, runs, gone, &res)
+	release()
 	if len(days.replaced) > 0 {
 		s.writeRuns(ctx, t, &days, &res)
 	}
@@ -173,23 +191,11 @@ func (s *Syncer) readRuns(ctx context.Context, t target, runs []DayRange, gone b
 			days.replaced = append(days.replaced, run)
 			continue
 		}
-		if t.reads != nil {
-			select {
-			case t.reads <- struct{}{}:
-			case <-ctx.Done():
-				res.err = ctx.Err()
-				days.failed = append(days.failed, run)
-				res.failures = append(res.failures, fmt.Sprintf("option %s: %v", t.ref(), ctx.Err()))
-				continue
-			}
-		}
 		avs, problems, err := s.o.Client.Availability(ctx, t.conn, bookingsystem.AvailabilityRequest{
 			SupplierID: t.sup.ID, ProductID: t.prod.ID, OptionID: t.optionID,
 			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType,
 			TimeZone: t.loc.String()}) // the days the client checks are the days written here
-		if t.reads != nil {
-			<-t.reads
-		}
+
 		if err != nil {
 			res.err = err
 			if refusedRead(err) {

@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&c.options, "options", 2, "options per product")
 	flag.IntVar(&c.days, "days", 90, "days synchronized (SWITCHBACK_SYNC_HORIZON_DAYS)")
 	flag.IntVar(&c.rounds, "rounds", 3, "rounds (the ceiling, then the binary)")
-	flag.IntVar(&c.concurrency, "concurrency", 16, "the ceiling's concurrent availability reads (the syncer's default)")
+	flag.IntVar(&c.concurrency, "concurrency", 16, "the ceiling's concurrent availability reads (bench/fullsync's c16)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "save a 10 s CPU profile of the binary, taken from the first round's connection on, here")
 	flag.StringVar(&c.env, "env", "", "extra environment for the binary, comma-separated NAME=value (SWITCHBACK_SYNC_CONCURRENCY=16)")
 	flag.Parse()

@@ -2,6 +2,7 @@ package catalogredis
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -92,25 +93,44 @@ func TestApplyRecords_SendsNoSetTheViewHolds(t *testing.T) {
 	}
 }
 
+// TestNewerThan_IsTheScriptsRule: newerThan answers as newerLua does on
+// Redis for every stored value the script can read (those it cannot read
+// make the script fail; newerThan answers true, so the script decides).
 func TestNewerThan_IsTheScriptsRule(t *testing.T) {
+	_, _, rdb := newStore(t)
+	ctx := context.Background()
 	tests := []struct {
-		cur  string
-		v, t int64
-		want bool
+		cur      string
+		v, t     int64
+		want     bool
+		readable bool // by the script's pattern
 	}{
-		{"5:100", 5, 100, false},
-		{"5:100", 5, 101, true},
-		{"5:100", 5, 99, false},
-		{"5:100", 6, 0, true},
-		{"5:100", 4, 999, false},
-		{"garbage", 1, 1, true},
-		{"+5:100", 1, 1, true},
-		{"5:", 1, 1, true},
-		{":5", 9, 9, true},
+		{"5:100", 5, 100, false, true},
+		{"5:100", 5, 101, true, true},
+		{"5:100", 5, 99, false, true},
+		{"5:100", 6, 0, true, true},
+		{"5:100", 4, 999, false, true},
+		{"12:1764150000000000", 12, 1764150000000001, true, true},
+		{"12:1764150000000000", 11, 1764159999999999, false, true},
+		{"garbage", 1, 1, true, false},
+		{"+5:100", 1, 1, true, false},
+		{"5:", 1, 1, true, false},
+		{":5", 9, 9, true, false},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		if got := newerThan(tt.cur, tt.v, tt.t); got != tt.want {
 			t.Errorf("newerThan(%q, %d, %d) = %v, want %v", tt.cur, tt.v, tt.t, got, tt.want)
+		}
+		if !tt.readable {
+			continue
+		}
+		versions, hash, field := "{t}:versions", "{t}:hash", fmt.Sprintf("f%d", i)
+		if err := rdb.HSet(ctx, versions, field, tt.cur).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := applyFieldScript.Run(ctx, rdb, []string{versions, hash}, field, tt.v, tt.t, "0", field, "x").Int()
+		if err != nil || (n == 1) != tt.want {
+			t.Errorf("the script on stored %q, %d:%d: %d (%v), newerThan %v", tt.cur, tt.v, tt.t, n, err, tt.want)
 		}
 	}
 }
