@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -136,11 +137,20 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 		err error
 	}
 	dec := make([]decoded, len(msgs))
+	var fastN, slowN atomic.Int64
 	parallel(len(msgs), func(i int) {
 		if len(msgs[i].Value) > 0 {
-			dec[i].in, dec[i].ok, dec[i].err = decode(msgs[i].Value)
+			var fast bool
+			dec[i].in, dec[i].ok, fast, dec[i].err = decode(msgs[i].Value)
+			if fast {
+				fastN.Add(1)
+			} else {
+				slowN.Add(1)
+			}
 		}
 	})
+	p.decodes.WithLabelValues("fast").Add(float64(fastN.Load()))
+	p.decodes.WithLabelValues("slow").Add(float64(slowN.Load()))
 	var rates []*rate
 	byKey := make(map[string]*rate)
 	for i, d := range dec {

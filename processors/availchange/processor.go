@@ -99,6 +99,7 @@ type Processor struct {
 	opts    Options
 	log     *slog.Logger
 	events  *prometheus.CounterVec
+	decodes *prometheus.CounterVec
 	notes   prometheus.Counter
 	changes prometheus.Counter
 	stream  *stream.Metrics
@@ -133,6 +134,8 @@ func New(opts Options) *Processor {
 	p := &Processor{opts: opts, log: opts.Logger.With("processor", "availability"),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_availability_events_total",
 			Help: "Availability events handled, by source (partner, push) and result (diffed, older, invalid, skipped)."}, []string{"source", "result"}),
+		decodes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_availability_decodes_total",
+			Help: "Availability records decoded, by path: fast (the hand-written reader) or slow (encoding/json, for a shape the fast path does not take). A slow share that grows means a producer's records changed shape."}, []string{"path"}),
 		notes: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_availability_notifications_total",
 			Help: "availability notifications produced."}),
 		changes: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_availability_changes_total",
@@ -140,6 +143,7 @@ func New(opts Options) *Processor {
 		stream: stream.NewMetrics(opts.Registerer),
 	}
 	p.events = instrument.Register(opts.Registerer, p.events)
+	p.decodes = instrument.Register(opts.Registerer, p.decodes)
 	p.notes = instrument.Register(opts.Registerer, p.notes)
 	p.changes = instrument.Register(opts.Registerer, p.changes)
 	return p
@@ -205,11 +209,12 @@ func (p *Processor) Handle(ctx context.Context, m stream.Message) error {
 	return p.HandleBatch(ctx, []stream.Message{m})
 }
 
-func decode(value []byte) (input, bool, error) {
+func decode(value []byte) (in input, ok, fast bool, err error) {
 	if in, ok := decodeFast(value); ok {
-		return in, true, nil
+		return in, true, true, nil
 	}
-	return decodeJSON(value)
+	in, ok, err = decodeJSON(value)
+	return in, ok, false, err
 }
 
 // decodeJSON is decode with encoding/json: every event type, and the

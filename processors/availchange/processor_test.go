@@ -1,6 +1,7 @@
 package availchange_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/switchbackhq/switchback/internal/availcache"
@@ -289,5 +291,34 @@ func TestHandle_OperatorPushesAreDiffedToo(t *testing.T) {
 	}
 	if got := notes(t, rec.Messages()); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// TestHandleBatch_CountsDecodesByPath: a record the hand-written reader
+// takes counts as fast, one it leaves to encoding/json (here an escaped
+// id) as slow, so a producer whose records change shape shows.
+func TestHandleBatch_CountsDecodesByPath(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p := availchange.New(availchange.Options{Redis: redisClient(t), Bindings: world{}, Subscribers: world{}, Rules: world{},
+		Publisher: &catalogtest.Recorder{}, Clock: func() time.Time { return t0 }, Registerer: reg})
+	slow := pushMsg(t, 2, 4)
+	slow.Value = bytes.Replace(slow.Value, []byte(`"id":"push-2"`), []byte(`"id":"push-\u0032"`), 1)
+	if err := p.HandleBatch(context.Background(), []stream.Message{pushMsg(t, 1, 5), slow, {Topic: schemas.TopicAvailability}}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "switchback_availability_decodes_total" {
+			for _, m := range mf.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["fast"] != 1 || got["slow"] != 1 {
+		t.Fatalf("decodes by path %v, want fast 1 and slow 1 (the empty record is none)", got)
 	}
 }

@@ -92,7 +92,7 @@ func RebuildState(ctx context.Context, o StateOptions) error {
 		if len(m.Value) == 0 {
 			return nil
 		}
-		in, ok, err := decode(m.Value)
+		in, ok, _, err := decode(m.Value)
 		if err != nil {
 			skipped++
 			return nil
