@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/switchbackhq/switchback/ingest/bookingsystem"
@@ -119,8 +118,13 @@ func (s *Syncer) refreshOption(ctx context.Context, t target, runs []DayRange, t
 		case <-ctx.Done():
 			return optionResult{err: ctx.Err()} // the run ended: not a refresh
 		}
-		var once sync.Once
-		release = func() { once.Do(func() { <-t.reads }) }
+		held := true
+		release = func() {
+			if held {
+				held = false
+				<-t.reads
+			}
+		}
 		defer release()
 	}
 	start := time.Now()
@@ -195,7 +199,6 @@ func (s *Syncer) readRuns(ctx context.Context, t target, runs []DayRange, gone b
 			SupplierID: t.sup.ID, ProductID: t.prod.ID, OptionID: t.optionID,
 			LocalDateStart: run.Start, LocalDateEnd: run.End, AvailabilityType: t.prod.AvailabilityType,
 			TimeZone: t.loc.String()}) // the days the client checks are the days written here
-
 		if err != nil {
 			res.err = err
 			if refusedRead(err) {

@@ -149,8 +149,8 @@ func (p *Processor) HandleBatch(ctx context.Context, msgs []stream.Message) erro
 			}
 		}
 	})
-	p.decodes.WithLabelValues("fast").Add(float64(fastN.Load()))
-	p.decodes.WithLabelValues("slow").Add(float64(slowN.Load()))
+	p.decodedFast.Add(float64(fastN.Load()))
+	p.decodedSlow.Add(float64(slowN.Load()))
 	var rates []*rate
 	byKey := make(map[string]*rate)
 	for i, d := range dec {

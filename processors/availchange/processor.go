@@ -96,13 +96,14 @@ type Options struct {
 
 // Processor diffs availability snapshots into notifications.
 type Processor struct {
-	opts    Options
-	log     *slog.Logger
-	events  *prometheus.CounterVec
-	decodes *prometheus.CounterVec
-	notes   prometheus.Counter
-	changes prometheus.Counter
-	stream  *stream.Metrics
+	opts   Options
+	log    *slog.Logger
+	events *prometheus.CounterVec
+	// decodedFast and decodedSlow count records by decode path.
+	decodedFast, decodedSlow prometheus.Counter
+	notes                    prometheus.Counter
+	changes                  prometheus.Counter
+	stream                   *stream.Metrics
 }
 
 // New returns a processor; Run starts it.
@@ -131,11 +132,11 @@ func New(opts Options) *Processor {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	decodesVec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_availability_decodes_total",
+		Help: "Availability records decoded, by path: fast (the hand-written reader) or slow (encoding/json, for a shape the fast path does not take). A slow share that grows means a producer's records changed shape."}, []string{"path"})
 	p := &Processor{opts: opts, log: opts.Logger.With("processor", "availability"),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_availability_events_total",
 			Help: "Availability events handled, by source (partner, push) and result (diffed, older, invalid, skipped)."}, []string{"source", "result"}),
-		decodes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchback_availability_decodes_total",
-			Help: "Availability records decoded, by path: fast (the hand-written reader) or slow (encoding/json, for a shape the fast path does not take). A slow share that grows means a producer's records changed shape."}, []string{"path"}),
 		notes: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_availability_notifications_total",
 			Help: "availability notifications produced."}),
 		changes: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchback_availability_changes_total",
@@ -143,7 +144,8 @@ func New(opts Options) *Processor {
 		stream: stream.NewMetrics(opts.Registerer),
 	}
 	p.events = instrument.Register(opts.Registerer, p.events)
-	p.decodes = instrument.Register(opts.Registerer, p.decodes)
+	decodes := instrument.Register(opts.Registerer, decodesVec)
+	p.decodedFast, p.decodedSlow = decodes.WithLabelValues("fast"), decodes.WithLabelValues("slow")
 	p.notes = instrument.Register(opts.Registerer, p.notes)
 	p.changes = instrument.Register(opts.Registerer, p.changes)
 	return p
