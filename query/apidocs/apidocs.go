@@ -114,8 +114,9 @@ func Register(s *httpapi.Server, load func() (*openapi.Documents, error)) error 
 	s.HandlePublic(http.MethodGet, "/docs", h.page)
 	s.HandlePublic(http.MethodGet, "/docs/{family}", h.page)
 	s.HandlePublic(http.MethodGet, "/docs/assets/{file}", h.asset)
-	// One route: the router cannot tell two routes apart by their suffix.
-	s.HandlePublic(http.MethodGet, "/openapi/{family:[a-z]+}.{format:json|yaml}", h.document)
+	// One segment, /openapi/{family}.{format} in the documents: the router
+	// matches whole segments, and document splits it.
+	s.HandlePublic(http.MethodGet, DocumentRoute, h.document)
 	return nil
 }
 
@@ -219,10 +220,14 @@ func (h *handlers) document(r *httpapi.Request) error {
 	if err != nil {
 		return err
 	}
-	fam := r.Param("family")
+	fam, format, _ := strings.Cut(r.Param("document"), ".")
 	get, ct := b.docs.JSON, "application/json"
-	if r.Param("format") == "yaml" {
+	switch format {
+	case "json":
+	case "yaml":
 		get, ct = b.docs.YAML, "application/yaml"
+	default:
+		return notFound("no API document " + r.Param("document") + ": /openapi/{family}.json or .yaml")
 	}
 	doc, ok := get(fam)
 	if !ok {
@@ -234,5 +239,9 @@ func (h *handlers) document(r *httpapi.Request) error {
 	resp.SetBodyRaw(doc)
 	return nil
 }
+
+// DocumentRoute is the route of the OpenAPI documents, documented as
+// /openapi/{family}.{format}.
+const DocumentRoute = "/openapi/{document}"
 
 func notFound(msg string) error { return apierror.New(apierror.NotFound, msg) }

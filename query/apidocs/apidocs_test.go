@@ -85,6 +85,10 @@ func TestRegister_ServesTheReferenceWithoutCredentials(t *testing.T) {
 		{"document as JSON", "/openapi/channel.json", nil, 200, "application/json", `"openapi": "3.1.0"`},
 		{"document as YAML", "/openapi/operator.yaml", nil, 200, "application/yaml", "openapi: 3.1.0"},
 		{"unknown document", "/openapi/nope.json", nil, 404, "application/json", `"code":"NOT_FOUND"`},
+		{"unknown format", "/openapi/channel.xml", nil, 404, "application/json", `"code":"NOT_FOUND"`},
+		{"no format", "/openapi/channel", nil, 404, "application/json", `"code":"NOT_FOUND"`},
+		{"no family", "/openapi/.json", nil, 404, "application/json", `"code":"NOT_FOUND"`},
+		{"two extensions", "/openapi/channel.json.yaml", nil, 404, "application/json", `"code":"NOT_FOUND"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

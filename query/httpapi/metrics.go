@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +65,9 @@ type routeMetrics struct {
 	pattern string
 	method  string
 	seconds prometheus.Observer
+	// ok is the series of status 200, most answers: resolved once, then
+	// read without the lock.
+	ok atomic.Pointer[prometheus.Counter]
 
 	mu       sync.RWMutex
 	byStatus map[int]prometheus.Counter
@@ -98,6 +102,12 @@ func (m *metrics) unmatched(method []byte) *routeMetrics {
 
 func (rm *routeMetrics) observe(status int, d time.Duration) {
 	rm.seconds.Observe(d.Seconds())
+	if status == 200 {
+		if c := rm.ok.Load(); c != nil {
+			(*c).Inc()
+			return
+		}
+	}
 	rm.mu.RLock()
 	c := rm.byStatus[status]
 	rm.mu.RUnlock()
@@ -106,6 +116,9 @@ func (rm *routeMetrics) observe(status int, d time.Duration) {
 		if c = rm.byStatus[status]; c == nil {
 			c = rm.parent.requests.WithLabelValues(rm.pattern, rm.method, strconv.Itoa(status))
 			rm.byStatus[status] = c
+			if status == 200 {
+				rm.ok.Store(&c)
+			}
 		}
 		rm.mu.Unlock()
 	}

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"slices"
 	"strings"
-
-	"github.com/valyala/fasthttp"
 )
 
 // HandlePublic registers h for method and the full path pattern without
@@ -19,18 +17,11 @@ func (s *Server) HandlePublic(method, pattern string, h HandlerFunc) {
 	if s.started.Load() {
 		panic("httpapi: HandlePublic after Serve: register every route first")
 	}
-	rt := &route{method: method, pattern: pattern, h: h, m: s.metrics.route(pattern, method)}
-	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) {
-		r, _ := ctx.UserValue(requestKey{}).(*Request)
-		r.route = rt
-		if err := rt.h(r); err != nil {
-			r.Error(err)
-		}
-	})
+	s.routes.add(&route{method: method, pattern: pattern, h: h, m: s.metrics.route(pattern, method), public: true})
 }
 
 // Route is one registered route: method and full path pattern
-// (fasthttp/router syntax, /v1.2/suppliers/{supplier_id}).
+// (/v1.2/suppliers/{supplier_id}).
 type Route struct {
 	Method, Pattern string
 }
@@ -38,11 +29,9 @@ type Route struct {
 // Routes lists every registered route, sorted by pattern then method: what
 // the API serves, for the test that holds it to the OpenAPI documents.
 func (s *Server) Routes() []Route {
-	var out []Route
-	for method, patterns := range s.router.List() {
-		for _, p := range patterns {
-			out = append(out, Route{Method: method, Pattern: p})
-		}
+	out := make([]Route, 0, len(s.routes.all))
+	for _, rt := range s.routes.all {
+		out = append(out, Route{Method: rt.method, Pattern: rt.pattern})
 	}
 	slices.SortFunc(out, func(a, b Route) int {
 		if c := strings.Compare(a.Pattern, b.Pattern); c != 0 {

@@ -34,6 +34,23 @@ type Request struct {
 	s     *Server
 	route *route
 	start time.Time
+	// params are the path parameters' values, in the order of
+	// route.params: substrings of one copy of the path (setRoute).
+	params [maxParams]string
+}
+
+// setRoute records the matched route and its parameters' values. The
+// values outlive the request's buffers (a handler may keep an id, in a
+// cache key or a singleflight), so they are copied: once, the whole path.
+func (r *Request) setRoute(rt *route, path []byte, ps *paramSpans) {
+	r.route = rt
+	if ps.n == 0 {
+		return
+	}
+	p := string(path)
+	for i := range ps.n {
+		r.params[i] = p[ps.lo[i]:ps.hi[i]]
+	}
 }
 
 // Context is the context to pass to domain calls and to derive timeouts
@@ -53,8 +70,15 @@ func (r *Request) Route() string {
 
 // Param returns the path parameter of the route pattern, e.g. "id".
 func (r *Request) Param(name string) string {
-	v, _ := r.Ctx.UserValue(name).(string)
-	return v
+	if r.route == nil {
+		return ""
+	}
+	for i, n := range r.route.params {
+		if n == name {
+			return r.params[i]
+		}
+	}
+	return ""
 }
 
 // MirrorReqID makes id the answer's meta.reqId (of a JSON body and of an

@@ -36,7 +36,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
@@ -127,7 +126,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	auth    Authenticator
-	router  *router.Router
+	routes  routes
 	srv     *fasthttp.Server
 	metrics *metrics
 	pool    sync.Pool
@@ -140,7 +139,9 @@ type Server struct {
 	// costly routes (costly.go).
 	costly *limiter
 	gate   *gate
-	now    func() time.Time
+	// now, when set (tests: SetClock), is the clock of the rate limits;
+	// else a request starts at fasthttp's ctx.Time.
+	now func() time.Time
 
 	// base is the parent of every request's Context. It is a stdlib
 	// context rather than the fasthttp RequestCtx: deriving from a
@@ -183,26 +184,15 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), now: time.Now, conns: newConns()}
-	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, s.now())
+	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), conns: newConns()}
+	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, time.Now())
 	if opts.CostlyRateLimit == 0 {
 		opts.CostlyRateLimit = DefaultCostlyRateLimit
 	}
-	s.costly = newLimiter(opts.CostlyRateLimit, opts.CostlyRateBurst, opts.RateLimitKeys, s.now())
+	s.costly = newLimiter(opts.CostlyRateLimit, opts.CostlyRateBurst, opts.RateLimitKeys, time.Now())
 	s.gate = newGate(opts.CostlyPerKey, opts.CostlyTotal)
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(Request) }
-
-	r := router.New()
-	// An API answers a wrong path with 404, not with a redirect the client
-	// did not ask for (and a 308 for a POST is surprising).
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleMethodNotAllowed = true
-	r.HandleOPTIONS = false
-	r.NotFound = s.notFound
-	r.MethodNotAllowed = s.methodNotAllowed
-	s.router = r
 
 	s.srv = &fasthttp.Server{
 		Handler:      s.serve,
@@ -248,6 +238,10 @@ type route struct {
 	// dialect, when set, reads the credentials and writes the errors
 	// (HandleDialect, dialect.go).
 	dialect Dialect
+	// public: no credentials, rate limit, role check or views guard
+	// (HandlePublic).
+	public bool
+	params []string // the pattern's parameter names, in order (routes.add)
 }
 
 func (rt *route) allows(role principals.Role) bool {
@@ -262,8 +256,8 @@ func (rt *route) allows(role principals.Role) bool {
 	return false
 }
 
-// Handle registers h for method and the full path pattern (fasthttp/router
-// syntax: /suppliers/{supplier_id}). roles lists the roles admitted; nil
+// Handle registers h for method and the full path pattern (literal segments
+// and whole-segment parameters: /suppliers/{supplier_id}; routes.go). roles lists the roles admitted; nil
 // admits every authenticated principal. Every route requires credentials.
 // Register all routes before Serve; a duplicate route panics.
 func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
@@ -291,7 +285,7 @@ func (s *Server) handle(method, pattern string, roles []principals.Role, h Handl
 	}
 	rt := &route{method: method, pattern: pattern, roles: roles, h: h, costly: kind.costly, m: s.metrics.route(pattern, method),
 		limited: s.metrics.limited.WithLabelValues(routeGroup(pattern)), fenced: kind.fenced, dialect: kind.dialect}
-	s.router.Handle(method, pattern, func(ctx *fasthttp.RequestCtx) { s.run(ctx, rt) })
+	s.routes.add(rt)
 }
 
 // Group is the routes under one base path.
@@ -303,7 +297,9 @@ type Group struct {
 // Group returns the routes under base, one of the Base* constants (or any
 // path without a trailing slash).
 func (s *Server) Group(base string) *Group {
-	s.router.Group(base) // validates base like the router does (panics on a bad one)
+	if base == "" || base[0] != '/' || strings.HasSuffix(base, "/") {
+		panic("httpapi: a group's base begins with '/' and has no trailing slash: " + base)
+	}
 	return &Group{s: s, base: base}
 }
 
@@ -348,19 +344,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// requestKey is the user-value key of the *Request on the fasthttp ctx.
-type requestKey struct{}
-
 // serve is the outermost handler: request id, recovery, routing, and the
 // access log and metrics once the response is known.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	r := s.pool.Get().(*Request)
-	r.Ctx, r.s, r.start = ctx, s, s.now()
-	r.ID = requestID(ctx)
-	ctx.Response.Header.Set(HeaderRequestID, r.ID)
-	ctx.SetUserValue(requestKey{}, r)
+	r.Ctx, r.s = ctx, s
+	// fasthttp read the clock just before calling the handler: its time is
+	// the request's start, without a clock read of our own.
+	if r.start = ctx.Time(); s.now != nil {
+		r.start = s.now()
+	}
+	setRequestID(r)
 	defer s.finish(r)
-	s.router.Handler(ctx)
+	path := ctx.Request.URI().PathOriginal()
+	var ps paramSpans
+	rt := s.routes.match(ctx.Method(), path, &ps)
+	switch {
+	case rt == nil:
+		if allow := s.routes.allowed(path); allow != "" {
+			s.methodNotAllowed(r, allow)
+		} else {
+			s.notFound(r)
+		}
+	case rt.public:
+		r.setRoute(rt, path, &ps)
+		if err := rt.h(r); err != nil {
+			r.Error(err)
+		}
+	default:
+		r.setRoute(rt, path, &ps)
+		s.run(r, rt)
+	}
 }
 
 // finish recovers a panic into a 500 error object, then logs and counts
@@ -393,7 +407,6 @@ func (s *Server) finish(r *Request) {
 	m.observe(status, d)
 	s.accessLog(r.Ctx.Method(), m.pattern, status, d, r.ID, r.Principal.ID)
 
-	ctx.RemoveUserValue(requestKey{})
 	*r = Request{}
 	s.pool.Put(r)
 }
@@ -416,9 +429,8 @@ func (s *Server) accessLog(method []byte, route string, status int, d time.Durat
 
 // run is the per-route middleware: rate limit, authentication, role
 // check, the views guard (views.go), handler.
-func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
-	r, _ := ctx.UserValue(requestKey{}).(*Request)
-	r.route = rt
+func (s *Server) run(r *Request, rt *route) {
+	ctx := r.Ctx
 	key, secret := credentials(ctx, rt)
 	// The rate limit (issue 9) has two kinds of bucket. Authenticated
 	// requests are charged to their key, and only they: keys are not
@@ -490,24 +502,15 @@ func (s *Server) run(ctx *fasthttp.RequestCtx, rt *route) {
 	}
 }
 
-func (s *Server) notFound(ctx *fasthttp.RequestCtx) {
-	r, _ := ctx.UserValue(requestKey{}).(*Request)
+func (s *Server) notFound(r *Request) {
 	r.Error(apierror.New(apierror.NotFound, "no route matches this path"))
 }
 
-func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx) {
-	r, _ := ctx.UserValue(requestKey{}).(*Request)
-	// The router always lists OPTIONS, which this API does not serve
-	// (HandleOPTIONS is off: no browser clients, so no CORS preflight).
-	var methods []string
-	for _, m := range strings.Split(string(ctx.Response.Header.Peek("Allow")), ", ") {
-		if m != "" && m != fasthttp.MethodOptions {
-			methods = append(methods, m)
-		}
-	}
-	allow := strings.Join(methods, ", ")
-	ctx.Response.Header.Set("Allow", allow)
-	e := apierror.New(apierror.MethodNotAllowed, "method "+methodLabel(ctx.Method())+" is not allowed on this path; allowed: "+allow)
+// methodNotAllowed answers a path that has routes, none for the method:
+// 405 with the methods it has in Allow and in data.allow.
+func (s *Server) methodNotAllowed(r *Request, allow string) {
+	r.Ctx.Response.Header.Set("Allow", allow)
+	e := apierror.New(apierror.MethodNotAllowed, "method "+methodLabel(r.Ctx.Method())+" is not allowed on this path; allowed: "+allow)
 	e.Data = map[string]string{"allow": allow}
 	r.Error(e)
 }
@@ -532,8 +535,9 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		e = apierror.New(apierror.BadRequest, "malformed HTTP request")
 	}
 	start := time.Now()
-	id := requestID(ctx)
-	ctx.Response.Header.Set(HeaderRequestID, id)
+	tr := Request{Ctx: ctx}
+	setRequestID(&tr)
+	id := tr.ID
 	if d := s.dialectOf(ctx, nil); d != nil {
 		d.WriteError(ctx, id, e, e)
 	} else {

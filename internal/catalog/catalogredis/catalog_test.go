@@ -374,8 +374,13 @@ func TestParseTerms_MatchesTheDecoder(t *testing.T) {
 		got, err := parseTerms(raw)
 		var want bindingTerms
 		_ = json.Unmarshal([]byte(raw), &want)
-		if err != nil || fmt.Sprint(got.RateIDs) != fmt.Sprint(want.RateIDs) || fmt.Sprint(got.PriceTags) != fmt.Sprint(want.PriceTags) {
+		if err != nil || fmt.Sprint(got.rateIDs()) != fmt.Sprint(want.RateIDs) || fmt.Sprint(got.PriceTags) != fmt.Sprint(want.PriceTags) {
 			t.Errorf("%s: got %+v %v, want %+v", raw, got, err, want)
+		}
+		for _, rid := range []string{"r1", "a-1", "b.2", "c~3", "r", "1", "r1r1", ""} {
+			if g, w := got.binds(rid), want.binds(rid); g != w {
+				t.Errorf("%s: binds(%q) = %v, the decoder's terms say %v", raw, rid, g, w)
+			}
 		}
 	}
 }

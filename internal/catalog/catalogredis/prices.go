@@ -112,7 +112,7 @@ func decodeScheduleRaw(sid, pid, rid, raw string, ok bool) (catalog.PriceSchedul
 func (s *Store) ChannelPriceSchedule(ctx context.Context, channel, sid, pid, rid string, from, until time.Time, now time.Time) (catalog.PriceSchedule, error) {
 	var rate *kvBool
 	var sched *kvStr
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) {
+	t, err := s.boundTerms(ctx, channel, sid, pid, now, func(b kvBatch) {
 		rate = b.hexists(s.k.rates(sid, pid), rid)
 		sched = b.hget(s.k.prices(sid, pid), rid)
 	})

@@ -197,32 +197,66 @@ func (s *Store) AppendProducts(ctx context.Context, dst []byte, channel, sid str
 type bindingTerms struct {
 	RateIDs   []string `json:"rateIds"`
 	PriceTags []string `json:"priceTags"`
+	// rateList is, when parseTerms cut it out of the JSON, the content of
+	// rateIds' list ("r1","r2"), read in place by binds: the reads of a
+	// rate make no slice. RateIDs is then empty.
+	rateList string
 }
 
 func (t bindingTerms) binds(rid string) bool {
+	if t.rateList != "" {
+		for item := range strings.SplitSeq(t.rateList, ",") {
+			if strings.Trim(item, `"`) == rid {
+				return true
+			}
+		}
+		return false
+	}
 	return len(t.RateIDs) == 0 || slices.Contains(t.RateIDs, rid)
+}
+
+// rateIDs are the bound rates' ids (none: all rates).
+func (t bindingTerms) rateIDs() []string {
+	if t.rateList == "" {
+		return t.RateIDs
+	}
+	var ids []string
+	for item := range strings.SplitSeq(t.rateList, ",") {
+		ids = append(ids, strings.Trim(item, `"`))
+	}
+	return ids
 }
 
 // boundProduct reads the channel's binding of the product with the reads
 // queued by more in the same batch; not bound (or outside the window) is
 // ErrNotFound.
-func (s *Store) boundProduct(ctx context.Context, channel, sid, pid string, now time.Time, more func(kvBatch)) (bindingTerms, error) {
-	var t bindingTerms
+func (s *Store) boundProduct(ctx context.Context, channel, sid, pid string, now time.Time, more func(kvBatch)) (string, error) {
 	if !catalog.ValidID(channel) || !catalog.ValidID(sid) || !catalog.ValidID(pid) {
-		return t, catalog.NotFound("product", pid)
+		return "", catalog.NotFound("product", pid)
 	}
 	b := s.reads()
 	idx := b.hget(s.k.chanSupplier(channel, sid), pid)
 	more(b)
 	if err := b.exec(ctx); err != nil {
-		return t, catalog.Unavailable("read product", err)
+		return "", catalog.Unavailable("read product", err)
 	}
 	if !idx.ok {
-		return t, catalog.NotFound("product", pid)
+		return "", catalog.NotFound("product", pid)
 	}
 	open, raw := catalogwire.IndexOpen(idx.val, millis(now))
 	if !open {
-		return t, catalog.NotFound("product", pid)
+		return "", catalog.NotFound("product", pid)
+	}
+	return raw, nil
+}
+
+// boundTerms is boundProduct with the binding's terms, for the reads of
+// rates: they answer only the bound rates, with prices filtered by the
+// priceTags.
+func (s *Store) boundTerms(ctx context.Context, channel, sid, pid string, now time.Time, more func(kvBatch)) (bindingTerms, error) {
+	raw, err := s.boundProduct(ctx, channel, sid, pid, now, more)
+	if err != nil {
+		return bindingTerms{}, err
 	}
 	return parseTerms(raw)
 }
@@ -246,14 +280,12 @@ func parseTerms(raw string) (bindingTerms, error) {
 	if list == "" {
 		return t, nil
 	}
-	t.RateIDs = make([]string, 0, strings.Count(list, ",")+1)
 	for item := range strings.SplitSeq(list, ",") {
-		id := strings.Trim(item, `"`)
-		if !catalog.ValidID(id) {
+		if id := strings.Trim(item, `"`); !catalog.ValidID(id) {
 			return t, fmt.Errorf("decode channel index: rate id %q", id)
 		}
-		t.RateIDs = append(t.RateIDs, id)
 	}
+	t.rateList = list
 	return t, nil
 }
 
@@ -275,7 +307,7 @@ func (s *Store) AppendProduct(ctx context.Context, dst []byte, channel, sid, pid
 // One batch.
 func (s *Store) AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error) {
 	var all *kvMap
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) { all = b.hgetall(s.k.rates(sid, pid)) })
+	t, err := s.boundTerms(ctx, channel, sid, pid, now, func(b kvBatch) { all = b.hgetall(s.k.rates(sid, pid)) })
 	if err != nil {
 		return dst, err
 	}
@@ -303,7 +335,7 @@ func (s *Store) AppendRates(ctx context.Context, dst []byte, channel, sid, pid s
 // at now. One batch.
 func (s *Store) AppendRate(ctx context.Context, dst []byte, channel, sid, pid, rid string, now time.Time) ([]byte, error) {
 	var body *kvStr
-	t, err := s.boundProduct(ctx, channel, sid, pid, now, func(b kvBatch) { body = b.hget(s.k.rates(sid, pid), rid) })
+	t, err := s.boundTerms(ctx, channel, sid, pid, now, func(b kvBatch) { body = b.hget(s.k.rates(sid, pid), rid) })
 	if err != nil {
 		return dst, err
 	}
