@@ -141,7 +141,7 @@ func TestConsole_ServesEveryAssetWithItsTypeGzippedOnRequest(t *testing.T) {
 
 func TestConsole_AnyOtherPathIsTheAPIs404(t *testing.T) {
 	base := serve(t)
-	for _, p := range []string{"/console/nope", "/console/assets/nope.js", "/console/assets/", "/console/assets/js", "/console/assets/index.html",
+	for _, p := range []string{"/console/", "/console/nope", "/console/assets/nope.js", "/console/assets/", "/console/assets/js", "/console/assets/index.html",
 		"/console/assets/../console.go", "/console/assets/%2e%2e/console.go", "/console/assets/js/../../console.go", "/consoles"} {
 		resp, body := get(t, base+p, nil)
 		var e struct {
