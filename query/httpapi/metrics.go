@@ -117,7 +117,8 @@ func (rm *routeMetrics) observe(status int, d time.Duration) {
 			c = rm.parent.requests.WithLabelValues(rm.pattern, rm.method, strconv.Itoa(status))
 			rm.byStatus[status] = c
 			if status == 200 {
-				rm.ok.Store(&c)
+				ok := c // its own variable: &c would move c to the heap on every call
+				rm.ok.Store(&ok)
 			}
 		}
 		rm.mu.Unlock()
