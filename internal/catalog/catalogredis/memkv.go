@@ -193,9 +193,24 @@ func (m *memKV) srem(key, member string) {
 type memBatch struct {
 	m      *memKV
 	locked bool
+	// strs holds the first results of hget: a reseller's read makes two or
+	// three, which then cost no allocation of their own.
+	strs [4]kvStr
+	n    int
 }
 
 func (m *memKV) batch() *memBatch { return &memBatch{m: m} }
+
+// str is a result slot for hget.
+func (b *memBatch) str(val string, ok bool) *kvStr {
+	if b.n < len(b.strs) {
+		r := &b.strs[b.n]
+		b.n++
+		r.val, r.ok = val, ok
+		return r
+	}
+	return &kvStr{val: val, ok: ok}
+}
 
 func (b *memBatch) lock() {
 	if !b.locked {
@@ -207,7 +222,7 @@ func (b *memBatch) lock() {
 func (b *memBatch) hget(key, field string) *kvStr {
 	b.lock()
 	v, ok := b.m.hashes[key][field]
-	return &kvStr{val: v, ok: ok}
+	return b.str(v, ok)
 }
 
 func (b *memBatch) hexists(key, field string) *kvBool {

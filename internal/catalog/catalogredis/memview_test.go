@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -376,5 +377,44 @@ func TestView_ReadsItsOwnProcessWritesAtOnce(t *testing.T) {
 	e.caughtUp(t)
 	if !e.view.Fresh() {
 		t.Error("the copy is not fresh after catching up with this process's writes")
+	}
+}
+
+// TestView_ProductReadAllocatesThreeTimes: a warm reseller read of a
+// product from the copy makes three allocations (the batch and two keys),
+// the hot path of issue 21; the copy must be what answered.
+func TestView_ProductReadAllocatesThreeTimes(t *testing.T) {
+	e := newViewEnv(t, time.Minute) // long: the copy stays fresh for the whole test
+	ctx := context.Background()
+	if _, err := e.writer.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.writer.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	var pin catalog.ProductInput
+	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
+"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
+	if _, err := e.writer.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.writer.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
+		t.Fatal(err)
+	}
+	e.caughtUp(t)
+	now := time.Now()
+	dst := make([]byte, 0, 4096)
+	before := testutil.ToFloat64(e.view.m.fromMemory)
+	n := testing.AllocsPerRun(100, func() {
+		b, err := e.viewStore.AppendProduct(ctx, dst[:0], "chan-a", "s1", "p1", now)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("read: %v", err)
+		}
+	})
+	if got := testutil.ToFloat64(e.view.m.fromMemory) - before; got != 101 {
+		t.Fatalf("the copy answered %v of 101 reads", got)
+	}
+	if n > 3 {
+		t.Errorf("a product read from the copy allocates %v times, want at most 3", n)
 	}
 }

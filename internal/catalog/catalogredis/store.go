@@ -227,6 +227,9 @@ const DefaultKeyPrefix = "switchback:{catalog}:"
 //	s:{S}:channels           hash  channelId -> number of bound products
 //	c:<C>:s:<S>              hash  productId -> "<fromMs>:<untilMs>:" + Binding JSON
 //	c:<C>:suppliers          set   suppliers with at least one product bound to C
+//
+// Each key is one concatenation (one allocation): the reads of the query
+// tier's copy build two or three per request.
 type keys struct{ p string }
 
 func (k keys) channels() string                 { return k.p + "channels" }
@@ -235,15 +238,15 @@ func (k keys) channelLock(c string) string      { return k.p + "lock:channel:" +
 func (k keys) all() string                      { return k.p + "suppliers" }
 func (k keys) owned(o string) string            { return k.p + "owner:" + o }
 func (k keys) supplier(s string) string         { return k.p + "s:{" + s + "}" }
-func (k keys) versions(s string) string         { return k.supplier(s) + ":ver" }
-func (k keys) lock(s string) string             { return k.supplier(s) + ":lock" }
-func (k keys) tombstone(s string) string        { return k.supplier(s) + ":tomb" }
-func (k keys) products(s string) string         { return k.supplier(s) + ":products" }
-func (k keys) rates(s, p string) string         { return k.supplier(s) + ":rates:" + p }
-func (k keys) avail(s, p string) string         { return k.supplier(s) + ":avail:" + p }
-func (k keys) prices(s, p string) string        { return k.supplier(s) + ":prices:" + p }
-func (k keys) bindings(s, p string) string      { return k.supplier(s) + ":bindings:" + p }
-func (k keys) supplierChannels(s string) string { return k.supplier(s) + ":channels" }
+func (k keys) versions(s string) string         { return k.p + "s:{" + s + "}:ver" }
+func (k keys) lock(s string) string             { return k.p + "s:{" + s + "}:lock" }
+func (k keys) tombstone(s string) string        { return k.p + "s:{" + s + "}:tomb" }
+func (k keys) products(s string) string         { return k.p + "s:{" + s + "}:products" }
+func (k keys) rates(s, p string) string         { return k.p + "s:{" + s + "}:rates:" + p }
+func (k keys) avail(s, p string) string         { return k.p + "s:{" + s + "}:avail:" + p }
+func (k keys) prices(s, p string) string        { return k.p + "s:{" + s + "}:prices:" + p }
+func (k keys) bindings(s, p string) string      { return k.p + "s:{" + s + "}:bindings:" + p }
+func (k keys) supplierChannels(s string) string { return k.p + "s:{" + s + "}:channels" }
 func (k keys) chanSupplier(c, s string) string  { return k.p + "c:" + c + ":s:" + s }
 func (k keys) chanSuppliers(c string) string    { return k.p + "c:" + c + ":suppliers" }
 
