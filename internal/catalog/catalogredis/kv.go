@@ -3,6 +3,8 @@ package catalogredis
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,7 +26,25 @@ type kvBool struct{ val bool }
 
 type kvStrs struct{ val []string }
 
-type kvMap struct{ val map[string]string }
+// kvPairs are a hash's fields and values, sorted by field: the listings
+// answer by id.
+type kvPairs struct{ val []kvPair }
+
+type kvPair struct{ field, val string }
+
+// sortedPairs are m's pairs, sorted by field.
+func sortedPairs(m map[string]string) []kvPair {
+	out := make([]kvPair, 0, len(m))
+	for f, v := range m {
+		out = append(out, kvPair{f, v})
+	}
+	sortPairs(out)
+	return out
+}
+
+func sortPairs(p []kvPair) {
+	slices.SortFunc(p, func(a, b kvPair) int { return strings.Compare(a.field, b.field) })
+}
 
 // kvBatch queues reads; their results are set once exec returned nil.
 type kvBatch interface {
@@ -32,7 +52,7 @@ type kvBatch interface {
 	hexists(key, field string) *kvBool
 	hmget(key string, fields ...string) []*kvStr
 	hvals(key string) *kvStrs
-	hgetall(key string) *kvMap
+	hgetallSorted(key string) *kvPairs
 	smembers(key string) *kvStrs
 	exec(ctx context.Context) error
 }
@@ -82,10 +102,10 @@ func (b *redisBatch) hvals(key string) *kvStrs {
 	return r
 }
 
-func (b *redisBatch) hgetall(key string) *kvMap {
-	r := &kvMap{}
+func (b *redisBatch) hgetallSorted(key string) *kvPairs {
+	r := &kvPairs{}
 	c := b.pipe.HGetAll(context.Background(), key)
-	b.fill = append(b.fill, func() { r.val = c.Val() })
+	b.fill = append(b.fill, func() { r.val = sortedPairs(c.Val()) })
 	return r
 }
 

@@ -252,14 +252,15 @@ func (b *memBatch) hvals(key string) *kvStrs {
 	return &kvStrs{val: out}
 }
 
-func (b *memBatch) hgetall(key string) *kvMap {
+func (b *memBatch) hgetallSorted(key string) *kvPairs {
 	b.lock()
 	h := b.m.hashes[key]
-	out := make(map[string]string, len(h))
-	for k, v := range h {
-		out[k] = v
+	out := make([]kvPair, 0, len(h))
+	for f, v := range h {
+		out = append(out, kvPair{f, v})
 	}
-	return &kvMap{val: out}
+	sortPairs(out)
+	return &kvPairs{val: out}
 }
 
 func (b *memBatch) smembers(key string) *kvStrs {

@@ -158,21 +158,20 @@ func (s *Store) AppendProducts(ctx context.Context, dst []byte, channel, sid str
 		return dst, catalog.NotFound("supplier", sid)
 	}
 	b := s.reads()
-	boundCmd := b.hgetall(s.k.chanSupplier(channel, sid))
+	boundCmd := b.hgetallSorted(s.k.chanSupplier(channel, sid))
 	if err := b.exec(ctx); err != nil {
 		return dst, catalog.Unavailable("read channel index", err)
 	}
 	nowMs := millis(now)
 	pids := make([]string, 0, len(boundCmd.val))
-	for pid, v := range boundCmd.val {
-		if open, _ := catalogwire.IndexOpen(v, nowMs); open {
-			pids = append(pids, pid)
+	for _, p := range boundCmd.val {
+		if open, _ := catalogwire.IndexOpen(p.val, nowMs); open {
+			pids = append(pids, p.field)
 		}
 	}
 	if len(pids) == 0 {
 		return dst, catalog.NotFound("supplier", sid)
 	}
-	slices.Sort(pids)
 	b = s.reads()
 	vals := b.hmget(s.k.products(sid), pids...)
 	if err := b.exec(ctx); err != nil {
@@ -306,25 +305,22 @@ func (s *Store) AppendProduct(ctx context.Context, dst []byte, channel, sid, pid
 // channel at now, by id, with prices filtered by the binding's priceTags.
 // One batch.
 func (s *Store) AppendRates(ctx context.Context, dst []byte, channel, sid, pid string, now time.Time) ([]byte, error) {
-	var all *kvMap
-	t, err := s.boundTerms(ctx, channel, sid, pid, now, func(b kvBatch) { all = b.hgetall(s.k.rates(sid, pid)) })
+	var all *kvPairs
+	t, err := s.boundTerms(ctx, channel, sid, pid, now, func(b kvBatch) { all = b.hgetallSorted(s.k.rates(sid, pid)) })
 	if err != nil {
 		return dst, err
 	}
-	rates := all.val
-	rids := make([]string, 0, len(rates))
-	for rid := range rates {
-		if t.binds(rid) {
-			rids = append(rids, rid)
-		}
-	}
-	slices.Sort(rids)
 	dst = append(dst, '[')
-	for i, rid := range rids {
-		if i > 0 {
+	first := true
+	for _, r := range all.val {
+		if !t.binds(r.field) {
+			continue
+		}
+		if !first {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendRate(dst, rates[rid], t.PriceTags); err != nil {
+		first = false
+		if dst, err = appendRate(dst, r.val, t.PriceTags); err != nil {
 			return dst, err
 		}
 	}
