@@ -3,6 +3,8 @@ package catalogredis
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,6 +96,8 @@ func FuzzRateBody(f *testing.F) {
 func FuzzBindingBody(f *testing.F) {
 	f.Add([]byte(`{"meta":{},"priceAt":"PRICE_AT_SALE","priceTags":["b","a","a"],"rateIds":["r2","r1"],"valid":{"from":"2020-01-01T00:00:00Z","until":"2030-01-01T00:00:00-05:00"}}`))
 	f.Add([]byte(`{"optionIds":["a"]}`))
+	f.Add([]byte(`{"rateIds":["r1"],"priceTags":["Tags\":[]","Ids\":[\"x\"]"]}`))
+	f.Add([]byte(`{"rateIds":[],"priceTags":[]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var in catalog.BindingInput
 		if httpapi.DecodeJSON(body, &in) != nil {
@@ -105,8 +109,23 @@ func FuzzBindingBody(f *testing.F) {
 		}
 		b.SupplierID, b.ProductID, b.ChannelID, b.Version = "s", "p", "c", 1
 		roundTrip(t, &b)
-		if _, rest := catalogwire.IndexOpen(catalogwire.IndexValue(&b), 0); rest != string(catalogwire.MustJSON(&b)) {
+		_, rest := catalogwire.IndexOpen(catalogwire.IndexValue(&b), 0)
+		if rest != string(catalogwire.MustJSON(&b)) {
 			t.Fatalf("index value does not carry the binding: %q", rest)
+		}
+		// The reads cut the terms out of the stored binding (parseTerms):
+		// the same as decoding it, whatever the price tags say.
+		got, err := parseTerms(rest)
+		if err != nil {
+			t.Fatalf("parseTerms(%q): %v", rest, err)
+		}
+		if fmt.Sprint(got.rateIDs()) != fmt.Sprint(b.RateIDs) || fmt.Sprint(got.PriceTags) != fmt.Sprint(b.PriceTags) {
+			t.Fatalf("parseTerms(%q) = %v %v, want %v %v", rest, got.rateIDs(), got.PriceTags, b.RateIDs, b.PriceTags)
+		}
+		for _, rid := range append([]string{"", "x"}, b.RateIDs...) {
+			if want := len(b.RateIDs) == 0 || slices.Contains(b.RateIDs, rid); got.binds(rid) != want {
+				t.Fatalf("parseTerms(%q).binds(%q) = %v", rest, rid, !want)
+			}
 		}
 	})
 }

@@ -261,19 +261,25 @@ func (s *Store) boundTerms(ctx context.Context, channel, sid, pid string, now ti
 }
 
 // parseTerms reads rateIds and priceTags from a stored binding. Ids are
-// plain (ValidID: no escapes), so rateIds are cut out of the JSON without
-// decoding it; priceTags, free text, take the decoder only when present.
+// plain (ValidID: no quotes, no escapes), so rateIds are cut out of the
+// JSON without decoding it; priceTags, free text, take the decoder only
+// when there are some. The searches look for a rare letter ('I', 'T')
+// rather than '"', which is every few bytes; every field before priceTags
+// is an id or an enum, so the first match is the key (FuzzBindingBody).
 func parseTerms(raw string) (bindingTerms, error) {
 	var t bindingTerms
-	if !strings.Contains(raw, `"priceTags":[]`) {
+	if !emptyPriceTags(raw) {
 		if err := json.Unmarshal([]byte(raw), &t); err != nil {
 			return t, fmt.Errorf("decode channel index: %w", err)
 		}
 		return t, nil
 	}
-	_, rest, ok := strings.Cut(raw, `"rateIds":[`)
-	list, _, ok2 := strings.Cut(rest, "]")
-	if !ok || !ok2 {
+	i := strings.Index(raw, `Ids":[`)
+	if i < len(`"rate`) || raw[i-len(`"rate`):i] != `"rate` {
+		return t, fmt.Errorf("decode channel index: no rateIds")
+	}
+	list, _, ok := strings.Cut(raw[i+len(`Ids":[`):], "]")
+	if !ok {
 		return t, fmt.Errorf("decode channel index: no rateIds")
 	}
 	if list == "" {
@@ -286,6 +292,12 @@ func parseTerms(raw string) (bindingTerms, error) {
 	}
 	t.rateList = list
 	return t, nil
+}
+
+// emptyPriceTags: the stored binding has "priceTags":[].
+func emptyPriceTags(raw string) bool {
+	i := strings.Index(raw, `Tags":[`)
+	return i >= len(`"price`) && raw[i-len(`"price`):i] == `"price` && strings.HasPrefix(raw[i+len(`Tags":[`):], "]")
 }
 
 // AppendProduct appends the product's JSON object if it is bound to the
