@@ -52,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.writes, "writes", 0, "instead of steps: send PUTs as fast as accepted (closed loop, -workers at once) for this long and report writes/s")
 	flag.StringVar(&o.chart, "chart", "", "write an SVG chart of the steps here")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "save a CPU profile of the binary taken during the (last) step here")
+	flag.StringVar(&o.allocprofile, "allocprofile", "", "save a profile of the binary's allocations during the (last) step here")
 	flag.DurationVar(&o.watch, "watch", 0, "print the consumer lags and the dispatcher's backlog this often during steps")
 	flag.BoolVar(&o.keep, "keep", false, "keep the binary's data dir and log (printed)")
 	flag.StringVar(&o.extraEnv, "env", "", "extra environment for the binary, comma-separated NAME=value")
@@ -84,4 +85,5 @@ type options struct {
 	keep                        bool
 	watch                       time.Duration
 	chart, cpuprofile, extraEnv string
+	allocprofile                string
 }

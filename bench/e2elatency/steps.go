@@ -86,14 +86,22 @@ func run(o options) error {
 	sk.take()
 
 	if o.writes > 0 {
-		var prof *profile
+		var prof, allocs *profile
 		if o.cpuprofile != "" {
-			prof = startProfile(b.Ops, o.writes)
+			prof = startProfile(b.Ops, "profile", o.writes)
+		}
+		if o.allocprofile != "" {
+			allocs = startProfile(b.Ops, "allocs", o.writes)
 		}
 		err := writes(o, b, l, pc)
 		if prof != nil {
 			if perr := prof.save(o.cpuprofile); perr != nil {
 				fmt.Println("cpu profile:", perr)
+			}
+		}
+		if allocs != nil {
+			if perr := allocs.save(o.allocprofile); perr != nil {
+				fmt.Println("allocation profile:", perr)
 			}
 		}
 		return err
@@ -102,14 +110,22 @@ func run(o options) error {
 	defer mon.stop()
 	var results []stepResult
 	for i, r := range o.rates {
-		var prof *profile
+		var prof, allocs *profile
 		if o.cpuprofile != "" && i == len(o.rates)-1 {
-			prof = startProfile(b.Ops, o.step)
+			prof = startProfile(b.Ops, "profile", o.step)
+		}
+		if o.allocprofile != "" && i == len(o.rates)-1 {
+			allocs = startProfile(b.Ops, "allocs", o.step)
 		}
 		res := step(o, b, l, sk, pc, mon, r)
 		if prof != nil {
 			if err := prof.save(o.cpuprofile); err != nil {
 				fmt.Println("cpu profile:", err)
+			}
+		}
+		if allocs != nil {
+			if err := allocs.save(o.allocprofile); err != nil {
+				fmt.Println("allocation profile:", err)
 			}
 		}
 		results = append(results, res)
@@ -397,12 +413,14 @@ type profile struct {
 	err  error
 }
 
-func startProfile(ops string, d time.Duration) *profile {
+// startProfile takes a profile of kind ("profile": CPU; "allocs": the
+// allocations made meanwhile, a delta) over d, less a second.
+func startProfile(ops, kind string, d time.Duration) *profile {
 	p := &profile{done: make(chan struct{})}
 	secs := max(int(d.Seconds())-1, 1)
 	go func() {
 		defer close(p.done)
-		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", ops, secs))
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", ops, kind, secs))
 		if err != nil {
 			p.err = err
 			return
