@@ -86,48 +86,21 @@ func run(o options) error {
 	sk.take()
 
 	if o.writes > 0 {
-		var prof, allocs *profile
-		if o.cpuprofile != "" {
-			prof = startProfile(b.Ops, "profile", o.writes)
-		}
-		if o.allocprofile != "" {
-			allocs = startProfile(b.Ops, "allocs", o.writes)
-		}
+		profs := startProfiles(o, b.Ops, o.writes)
 		err := writes(o, b, l, pc)
-		if prof != nil {
-			if perr := prof.save(o.cpuprofile); perr != nil {
-				fmt.Println("cpu profile:", perr)
-			}
-		}
-		if allocs != nil {
-			if perr := allocs.save(o.allocprofile); perr != nil {
-				fmt.Println("allocation profile:", perr)
-			}
-		}
+		profs.save(o)
 		return err
 	}
 	mon := newMonitor(b)
 	defer mon.stop()
 	var results []stepResult
 	for i, r := range o.rates {
-		var prof, allocs *profile
-		if o.cpuprofile != "" && i == len(o.rates)-1 {
-			prof = startProfile(b.Ops, "profile", o.step)
-		}
-		if o.allocprofile != "" && i == len(o.rates)-1 {
-			allocs = startProfile(b.Ops, "allocs", o.step)
+		var profs profiles
+		if i == len(o.rates)-1 {
+			profs = startProfiles(o, b.Ops, o.step)
 		}
 		res := step(o, b, l, sk, pc, mon, r)
-		if prof != nil {
-			if err := prof.save(o.cpuprofile); err != nil {
-				fmt.Println("cpu profile:", err)
-			}
-		}
-		if allocs != nil {
-			if err := allocs.save(o.allocprofile); err != nil {
-				fmt.Println("allocation profile:", err)
-			}
-		}
+		profs.save(o)
 		results = append(results, res)
 		printStep(res)
 	}
@@ -411,6 +384,35 @@ type profile struct {
 	done chan struct{}
 	data []byte
 	err  error
+}
+
+// profiles are the CPU and allocation profiles the options ask for, taken
+// over one step or the writes.
+type profiles struct{ cpu, allocs *profile }
+
+func startProfiles(o options, ops string, d time.Duration) profiles {
+	var p profiles
+	if o.cpuprofile != "" {
+		p.cpu = startProfile(ops, "profile", d)
+	}
+	if o.allocprofile != "" {
+		p.allocs = startProfile(ops, "allocs", d)
+	}
+	return p
+}
+
+// save writes the profiles taken; a failure is reported, not fatal.
+func (p profiles) save(o options) {
+	if p.cpu != nil {
+		if err := p.cpu.save(o.cpuprofile); err != nil {
+			fmt.Println("cpu profile:", err)
+		}
+	}
+	if p.allocs != nil {
+		if err := p.allocs.save(o.allocprofile); err != nil {
+			fmt.Println("allocation profile:", err)
+		}
+	}
 }
 
 // startProfile takes a profile of kind ("profile": CPU; "allocs": the
