@@ -523,14 +523,22 @@ func (s *Service) lockWindow(ctx context.Context, lock, token string) (bool, err
 	}
 	s.publish.WithLabelValues("lock_busy").Inc()
 	// A steady 10 ms (a reader is waiting on the other refresh), until the
-	// lock is gone or could not be read; the lock expires after
-	// RefreshTimeout, so the wait ends by then whatever happens.
+	// lock is gone; the lock expires after RefreshTimeout, so the wait ends
+	// by then whatever happens. A lock that cannot be read ends the wait as
+	// unavailable, not as gone: the wait's own deadline often expires
+	// during the last EXISTS, and taking that error for "gone" answered a
+	// read nobody had refreshed (a flake of
+	// TestRefreshForRead_ALockHeldPastTheWaitIsUnavailable, mostly on the
+	// cluster).
 	err = redislock.Poll(ctx, s.opts.RefreshTimeout, 10*time.Millisecond, 10*time.Millisecond, func() (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
 		n, err := s.opts.Redis.Exists(ctx, lock).Result()
-		return err != nil || n == 0, nil
+		if err != nil {
+			return false, err
+		}
+		return n == 0, nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("availability lock held by another refresh: %w: %w", ErrUnavailable, err)
