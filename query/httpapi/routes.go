@@ -25,8 +25,9 @@ import (
 // parameter: /v1.2/suppliers//products is no route (404) rather than a
 // supplier with an empty id.
 type routes struct {
-	root routeNode
-	all  []*route // in registration order, for Routes
+	root  routeNode
+	all   []*route // in registration order, for Routes
+	verbs []string // the methods any route has, sorted, for Allow
 }
 
 // maxParams bounds a pattern's parameters, so that a match keeps their
@@ -98,6 +99,10 @@ func (t *routes) add(rt *route) {
 	rt.params = names
 	n.byVerb[rt.method] = rt
 	t.all = append(t.all, rt)
+	if !slices.Contains(t.verbs, rt.method) {
+		t.verbs = append(t.verbs, rt.method)
+		slices.Sort(t.verbs)
+	}
 }
 
 // paramSpans are a match's parameter values, as offsets into the path.
@@ -163,22 +168,10 @@ func (n *routeNode) rest(method, path []byte, end int, last bool, ps *paramSpans
 func (t *routes) allowed(path []byte) string {
 	var methods []string
 	var ps paramSpans
-	for _, m := range t.methods() {
+	for _, m := range t.verbs {
 		if t.match([]byte(m), path, &ps) != nil {
 			methods = append(methods, m)
 		}
 	}
 	return strings.Join(methods, ", ")
-}
-
-// methods are the methods any route has, sorted.
-func (t *routes) methods() []string {
-	var out []string
-	for _, rt := range t.all {
-		if !slices.Contains(out, rt.method) {
-			out = append(out, rt.method)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

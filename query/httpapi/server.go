@@ -256,9 +256,10 @@ func (rt *route) allows(role principals.Role) bool {
 	return false
 }
 
-// Handle registers h for method and the full path pattern (literal segments
-// and whole-segment parameters: /suppliers/{supplier_id}; routes.go). roles lists the roles admitted; nil
-// admits every authenticated principal. Every route requires credentials.
+// Handle registers h for method and the full path pattern (literal
+// segments and whole-segment parameters: /suppliers/{supplier_id};
+// routes.go). roles lists the roles admitted; nil admits every
+// authenticated principal. Every route requires credentials.
 // Register all routes before Serve; a duplicate route panics.
 func (s *Server) Handle(method, pattern string, roles []principals.Role, h HandlerFunc) {
 	s.handle(method, pattern, roles, h, routeKind{})
@@ -359,21 +360,19 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	path := ctx.Request.URI().PathOriginal()
 	var ps paramSpans
 	rt := s.routes.match(ctx.Method(), path, &ps)
-	switch {
-	case rt == nil:
+	if rt == nil {
 		if allow := s.routes.allowed(path); allow != "" {
 			s.methodNotAllowed(r, allow)
 		} else {
 			s.notFound(r)
 		}
-	case rt.public:
-		r.setRoute(rt, path, &ps)
-		if err := rt.h(r); err != nil {
-			r.Error(err)
-		}
-	default:
-		r.setRoute(rt, path, &ps)
+		return
+	}
+	r.setRoute(rt, path, &ps)
+	if !rt.public {
 		s.run(r, rt)
+	} else if err := rt.h(r); err != nil {
+		r.Error(err)
 	}
 }
 

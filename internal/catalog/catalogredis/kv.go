@@ -38,12 +38,8 @@ func sortedPairs(m map[string]string) []kvPair {
 	for f, v := range m {
 		out = append(out, kvPair{f, v})
 	}
-	sortPairs(out)
+	slices.SortFunc(out, func(a, b kvPair) int { return strings.Compare(a.field, b.field) })
 	return out
-}
-
-func sortPairs(p []kvPair) {
-	slices.SortFunc(p, func(a, b kvPair) int { return strings.Compare(a.field, b.field) })
 }
 
 // kvBatch queues reads; their results are set once exec returned nil.

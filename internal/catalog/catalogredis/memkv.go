@@ -254,13 +254,7 @@ func (b *memBatch) hvals(key string) *kvStrs {
 
 func (b *memBatch) hgetallSorted(key string) *kvPairs {
 	b.lock()
-	h := b.m.hashes[key]
-	out := make([]kvPair, 0, len(h))
-	for f, v := range h {
-		out = append(out, kvPair{f, v})
-	}
-	sortPairs(out)
-	return &kvPairs{val: out}
+	return &kvPairs{val: sortedPairs(b.m.hashes[key])}
 }
 
 func (b *memBatch) smembers(key string) *kvStrs {

@@ -69,6 +69,28 @@ func newViewEnv(t *testing.T, bound time.Duration) *viewEnv {
 	return e
 }
 
+// bindOneProduct writes through w channel chan-a and supplier s1 (name v0)
+// with product p1 bound to chan-a, all rates.
+func bindOneProduct(t *testing.T, w *Store) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := w.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
+		t.Fatal(err)
+	}
+	var pin catalog.ProductInput
+	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
+"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
+	if _, err := w.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // caughtUp waits until the view holds every write acknowledged so far.
 func (e *viewEnv) caughtUp(t *testing.T) {
 	t.Helper()
@@ -245,21 +267,7 @@ func TestView_NoStaleReadPastTheBound(t *testing.T) {
 	const bound = 200 * time.Millisecond
 	e := newViewEnv(t, bound)
 	ctx := context.Background()
-	if _, err := e.writer.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.writer.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
-		t.Fatal(err)
-	}
-	var pin catalog.ProductInput
-	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
-"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
-	if _, err := e.writer.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.writer.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
-		t.Fatal(err)
-	}
+	bindOneProduct(t, e.writer)
 	e.caughtUp(t)
 
 	type ack struct {
@@ -339,21 +347,7 @@ func TestView_ReadsItsOwnProcessWritesAtOnce(t *testing.T) {
 	// One store writing and reading, as the query tier wires it.
 	e.viewStore.pub, e.viewStore.lockWait = e.writer.pub, e.writer.lockWait
 	ctx := context.Background()
-	if _, err := e.viewStore.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.viewStore.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
-		t.Fatal(err)
-	}
-	var pin catalog.ProductInput
-	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
-"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
-	if _, err := e.viewStore.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.viewStore.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
-		t.Fatal(err)
-	}
+	bindOneProduct(t, e.viewStore)
 	e.caughtUp(t)
 
 	for i := 1; i <= 30; i++ {
@@ -386,21 +380,7 @@ func TestView_ReadsItsOwnProcessWritesAtOnce(t *testing.T) {
 func TestView_ProductReadAllocatesThreeTimes(t *testing.T) {
 	e := newViewEnv(t, time.Minute) // long: the copy stays fresh for the whole test
 	ctx := context.Background()
-	if _, err := e.writer.CreateChannel(ctx, catalog.ChannelInput{ID: "chan-a", Name: "A", CompanyName: "Co A"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.writer.CreateSupplier(ctx, admin, supplierIn("s1", "v0")); err != nil {
-		t.Fatal(err)
-	}
-	var pin catalog.ProductInput
-	mustUnmarshal(t, `{"id":"p1","name":"P","description":"d","timeZone":"Europe/Paris","availabilityType":"START_TIME",
-"deliveryFormats":["QR_CODE"],"deliveryMethods":["TICKET"],"redemptionMethod":"DIGITAL","instantConfirmation":true}`, &pin)
-	if _, err := e.writer.UpsertProducts(ctx, admin, "s1", []catalog.ProductInput{pin}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.writer.CreateBinding(ctx, admin, "s1", "p1", "chan-a", catalog.BindingInput{}); err != nil {
-		t.Fatal(err)
-	}
+	bindOneProduct(t, e.writer)
 	e.caughtUp(t)
 	now := time.Now()
 	dst := make([]byte, 0, 4096)
