@@ -69,11 +69,11 @@ func appendRecord(b []byte, data any) ([]byte, bool) {
 }
 
 // compact reports whether raw is written by encoding/json as it is (a
-// json.RawMessage is compacted): no whitespace outside strings. Payloads
-// come compact from their producers; one with whitespace anywhere takes
-// the slow path.
+// json.RawMessage is compacted and HTML-escaped): no whitespace outside
+// strings, no <, >, & or U+2028/U+2029. Payloads come compact from their
+// producers; one with any of those anywhere takes the slow path.
 func compact(raw []byte) bool {
-	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\r\n") && json.Valid(raw)
+	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\r\n<>&\u2028\u2029") && json.Valid(raw)
 }
 
 func appendNotification(b []byte, n schemas.Notification) ([]byte, bool) {
