@@ -74,7 +74,9 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, cs: l.cs, accepted: time.Now()}
+	// Its deadlines are lazy (deadline.go): fasthttp moves them three
+	// times per request.
+	tc := &trackedConn{Conn: newDeadlineConn(c), cs: l.cs, accepted: time.Now()}
 	l.cs.mu.Lock()
 	l.cs.set[tc] = struct{}{}
 	l.cs.mu.Unlock()

@@ -59,6 +59,11 @@ func (r *Request) setRoute(rt *route, path []byte, ps *paramSpans) {
 // races with the server's shutdown (see Server.base).
 func (r *Request) Context() context.Context { return r.s.base }
 
+// Time is when the request started: fasthttp's clock read just before
+// the handler (the server's clock in tests). It is a handler's "now",
+// without a clock read of its own (~150 ns here, per read).
+func (r *Request) Time() time.Time { return r.start }
+
 // Route is the matched route pattern (e.g. /admin/v1/principals/{id}), or
 // "unmatched".
 func (r *Request) Route() string {

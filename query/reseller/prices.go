@@ -33,7 +33,7 @@ func (h handlers) priceSchedule(r *httpapi.Request) error {
 	if !from.IsZero() && !until.IsZero() && until.Before(from) {
 		return apierror.Invalid("end", "must not be before start")
 	}
-	ps, err := h.st.ChannelPriceSchedule(r.Context(), r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), from, until, h.now())
+	ps, err := h.st.ChannelPriceSchedule(r.Context(), r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), from, until, r.Time())
 	if err != nil {
 		return err
 	}

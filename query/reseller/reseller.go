@@ -48,7 +48,7 @@ type Reader interface {
 
 // Register adds the reseller catalog routes to s.
 func Register(s *httpapi.Server, store Reader) {
-	h := handlers{st: store, now: time.Now}
+	h := handlers{st: store}
 	const (
 		sup  = "/suppliers/{" + pSupplier + "}"
 		prod = sup + "/products/{" + pProduct + "}"
@@ -77,9 +77,9 @@ func Register(s *httpapi.Server, store Reader) {
 	}
 }
 
+// handlers take "now" from the request (httpapi.Request.Time).
 type handlers struct {
-	st  Reader
-	now func() time.Time
+	st Reader
 }
 
 func (h handlers) suppliersV12(r *httpapi.Request) error {
@@ -93,13 +93,13 @@ func (h handlers) suppliers(r *httpapi.Request, v catalogredis.SupplierVersion) 
 	args := r.Ctx.QueryArgs()
 	partnerID, code := string(args.Peek("partner_id")), string(args.Peek("code"))
 	return write(r, "suppliers", func(dst []byte) ([]byte, error) {
-		return h.st.AppendSuppliers(r.Context(), dst, r.Principal.ChannelID, v, partnerID, code, h.now())
+		return h.st.AppendSuppliers(r.Context(), dst, r.Principal.ChannelID, v, partnerID, code, r.Time())
 	})
 }
 
 func (h handlers) supplierV12(r *httpapi.Request) error {
 	return write(r, "supplier", func(dst []byte) ([]byte, error) {
-		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), catalogredis.SupplierV12, h.now())
+		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), catalogredis.SupplierV12, r.Time())
 	})
 }
 
@@ -113,19 +113,19 @@ func (h handlers) supplierV13(r *httpapi.Request) error {
 		return apierror.Invalid("content", "must be true or false")
 	}
 	return write(r, "supplier", func(dst []byte) ([]byte, error) {
-		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), v, h.now())
+		return h.st.AppendSupplier(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), v, r.Time())
 	})
 }
 
 func (h handlers) products(r *httpapi.Request) error {
 	return write(r, "products", func(dst []byte) ([]byte, error) {
-		return h.st.AppendProducts(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), h.now())
+		return h.st.AppendProducts(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Time())
 	})
 }
 
 func (h handlers) product(r *httpapi.Request) error {
 	return write(r, "product", func(dst []byte) ([]byte, error) {
-		return h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
+		return h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Time())
 	})
 }
 
@@ -136,7 +136,7 @@ func (h handlers) product(r *httpapi.Request) error {
 func (h handlers) productsV13(r *httpapi.Request) error {
 	return write(r, "products", func(dst []byte) ([]byte, error) {
 		start := len(dst)
-		dst, err := h.st.AppendProducts(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), h.now())
+		dst, err := h.st.AppendProducts(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Time())
 		if err != nil {
 			return dst, err
 		}
@@ -147,7 +147,7 @@ func (h handlers) productsV13(r *httpapi.Request) error {
 func (h handlers) productV13(r *httpapi.Request) error {
 	return write(r, "product", func(dst []byte) ([]byte, error) {
 		start := len(dst)
-		dst, err := h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
+		dst, err := h.st.AppendProduct(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Time())
 		if err != nil {
 			return dst, err
 		}
@@ -207,13 +207,13 @@ func locationsV13(dst []byte, start int, list bool) ([]byte, error) {
 
 func (h handlers) rates(r *httpapi.Request) error {
 	return write(r, "rates", func(dst []byte) ([]byte, error) {
-		return h.st.AppendRates(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), h.now())
+		return h.st.AppendRates(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Time())
 	})
 }
 
 func (h handlers) rate(r *httpapi.Request) error {
 	return write(r, "rate", func(dst []byte) ([]byte, error) {
-		return h.st.AppendRate(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), h.now())
+		return h.st.AppendRate(r.Context(), dst, r.Principal.ChannelID, r.Param(pSupplier), r.Param(pProduct), r.Param(pRate), r.Time())
 	})
 }
 

@@ -1,0 +1,142 @@
+package httpapi
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lazyDeadline is one direction's (read or write) deadline of a
+// connection, moved in the runtime's timer only when it must be.
+//
+// fasthttp (v1.74.0) sets three deadlines per keep-alive request: the idle
+// timeout before it peeks at the next request, the read timeout once it
+// arrives, the write timeout before the response. Each moves a runtime
+// timer under a lock: 4.5 % of the binary's CPU under wrk on a product
+// read (bench/RESULTS.md, issue 21, fourteenth session), a cost the bare
+// fasthttp ceiling does not pay. Nearly every one of those moves pushes
+// the deadline later, and a deadline that is later than the one armed
+// need not be armed now: the armed one fires first, and the connection
+// then arms the one it wants and carries on. So:
+//
+//   - the armed deadline is never later than the wanted one: a deadline
+//     earlier than the armed one (or the first one) is armed at once;
+//   - a later one is only recorded;
+//   - when the armed one fires before the wanted one, Read or Write arms
+//     the wanted one and goes on, and an I/O whose wanted deadline has
+//     passed fails as before.
+//
+// A connection that is kept busy re-arms about once per timeout (30 s),
+// not three times per request, and every timeout still fires when it is
+// due. Deadlines are wall-clock nanoseconds (a deadline without a
+// monotonic reading, as any deadline from another process's clock).
+//
+// The common call (a later deadline) is two atomics. Arming takes the
+// mutex, which is uncontended but for Shutdown's deadlines, set from
+// another goroutine while the connection's own may re-arm: expired arms
+// under the mutex and checks afterwards that the wanted deadline did not
+// move meanwhile, and setWanted arms under it, so the connection always
+// ends up armed no later than the last deadline wanted.
+type lazyDeadline struct {
+	want  atomic.Int64 // UnixNano; 0: none
+	armed atomic.Int64 // what the connection has; 0: none
+	mu    sync.Mutex   // held while arming
+	set   func(time.Time) error
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// setWanted records t as the deadline and arms it when it is earlier than
+// the armed one.
+func (d *lazyDeadline) setWanted(t time.Time) error {
+	w := nanos(t)
+	d.want.Store(w)
+	if a := d.armed.Load(); w == 0 || (a != 0 && w >= a) {
+		return nil // the armed one fires first; expired extends it
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a := d.armed.Load(); a != 0 && w >= a {
+		return nil
+	}
+	d.armed.Store(w)
+	return d.set(t)
+}
+
+// expired is called after an I/O failed with err. It reports whether the
+// I/O should be retried: err is the armed deadline's and the wanted one
+// is later (or none), and is now armed.
+func (d *lazyDeadline) expired(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		w := d.want.Load()
+		if w != 0 && time.Now().UnixNano() >= w {
+			return false
+		}
+		d.armed.Store(w)
+		if d.set(fromNanos(w)) != nil {
+			return false
+		}
+		if d.want.Load() == w {
+			return true
+		}
+	}
+}
+
+// deadlineConn is a connection whose deadlines are lazy (lazyDeadline).
+type deadlineConn struct {
+	net.Conn
+	rd, wd lazyDeadline
+}
+
+func newDeadlineConn(c net.Conn) *deadlineConn {
+	d := &deadlineConn{Conn: c}
+	d.rd.set, d.wd.set = c.SetReadDeadline, c.SetWriteDeadline
+	return d
+}
+
+func (c *deadlineConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if n > 0 || err == nil || !c.rd.expired(err) {
+			return n, err
+		}
+	}
+}
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	written := 0
+	for {
+		n, err := c.Conn.Write(p[written:])
+		written += n
+		if err == nil || !c.wd.expired(err) {
+			return written, err
+		}
+	}
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error  { return c.rd.setWanted(t) }
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error { return c.wd.setWanted(t) }
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.rd.setWanted(t), c.wd.setWanted(t))
+}
