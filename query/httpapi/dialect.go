@@ -68,9 +68,9 @@ func (s *Server) dialectOf(ctx *fasthttp.RequestCtx, rt *route) Dialect {
 
 // credentials are the request's key and secret: the route's dialect's,
 // else X-API-Key and X-API-Secret.
-func credentials(ctx *fasthttp.RequestCtx, rt *route) (key, secret []byte) {
+func credentials(r *Request, rt *route) (key, secret []byte) {
 	if rt != nil && rt.dialect != nil {
-		return rt.dialect.Credentials(ctx)
+		return rt.dialect.Credentials(r.Ctx)
 	}
-	return ctx.Request.Header.Peek(HeaderAPIKey), ctx.Request.Header.Peek(HeaderAPISecret)
+	return r.hdr.key, r.hdr.secret
 }

@@ -19,7 +19,7 @@ var canonicalRequestID = []byte("X-Request-Id")
 // UUIDv4, and sets the answer's header.
 func setRequestID(r *Request) {
 	h := &r.Ctx.Response.Header
-	if v := r.Ctx.Request.Header.Peek(HeaderRequestID); saneRequestID(v) {
+	if v := r.hdr.requestID; saneRequestID(v) {
 		r.ID = string(v)
 		h.SetCanonical(canonicalRequestID, v)
 		return

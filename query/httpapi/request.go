@@ -34,6 +34,7 @@ type Request struct {
 	s     *Server
 	route *route
 	start time.Time
+	hdr   ourHeaders // read once (headers.go)
 	// params are the path parameters' values, in the order of
 	// route.params: substrings of one copy of the path (setRoute).
 	params [maxParams]string

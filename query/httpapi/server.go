@@ -355,6 +355,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if r.start = ctx.Time(); s.now != nil {
 		r.start = s.now()
 	}
+	r.hdr = readHeaders(&ctx.Request.Header)
 	setRequestID(r)
 	defer s.finish(r)
 	path := ctx.Request.URI().PathOriginal()
@@ -430,7 +431,7 @@ func (s *Server) accessLog(method []byte, route string, status int, d time.Durat
 // check, the views guard (views.go), handler.
 func (s *Server) run(r *Request, rt *route) {
 	ctx := r.Ctx
-	key, secret := credentials(ctx, rt)
+	key, secret := credentials(r, rt)
 	// The rate limit (issue 9) has two kinds of bucket. Authenticated
 	// requests are charged to their key, and only they: keys are not
 	// secret, so charging the key of a failed attempt would let anyone who
@@ -534,7 +535,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		e = apierror.New(apierror.BadRequest, "malformed HTTP request")
 	}
 	start := time.Now()
-	tr := Request{Ctx: ctx}
+	tr := Request{Ctx: ctx, hdr: readHeaders(&ctx.Request.Header)}
 	setRequestID(&tr)
 	id := tr.ID
 	if d := s.dialectOf(ctx, nil); d != nil {
