@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -69,11 +68,13 @@ func appendRecord(b []byte, data any) ([]byte, bool) {
 }
 
 // compact reports whether raw is written by encoding/json as it is (a
-// json.RawMessage is compacted and HTML-escaped): no whitespace outside
-// strings, no <, >, & or U+2028/U+2029. Payloads come compact from their
-// producers; one with any of those anywhere takes the slow path.
+// json.RawMessage is compacted and HTML-escaped; jsonwire.RawAsIs).
+// Payloads come compact from their producers; one with whitespace, <, >,
+// & or U+2028/U+2029 anywhere takes the slow path. The payload was cut
+// out of the record by decode.go, which does not validate it: json.Valid
+// does.
 func compact(raw []byte) bool {
-	return len(raw) > 0 && !bytes.ContainsAny(raw, " \t\r\n<>&\u2028\u2029") && json.Valid(raw)
+	return len(raw) > 0 && jsonwire.RawAsIs(raw) && json.Valid(raw)
 }
 
 func appendNotification(b []byte, n schemas.Notification) ([]byte, bool) {

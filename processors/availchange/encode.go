@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/switchbackhq/switchback/internal/platform/jsonwire"
 	"github.com/switchbackhq/switchback/schemas"
 )
 
@@ -108,8 +109,10 @@ func historyValueJSON(in input, c Change, at time.Time) ([]byte, error) {
 // n.Payload must be set. The record is one buffer sized up front: no
 // allocation more than the bare notification took.
 func notificationValues(n schemas.Notification) (note, produced []byte, err error) {
+	// The payload is availabilityPayload's, valid JSON by construction;
+	// RawAsIs checks that encoding/json would not rewrite it.
 	if !plain(n.ID, n.Subscriber, n.Type, n.EntityKey, n.Supplier, n.Source) || !plainTime(n.CreatedAt) || n.CreatedAt.IsZero() ||
-		n.ID == "" || n.Subscriber == "" || n.Type == "" {
+		n.ID == "" || n.Subscriber == "" || n.Type == "" || len(n.Payload) == 0 || !jsonwire.RawAsIs(n.Payload) {
 		return notificationValuesJSON(n)
 	}
 	note = appendNotificationEvent(make([]byte, 0, notificationEventCap(n)), n)

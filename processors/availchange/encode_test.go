@@ -92,6 +92,21 @@ func FuzzWire(f *testing.F) {
 	})
 }
 
+// A payload that encoding/json would rewrite (compact, HTML-escape) is
+// not copied by hand: the record is still encoding/json's.
+func TestNotificationValues_PayloadEncodingJSONRewrites(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 4, 5, 0, time.UTC)
+	for _, payload := range []string{`{ "a": 1 }`, "{\"a\":\n1}", `{"a":"<b>"}`, `{"a":"x&y"}`, "{\"a\":\"\u2028\"}", `{"a":"ok"}`} {
+		n := schemas.Notification{ID: "i", Subscriber: "s", Type: schemas.TypeAvailability, EntityKey: "S1/P1/R1",
+			Payload: json.RawMessage(payload), CreatedAt: at, Source: Source}
+		note, produced, err := notificationValues(n)
+		wantNote, wantProduced, wantErr := notificationValuesJSON(n)
+		if err != nil || wantErr != nil || !bytes.Equal(note, wantNote) || !bytes.Equal(produced, wantProduced) {
+			t.Errorf("payload %q\nfast %s (%v)\nslow %s (%v)", payload, note, err, wantNote, wantErr)
+		}
+	}
+}
+
 // The envelope is written into one buffer sized up front, whatever the
 // lengths of its times (nanoseconds and an offset are the longest): the
 // hot path allocates once per notification record, as it did for the bare

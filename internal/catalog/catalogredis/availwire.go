@@ -88,10 +88,13 @@ func availEventJSON(set catalog.AvailabilitySet, setJSON []byte) []byte {
 	return append(b, '}')
 }
 
-// envelopeJSON is env as encoding/json writes it, with env.Data already
-// compact JSON (as every catalog event is); ok false when a time cannot
-// be written by hand.
+// envelopeJSON is env as encoding/json writes it, env.Data being valid
+// JSON (availEventJSON's); ok false when a time cannot be written by hand
+// or encoding/json would rewrite the data (jsonwire.RawAsIs).
 func envelopeJSON(env schemas.Envelope) ([]byte, bool) {
+	if !jsonwire.RawAsIs(env.Data) {
+		return nil, false
+	}
 	b := make([]byte, 0, 192+len(env.Data))
 	b = append(b, `{"id":`...)
 	b = jsonwire.AppendString(b, env.ID)

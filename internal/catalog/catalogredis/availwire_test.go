@@ -50,3 +50,15 @@ func TestAvailWire_MatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("deleted envelope\n got %s\nwant %s", got, want)
 	}
 }
+
+// Data that encoding/json would rewrite (compact, HTML-escape) is not
+// copied: envelopeJSON declines, and the caller marshals.
+func TestEnvelopeJSON_DeclinesDataEncodingJSONRewrites(t *testing.T) {
+	for _, data := range []string{`{ "a": 1 }`, "{\"a\":\n1}", `{"a":"<b>"}`, `{"a":"x&y"}`, "{\"a\":\"\u2028\"}"} {
+		env := schemas.Envelope{ID: "e1", Type: "catalog.availability.upserted", Key: "s/p/r", Time: time.Unix(0, 0).UTC(), Data: json.RawMessage(data)}
+		want, _ := json.Marshal(env)
+		if got, ok := envelopeJSON(env); ok {
+			t.Errorf("data %q copied: got %s, encoding/json writes %s", data, got, want)
+		}
+	}
+}
