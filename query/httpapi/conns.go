@@ -74,9 +74,7 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Its deadlines are lazy (deadline.go): fasthttp moves them three
-	// times per request.
-	tc := &trackedConn{Conn: newDeadlineConn(c), cs: l.cs, accepted: time.Now()}
+	tc := &trackedConn{Conn: c, cs: l.cs, accepted: time.Now()}
 	l.cs.mu.Lock()
 	l.cs.set[tc] = struct{}{}
 	l.cs.mu.Unlock()

@@ -1,26 +1,29 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // lazyDeadline is one direction's (read or write) deadline of a
 // connection, moved in the runtime's timer only when it must be.
 //
-// fasthttp (v1.74.0) sets three deadlines per keep-alive request: the idle
-// timeout before it peeks at the next request, the read timeout once it
-// arrives, the write timeout before the response. Each moves a runtime
-// timer under a lock: 4.5 % of the binary's CPU under wrk on a product
-// read (bench/RESULTS.md, issue 21, fourteenth session), a cost the bare
-// fasthttp ceiling does not pay. Nearly every one of those moves pushes
-// the deadline later, and a deadline that is later than the one armed
-// need not be armed now: the armed one fires first, and the connection
-// then arms the one it wants and carries on. So:
+// A keep-alive request moves three deadlines (connTimeouts): the idle
+// timeout while the connection waits for the next request, the read
+// timeout once it arrives, the write timeout for the response. Each move
+// resets a runtime timer under a lock: 4.5 % of the binary's CPU under wrk
+// on a product read (bench/RESULTS.md, issue 21, fourteenth session), a
+// cost the bare fasthttp ceiling does not pay. Nearly every move pushes
+// the deadline later, and a deadline later than the one armed need not be
+// armed now: the armed one fires first, and the connection then arms the
+// one it wants and carries on. So:
 //
 //   - the armed deadline is never later than the wanted one: a deadline
 //     earlier than the armed one (or the first one) is armed at once;
@@ -102,10 +105,108 @@ func (d *lazyDeadline) expired(err error) bool {
 	}
 }
 
-// deadlineConn is a connection whose deadlines are lazy (lazyDeadline).
+// connTimeouts are the API connections' timeouts, kept by the
+// connections rather than by fasthttp. fasthttp reads the clock for each
+// deadline it sets, three per request (~85 ns each here, 2 % of the
+// binary's CPU on a warm read under wrk); the connections take their
+// "now" from a clock that a ticker refreshes instead, and fasthttp's
+// ConnState hook tells them where requests begin and end:
+//
+//   - accepted: the read timeout, for the first request's first byte;
+//   - a request's first byte arrived (StateActive): the read timeout;
+//   - the first write after a read (a response, or a 100 Continue): the
+//     write timeout;
+//   - the response written (StateIdle): the idle timeout.
+//
+// Those are fasthttp's own rules (v1.74.0, serveConn). A deadline is set
+// one tick late, never early: a timeout fires between its duration and
+// that plus two ticks.
+type connTimeouts struct {
+	read, write, idle time.Duration
+	tick              time.Duration
+	now               atomic.Int64 // UnixNano, refreshed every tick
+}
+
+func newConnTimeouts(read, write, idle time.Duration) *connTimeouts {
+	// A twentieth of the shortest timeout, at most 100 ms (1.5 s timeouts
+	// and up), at least 1 ms.
+	tick := min(read, write, idle) / 20
+	tick = max(min(tick, 100*time.Millisecond), time.Millisecond)
+	t := &connTimeouts{read: read, write: write, idle: idle, tick: tick}
+	t.now.Store(time.Now().UnixNano())
+	return t
+}
+
+// run refreshes the clock until ctx ends.
+func (t *connTimeouts) run(ctx context.Context) {
+	tk := time.NewTicker(t.tick)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tk.C:
+			t.now.Store(now.UnixNano())
+		}
+	}
+}
+
+// after is the deadline d from now, by the ticker's clock.
+func (t *connTimeouts) after(d time.Duration) time.Time {
+	return time.Unix(0, t.now.Load()+int64(d+t.tick))
+}
+
+// wrap returns ln whose connections keep these timeouts.
+func (t *connTimeouts) wrap(ln net.Listener) net.Listener {
+	return &deadlineListener{Listener: ln, t: t}
+}
+
+// state is the fasthttp ConnState hook.
+func (t *connTimeouts) state(c net.Conn, st fasthttp.ConnState) {
+	if tc, ok := c.(*trackedConn); ok {
+		c = tc.Conn
+	}
+	dc, ok := c.(*deadlineConn)
+	if !ok {
+		return
+	}
+	switch st {
+	case fasthttp.StateActive:
+		_ = dc.rd.setWanted(t.after(t.read))
+	case fasthttp.StateIdle:
+		_ = dc.rd.setWanted(t.after(t.idle))
+	}
+}
+
+type deadlineListener struct {
+	net.Listener
+	t *connTimeouts
+}
+
+func (l *deadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	dc := newDeadlineConn(c)
+	dc.t = l.t
+	if err := dc.rd.setWanted(time.Now().Add(l.t.read)); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return dc, nil
+}
+
+// deadlineConn is a connection whose deadlines are lazy (lazyDeadline)
+// and, when t is set, kept by the connection (connTimeouts).
 type deadlineConn struct {
 	net.Conn
 	rd, wd lazyDeadline
+	t      *connTimeouts
+	// writeDue: bytes were read since the last write, so the next write
+	// is a response's first and sets the write timeout. Only the
+	// connection's goroutine touches it.
+	writeDue bool
 }
 
 func newDeadlineConn(c net.Conn) *deadlineConn {
@@ -117,6 +218,9 @@ func newDeadlineConn(c net.Conn) *deadlineConn {
 func (c *deadlineConn) Read(p []byte) (int, error) {
 	for {
 		n, err := c.Conn.Read(p)
+		if n > 0 {
+			c.writeDue = c.t != nil
+		}
 		if n > 0 || err == nil || !c.rd.expired(err) {
 			return n, err
 		}
@@ -124,6 +228,12 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
+	if c.writeDue {
+		c.writeDue = false
+		if err := c.wd.setWanted(c.t.after(c.t.write)); err != nil {
+			return 0, err
+		}
+	}
 	written := 0
 	for {
 		n, err := c.Conn.Write(p[written:])

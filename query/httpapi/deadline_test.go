@@ -287,3 +287,33 @@ func TestServer_TimeoutsHoldWithLazyDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// The first write after a read (a response) is bounded by the write
+// timeout, by the connection's own clock; a peer that never reads does
+// not hold it.
+func TestConnTimeouts_AResponseWriteIsBounded(t *testing.T) {
+	to := newConnTimeouts(time.Hour, 50*time.Millisecond, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go to.run(ctx)
+	c, _, peer := newCountingPipe(t)
+	c.t = to
+	go func() { _, _ = peer.Write([]byte("GET")) }()
+	if _, err := c.Read(make([]byte, 8)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := c.Write([]byte("HTTP/1.1 200 OK\r\n")); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("write error %v, want a deadline", err)
+		}
+		if d := time.Since(start); d < 50*time.Millisecond {
+			t.Fatalf("write cut after %v, before its timeout", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write is still blocked after 10 s: no write timeout")
+	}
+}

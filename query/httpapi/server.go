@@ -156,6 +156,9 @@ type Server struct {
 	// conns lets Shutdown close connections that never sent a request
 	// (conns.go).
 	conns *conns
+	// timeouts are the connections' read, write and idle timeouts, which
+	// they keep themselves (deadline.go).
+	timeouts *connTimeouts
 	// prefixes are the dialects of unrouted requests (dialect.go).
 	prefixes []dialectPrefix
 }
@@ -184,7 +187,8 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), conns: newConns()}
+	s := &Server{opts: opts, log: log, auth: opts.Principals, metrics: newMetrics(opts.Registry), conns: newConns(),
+		timeouts: newConnTimeouts(opts.ReadTimeout, opts.WriteTimeout, opts.IdleTimeout)}
 	s.limiter = newLimiter(opts.RateLimit, opts.RateBurst, opts.RateLimitKeys, time.Now())
 	if opts.CostlyRateLimit == 0 {
 		opts.CostlyRateLimit = DefaultCostlyRateLimit
@@ -201,10 +205,11 @@ func New(opts Options) *Server {
 		// ErrBodyTooLarge, so a huge body never reaches memory; the
 		// ErrorHandler makes the answer the JSON error object rather than
 		// fasthttp's plain text.
-		MaxRequestBodySize:    opts.MaxBodyBytes,
-		ReadTimeout:           opts.ReadTimeout,
-		WriteTimeout:          opts.WriteTimeout,
-		IdleTimeout:           opts.IdleTimeout,
+		MaxRequestBodySize: opts.MaxBodyBytes,
+		// No ReadTimeout, WriteTimeout, IdleTimeout: the connections keep
+		// them, told where requests begin and end by ConnState
+		// (deadline.go).
+		ConnState:             s.timeouts.state,
 		NoDefaultServerHeader: true,
 		// A request fasthttp cannot parse (no Host, two Content-Lengths,
 		// a bad Transfer-Encoding, a bare CR...) must never put its raw
@@ -327,7 +332,10 @@ func (s *Server) ListenAndServe() error {
 // Serve serves on ln until Shutdown; it returns nil after a Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.started.Store(true)
-	return s.srv.Serve(s.conns.wrap(ln))
+	// The timeouts' clock runs until Shutdown is done with the
+	// connections (cancelBase).
+	go s.timeouts.run(s.base)
+	return s.srv.Serve(s.conns.wrap(s.timeouts.wrap(ln)))
 }
 
 // Shutdown stops accepting, closes idle connections (and connections that
