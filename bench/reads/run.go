@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -34,6 +35,27 @@ type wrkRun struct {
 	p50  time.Duration
 	p99  time.Duration
 	non2 int
+	// reqs answered, and the CPU seconds the server (the binary, or this
+	// process for the ceiling) and wrk spent on them.
+	reqs, serverCPU, wrkCPU float64
+}
+
+// cpuPerReq is the server's and wrk's CPU µs per request.
+func (w wrkRun) cpuPerReq() (server, load float64) {
+	if w.reqs == 0 {
+		return 0, 0
+	}
+	return w.serverCPU / w.reqs * 1e6, w.wrkCPU / w.reqs * 1e6
+}
+
+// selfCPU is this process's CPU seconds: the ceiling's server, as nothing
+// else here works during its wrk run.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // result is one route over the rounds.
@@ -76,7 +98,7 @@ func run(o options) error {
 		}
 		r := result{route: rt}
 		for round := range o.rounds {
-			c, err := runWrk(o, ceil, nil)
+			c, err := runWrk(o, ceil, nil, selfCPU)
 			if err != nil {
 				return err
 			}
@@ -95,7 +117,8 @@ func run(o options) error {
 			if rt.conns > 0 {
 				ro.conns, ro.threads = rt.conns, min(o.threads, rt.conns)
 			}
-			w, err := runWrk(ro, b.API+rt.path, []string{"X-API-Key: " + demoapi.Reseller.Key, "X-API-Secret: " + demoapi.Reseller.Secret})
+			w, err := runWrk(ro, b.API+rt.path, []string{"X-API-Key: " + demoapi.Reseller.Key, "X-API-Secret: " + demoapi.Reseller.Secret},
+				func() float64 { return demoapi.CPUSeconds(b.Pid()) })
 			if err != nil {
 				return err
 			}
@@ -111,6 +134,7 @@ func run(o options) error {
 		results = append(results, r)
 	}
 	printTable(results)
+	printCPUTable(results)
 	if err := reportView(b.Ops); err != nil {
 		fmt.Fprintln(os.Stderr, "catalog view figures:", err)
 	}
@@ -226,23 +250,30 @@ func discover(b *demoapi.Binary) ([]route, error) {
 }
 
 var (
-	rpsRe = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
-	p50Re = regexp.MustCompile(`(?m)^\s+50%\s+([0-9.]+)(us|ms|s)\b`)
-	p99Re = regexp.MustCompile(`(?m)^\s+99%\s+([0-9.]+)(us|ms|s)\b`)
-	nonRe = regexp.MustCompile(`Non-2xx or 3xx responses:\s+([0-9]+)`)
+	rpsRe  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	reqsRe = regexp.MustCompile(`([0-9]+) requests in `)
+	p50Re  = regexp.MustCompile(`(?m)^\s+50%\s+([0-9.]+)(us|ms|s)\b`)
+	p99Re  = regexp.MustCompile(`(?m)^\s+99%\s+([0-9.]+)(us|ms|s)\b`)
+	nonRe  = regexp.MustCompile(`Non-2xx or 3xx responses:\s+([0-9]+)`)
 )
 
-// runWrk runs wrk against url and parses its figures.
-func runWrk(o options, url string, headers []string) (wrkRun, error) {
+// runWrk runs wrk against url and parses its figures; serverCPU reads
+// the server's CPU seconds, before and after.
+func runWrk(o options, url string, headers []string, serverCPU func() float64) (wrkRun, error) {
 	args := []string{"-t" + strconv.Itoa(o.threads), "-c" + strconv.Itoa(o.conns), "-d" + o.duration.String(), "--latency"}
 	for _, h := range headers {
 		args = append(args, "-H", h)
 	}
-	out, err := exec.Command("wrk", append(args, url)...).CombinedOutput()
+	cmd := exec.Command("wrk", append(args, url)...)
+	cpu0 := serverCPU()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return wrkRun{}, fmt.Errorf("wrk %s: %v: %s", url, err, out)
 	}
-	var w wrkRun
+	w := wrkRun{serverCPU: serverCPU() - cpu0, wrkCPU: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	if m := reqsRe.FindSubmatch(out); m != nil {
+		w.reqs, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
 	m := rpsRe.FindSubmatch(out)
 	if m == nil {
 		return wrkRun{}, fmt.Errorf("wrk %s: no Requests/sec in %s", url, out)
@@ -372,4 +403,30 @@ func reportView(ops string) error {
 			count, 1000*m[h+"_sum"]/count, quantile(0.5), quantile(0.99))
 	}
 	return nil
+}
+
+// printCPUTable prints what each request cost in CPU, the binary's against
+// the ceiling's, as the req/s ratio's explanation and a steadier figure
+// than it: this machine's speed drifts by tens of percent between runs
+// (the ceiling's own µs per request too), which moves req/s, but the
+// server's cost over wrk's (the same load tool on the same machine in the
+// same minute) moves much less. Ratio: the binary's server/wrk cost over
+// the ceiling's, medians over the rounds.
+func printCPUTable(rs []result) {
+	fmt.Println()
+	fmt.Println("| route | ceiling server µs/req | ceiling wrk µs/req | binary µs/req | its wrk µs/req | cost ratio (server/wrk, binary over ceiling) |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, r := range rs {
+		var cs, cw, bs, bw, ratios []float64
+		for i := range r.reads {
+			s, w := r.ceiling[i].cpuPerReq()
+			s2, w2 := r.reads[i].cpuPerReq()
+			cs, cw, bs, bw = append(cs, s), append(cw, w), append(bs, s2), append(bw, w2)
+			if s > 0 && w > 0 && w2 > 0 {
+				ratios = append(ratios, (s2/w2)/(s/w))
+			}
+		}
+		fmt.Printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.name, median(cs), median(cw), median(bs), median(bw), median(ratios))
+	}
+	fmt.Println("(the binary's own process: its redis-server and clickhouse-server children are not counted)")
 }
