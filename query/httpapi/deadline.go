@@ -190,10 +190,9 @@ func (l *deadlineListener) Accept() (net.Conn, error) {
 	}
 	dc := newDeadlineConn(c)
 	dc.t = l.t
-	if err := dc.rd.setWanted(time.Now().Add(l.t.read)); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
+	// An error here is the connection's (closed already), and its first
+	// read says so; an Accept error would stop fasthttp's Serve.
+	_ = dc.rd.setWanted(time.Now().Add(l.t.read))
 	return dc, nil
 }
 
