@@ -128,7 +128,7 @@ type connTimeouts struct {
 }
 
 func newConnTimeouts(read, write, idle time.Duration) *connTimeouts {
-	// A twentieth of the shortest timeout, at most 100 ms (1.5 s timeouts
+	// A twentieth of the shortest timeout, at most 100 ms (2 s timeouts
 	// and up), at least 1 ms.
 	tick := min(read, write, idle) / 20
 	tick = max(min(tick, 100*time.Millisecond), time.Millisecond)

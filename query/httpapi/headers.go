@@ -11,21 +11,27 @@ type ourHeaders struct {
 
 // readHeaders finds ourHeaders in one pass over the request's headers,
 // the first of each as Header.Peek would. Peek copies and normalizes its
-// key on every call: three of them take 151 ns, the pass 37 ns
+// key on every call: three of them take 131-151 ns, the pass 22 ns
 // (BenchmarkReadHeaders), ~1 % of a warm read's CPU in the binary.
+//
+// fasthttp stores every valid header name normalized (X-Api-Key), and
+// Peek finds only those, so comparing with the normalized names is what
+// Peek does.
 func readHeaders(h *fasthttp.RequestHeader) ourHeaders {
 	var o ourHeaders
 	var seenID, seenKey, seenSecret bool
 	for k, v := range h.All() {
-		switch len(k) {
-		case len(HeaderAPIKey):
-			if !seenKey && headerIs(k, normalizedAPIKey, HeaderAPIKey) {
+		switch string(k) {
+		case normalizedAPIKey:
+			if !seenKey {
 				o.key, seenKey = v, true
 			}
-		case len(HeaderAPISecret): // as long as HeaderRequestID
-			if !seenSecret && headerIs(k, normalizedAPISecret, HeaderAPISecret) {
+		case normalizedAPISecret:
+			if !seenSecret {
 				o.secret, seenSecret = v, true
-			} else if !seenID && headerIs(k, normalizedRequestID, HeaderRequestID) {
+			}
+		case normalizedRequestID:
+			if !seenID {
 				o.requestID, seenID = v, true
 			}
 		}
@@ -33,34 +39,10 @@ func readHeaders(h *fasthttp.RequestHeader) ourHeaders {
 	return o
 }
 
-// The names as fasthttp stores them (normalized: X-Api-Key), which is
-// not our spelling.
+// The names of HeaderAPIKey, HeaderAPISecret and HeaderRequestID as
+// fasthttp stores them.
 const (
 	normalizedAPIKey    = "X-Api-Key"
 	normalizedAPISecret = "X-Api-Secret"
 	normalizedRequestID = "X-Request-Id"
 )
-
-// headerIs reports whether the header name k is name, ignoring ASCII case;
-// normalized is how fasthttp spells it, the common case.
-func headerIs(k []byte, normalized, name string) bool {
-	if string(k) == normalized {
-		return true
-	}
-	if len(k) != len(name) {
-		return false
-	}
-	for i := range len(k) {
-		if lowerASCII(k[i]) != lowerASCII(name[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerASCII(c byte) byte {
-	if 'A' <= c && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
-}
