@@ -118,9 +118,11 @@ func (d *lazyDeadline) expired(err error) bool {
 //     write timeout;
 //   - the response written (StateIdle): the idle timeout.
 //
-// Those are fasthttp's own rules (v1.74.0, serveConn). A deadline is set
-// one tick late, never early: a timeout fires between its duration and
-// that plus two ticks.
+// Those are fasthttp's own rules (v1.74.0, serveConn). A deadline is the
+// clock's reading plus the timeout plus one tick, and the clock lags real
+// time by up to a tick: a timeout fires within two ticks after its
+// duration, or slightly before it when the ticker itself is scheduled
+// late (a busy machine; a test once saw 1 ms early on a 2 s timeout).
 type connTimeouts struct {
 	read, write, idle time.Duration
 	tick              time.Duration
